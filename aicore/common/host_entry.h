@@ -1,0 +1,90 @@
+// Helpers for the MindSpore CPU entries (`extern "C" <Op>`, `<Op>InferShape`, `<Op>InferType`):
+// dtype names, argument errors with the `ms_ops <op>: <argument>: <what>` format, and shape
+// arithmetic that keeps MindSpore's -1 (unknown dim) and [-2] (unknown rank) markers.
+#ifndef MS_OPS_COMMON_HOST_ENTRY_H_
+#define MS_OPS_COMMON_HOST_ENTRY_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "ms_aot_extra.h"
+
+namespace ms_ops {
+
+enum class DType { kF32, kF16, kBF16, kI32, kI64, kU8, kBool, kUnknown };
+
+inline DType ParseDType(const char *name) {
+  static const struct { const char *n; DType d; } kTable[] = {
+      {"float32", DType::kF32}, {"float16", DType::kF16}, {"bfloat16", DType::kBF16},
+      {"int32", DType::kI32},   {"int64", DType::kI64},   {"uint8", DType::kU8},
+      {"bool", DType::kBool}};
+  for (const auto &e : kTable)
+    if (std::strcmp(name, e.n) == 0) return e.d;
+  return DType::kUnknown;
+}
+
+inline DType FromTypeId(mindspore::TypeId t) {
+  switch (t) {
+    case mindspore::kNumberTypeFloat32: return DType::kF32;
+    case mindspore::kNumberTypeFloat16: return DType::kF16;
+    case mindspore::kNumberTypeBFloat16: return DType::kBF16;
+    case mindspore::kNumberTypeInt32: return DType::kI32;
+    case mindspore::kNumberTypeInt64: return DType::kI64;
+    case mindspore::kNumberTypeUInt8: return DType::kU8;
+    case mindspore::kNumberTypeBool: return DType::kBool;
+    default: return DType::kUnknown;
+  }
+}
+
+// A bad argument found by an entry. `op` and `arg` name what the user passed.
+struct ArgError : std::exception {
+  std::string arg, msg;
+  ArgError(std::string a, std::string m) : arg(std::move(a)), msg(std::move(m)) {}
+  const char *what() const noexcept override { return msg.c_str(); }
+};
+
+[[noreturn]] inline void Reject(const std::string &arg, const std::string &msg) { throw ArgError(arg, msg); }
+
+inline void Require(bool ok, const std::string &arg, const std::string &msg) {
+  if (!ok) Reject(arg, msg);
+}
+
+// Runs an entry body; an ArgError or twin failure becomes a message on stderr and a non-zero
+// return, which MindSpore turns into a Python RuntimeError. Nothing escapes into MindSpore.
+template <class Body>
+int GuardedEntry(const char *op, Body &&body) {
+  try {
+    return body();
+  } catch (const ArgError &e) {
+    std::fprintf(stderr, "ms_ops %s: %s: %s\n", op, e.arg.c_str(), e.msg.c_str());
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "ms_ops %s: %s\n", op, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ms_ops %s: unknown failure\n", op);
+  }
+  std::fflush(stderr);
+  return 1;
+}
+
+inline int64_t Numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= shape[i];
+  return n;
+}
+
+using Shape = std::vector<int64_t>;
+constexpr int64_t kDynDim = -1;
+inline const Shape kDynRank{-2};
+
+inline bool IsDynRank(int ndim, const int64_t *shape) { return ndim == 1 && shape[0] == -2; }
+inline bool Known(int64_t d) { return d >= 0; }
+// Product of dims that stays -1 when any factor is unknown.
+inline int64_t DimMul(int64_t a, int64_t b) { return (Known(a) && Known(b)) ? a * b : kDynDim; }
+
+}  // namespace ms_ops
+
+#endif  // MS_OPS_COMMON_HOST_ENTRY_H_

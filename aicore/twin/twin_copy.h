@@ -1,0 +1,231 @@
+// DataCopy and DataCopyPad between GM and UB (and UB to UB) with the NPU's rules: UB addresses
+// 32-byte aligned, contiguous DataCopy counts a multiple of 32 bytes (the hardware rounds down),
+// every byte moved inside its GM buffer and its UB tensor.
+#ifndef MS_OPS_TWIN_COPY_H_
+#define MS_OPS_TWIN_COPY_H_
+
+#include <cstdint>
+#include <cstring>
+
+#include "twin_tensor.h"
+
+namespace AscendC {
+
+struct DataCopyParams {
+  uint16_t blockCount = 1;
+  uint16_t blockLen = 0;   // 32-byte blocks (bytes in DataCopyPad)
+  uint16_t srcStride = 0;  // gap after each block, same unit
+  uint16_t dstStride = 0;
+  DataCopyParams() = default;
+  DataCopyParams(uint16_t count, uint16_t len, uint16_t srcStrideIn, uint16_t dstStrideIn)
+      : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn) {}
+};
+
+// blockLen in bytes; the GM-side stride in bytes, the UB-side stride in 32-byte blocks.
+struct DataCopyExtParams {
+  uint16_t blockCount = 1;
+  uint32_t blockLen = 0;
+  uint32_t srcStride = 0;
+  uint32_t dstStride = 0;
+  uint32_t rsv = 0;
+  DataCopyExtParams() = default;
+  DataCopyExtParams(uint16_t count, uint32_t len, uint32_t srcStrideIn, uint32_t dstStrideIn, uint32_t rsvIn = 0)
+      : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn) {}
+};
+
+template <typename T>
+struct DataCopyPadExtParams {
+  bool isPad = false;
+  uint8_t leftPadding = 0;   // elements
+  uint8_t rightPadding = 0;  // elements
+  T paddingValue{};
+  DataCopyPadExtParams() = default;
+  DataCopyPadExtParams(bool isPadIn, uint8_t left, uint8_t right, T value)
+      : isPad(isPadIn), leftPadding(left), rightPadding(right), paddingValue(value) {}
+};
+
+struct DataCopyPadParams {
+  bool isPad = false;
+  uint8_t leftPadding = 0;
+  uint8_t rightPadding = 0;
+  uint64_t paddingValue = 0;  // bit pattern, low sizeof(T) bytes used
+  DataCopyPadParams() = default;
+  DataCopyPadParams(bool isPadIn, uint8_t left, uint8_t right, uint64_t value)
+      : isPad(isPadIn), leftPadding(left), rightPadding(right), paddingValue(value) {}
+};
+
+namespace twin_detail {
+
+constexpr uint64_t kBlk = ::ms_ops::kBlockBytes;
+
+inline void UbAligned(const char *call, const void *p) {
+  if (__builtin_expect((reinterpret_cast<uintptr_t>(p) & (kBlk - 1)) != 0, 0))
+    Fail(call, "UB address " + Str(UbOffset(p)) + " is not 32-byte aligned");
+}
+
+// UB tensor t must hold `bytes` bytes from its start.
+template <typename T>
+inline void UbSpan(const char *call, const LocalTensor<T> &t, uint64_t bytes) {
+  if (__builtin_expect(bytes > uint64_t(t.GetSize()) * sizeof(T), 0))
+    UbOutOfRange(call, (bytes + sizeof(T) - 1) / sizeof(T), t.GetSize());
+}
+
+template <typename T>
+inline void GmSpan(const char *call, const GlobalTensor<T> &g, uint64_t bytes) {
+  g.TwinCheck(call, 0, (bytes + sizeof(T) - 1) / sizeof(T));
+}
+
+// The count of a contiguous DataCopy as the hardware moves it: whole 32-byte blocks.
+template <typename T>
+inline uint64_t CopyCount(uint32_t count) {
+  const uint64_t bytes = uint64_t(count) * sizeof(T);
+  if (bytes % kBlk != 0)
+    ::ms_ops::twin::Tolerated("DataCopy", "count " + Str(count) + " x " + Str(sizeof(T)) + " bytes = " + Str(bytes) +
+                                              " bytes is not a multiple of 32 bytes");
+  return bytes / kBlk * kBlk / sizeof(T);
+}
+
+// blockCount rows of rowBytes bytes, rows srcPitch / dstPitch bytes apart.
+inline void CopyRows(uint8_t *dst, const uint8_t *src, uint64_t rows, uint64_t rowBytes, uint64_t dstPitch,
+                     uint64_t srcPitch) {
+  for (uint64_t r = 0; r < rows; ++r) std::memcpy(dst + r * dstPitch, src + r * srcPitch, rowBytes);
+}
+
+inline uint64_t Span(uint64_t rows, uint64_t rowBytes, uint64_t pitch) {
+  return rows == 0 ? 0 : (rows - 1) * pitch + rowBytes;
+}
+
+}  // namespace twin_detail
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T> &dst, const GlobalTensor<T> &src, uint32_t count) {
+  twin_detail::UbAligned("DataCopy", dst.TwinData());
+  const uint64_t n = twin_detail::CopyCount<T>(count);
+  twin_detail::UbSpan("DataCopy", dst, n * sizeof(T));
+  src.TwinCheck("DataCopy", 0, n);
+  std::memcpy(dst.TwinData(), src.TwinData(), n * sizeof(T));
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint32_t count) {
+  twin_detail::UbAligned("DataCopy", src.TwinData());
+  const uint64_t n = twin_detail::CopyCount<T>(count);
+  twin_detail::UbSpan("DataCopy", src, n * sizeof(T));
+  dst.TwinCheck("DataCopy", 0, n);
+  std::memcpy(dst.TwinData(), src.TwinData(), n * sizeof(T));
+}
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint32_t count) {
+  twin_detail::UbAligned("DataCopy", dst.TwinData());
+  twin_detail::UbAligned("DataCopy", src.TwinData());
+  const uint64_t n = twin_detail::CopyCount<T>(count);
+  twin_detail::UbSpan("DataCopy", dst, n * sizeof(T));
+  twin_detail::UbSpan("DataCopy", src, n * sizeof(T));
+  std::memmove(dst.TwinData(), src.TwinData(), n * sizeof(T));
+}
+
+// Strided forms: blockLen and both gaps in 32-byte blocks on either side.
+template <typename T>
+inline void DataCopy(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const DataCopyParams &p) {
+  using namespace twin_detail;
+  UbAligned("DataCopy", dst.TwinData());
+  const uint64_t row = p.blockLen * kBlk, sp = (p.blockLen + p.srcStride) * kBlk, dp = (p.blockLen + p.dstStride) * kBlk;
+  UbSpan("DataCopy", dst, Span(p.blockCount, row, dp));
+  GmSpan("DataCopy", src, Span(p.blockCount, row, sp));
+  CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
+           p.blockCount, row, dp, sp);
+}
+
+template <typename T>
+inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, const DataCopyParams &p) {
+  using namespace twin_detail;
+  UbAligned("DataCopy", src.TwinData());
+  const uint64_t row = p.blockLen * kBlk, sp = (p.blockLen + p.srcStride) * kBlk, dp = (p.blockLen + p.dstStride) * kBlk;
+  UbSpan("DataCopy", src, Span(p.blockCount, row, sp));
+  GmSpan("DataCopy", dst, Span(p.blockCount, row, dp));
+  CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
+           p.blockCount, row, dp, sp);
+}
+
+template <typename T>
+inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, const DataCopyParams &p) {
+  using namespace twin_detail;
+  UbAligned("DataCopy", dst.TwinData());
+  UbAligned("DataCopy", src.TwinData());
+  const uint64_t row = p.blockLen * kBlk, sp = (p.blockLen + p.srcStride) * kBlk, dp = (p.blockLen + p.dstStride) * kBlk;
+  UbSpan("DataCopy", src, Span(p.blockCount, row, sp));
+  UbSpan("DataCopy", dst, Span(p.blockCount, row, dp));
+  CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
+           p.blockCount, row, dp, sp);
+}
+
+// GM -> UB without alignment needs. Each UB row is [left pad][blockLen bytes][right pad] rounded up
+// to 32 bytes, then dstStride blocks of gap. The round-up tail holds the row's first element when
+// there is no padding; otherwise the hardware leaves it undefined, and so does the twin.
+template <typename T>
+inline void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const DataCopyExtParams &p,
+                        const DataCopyPadExtParams<T> &pad) {
+  using namespace twin_detail;
+  const char *call = "DataCopyPad";
+  UbAligned(call, dst.TwinData());
+  if (p.blockCount == 0 || p.blockLen == 0) return;
+  if (p.blockLen % sizeof(T) != 0)
+    Fail(call, "blockLen " + Str(p.blockLen) + " bytes is not a multiple of the element size " + Str(sizeof(T)));
+  const uint64_t left = pad.leftPadding * sizeof(T), right = pad.rightPadding * sizeof(T);
+  if (left > kBlk || right > kBlk) Fail(call, "left/right padding beyond 32 bytes");
+  const uint64_t row = ::ms_ops::AlignUp(left + p.blockLen + right, kBlk);
+  const uint64_t dp = row + uint64_t(p.dstStride) * kBlk, sp = uint64_t(p.blockLen) + p.srcStride;
+  UbSpan(call, dst, Span(p.blockCount, row, dp));
+  GmSpan(call, src, Span(p.blockCount, p.blockLen, sp));
+  uint8_t *d = reinterpret_cast<uint8_t *>(dst.TwinData());
+  const uint8_t *s = reinterpret_cast<const uint8_t *>(src.TwinData());
+  for (uint64_t r = 0; r < p.blockCount; ++r) {
+    uint8_t *out = d + r * dp;
+    std::memcpy(out + left, s + r * sp, p.blockLen);
+    T *e = reinterpret_cast<T *>(out);
+    const uint64_t n = left / sizeof(T), m = p.blockLen / sizeof(T);
+    if (pad.isPad) {
+      for (uint64_t i = 0; i < n; ++i) e[i] = pad.paddingValue;
+      for (uint64_t i = 0; i < pad.rightPadding; ++i) e[n + m + i] = pad.paddingValue;
+    }
+    if (left == 0 && right == 0)
+      for (uint64_t i = m; i < row / sizeof(T); ++i) e[i] = e[0];
+  }
+}
+
+template <typename T>
+inline void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const DataCopyParams &p,
+                        const DataCopyPadParams &pad) {
+  T value;
+  std::memcpy(&value, &pad.paddingValue, sizeof(T));
+  DataCopyPad(dst, src, DataCopyExtParams(p.blockCount, p.blockLen, p.srcStride, p.dstStride),
+              DataCopyPadExtParams<T>(pad.isPad, pad.leftPadding, pad.rightPadding, value));
+}
+
+// UB -> GM: UB rows start 32-byte aligned (AlignUp(blockLen, 32) plus srcStride blocks apart),
+// GM rows are blockLen + dstStride bytes apart.
+template <typename T>
+inline void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, const DataCopyExtParams &p) {
+  using namespace twin_detail;
+  const char *call = "DataCopyPad";
+  UbAligned(call, src.TwinData());
+  if (p.blockCount == 0 || p.blockLen == 0) return;
+  if (p.blockLen % sizeof(T) != 0)
+    Fail(call, "blockLen " + Str(p.blockLen) + " bytes is not a multiple of the element size " + Str(sizeof(T)));
+  const uint64_t sp = ::ms_ops::AlignUp(p.blockLen, kBlk) + uint64_t(p.srcStride) * kBlk;
+  const uint64_t dp = uint64_t(p.blockLen) + p.dstStride;
+  UbSpan(call, src, Span(p.blockCount, p.blockLen, sp));
+  GmSpan(call, dst, Span(p.blockCount, p.blockLen, dp));
+  CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
+           p.blockCount, p.blockLen, dp, sp);
+}
+
+template <typename T>
+inline void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, const DataCopyParams &p) {
+  DataCopyPad(dst, src, DataCopyExtParams(p.blockCount, p.blockLen, p.srcStride, p.dstStride));
+}
+
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_COPY_H_

@@ -1,0 +1,202 @@
+// TPipe, TQue and TBuf: the UB allocator of a block. TPipe carves buffers out of the block's UB
+// arena in 32-byte units, as the hardware allocator does, and refuses requests beyond the UB size.
+// Queues track each buffer's state so that the discipline the NPU relies on (alloc, enque, deque,
+// free, within the buffer count and the queue depth) is checked on every call.
+#ifndef MS_OPS_TWIN_PIPE_H_
+#define MS_OPS_TWIN_PIPE_H_
+
+#include <cstdint>
+
+#include "twin_tensor.h"
+
+namespace AscendC {
+
+template <TPosition src, TPosition dst, int32_t depth, auto mask = 0>
+class TQueBind {
+  static_assert(depth >= 1, "the twin supports queue depths >= 1");
+
+ public:
+  template <typename T>
+  LocalTensor<T> AllocTensor() {
+    if (num_ == 0) twin_detail::Fail("AllocTensor", "queue has no buffers (TPipe::InitBuffer not called)");
+    for (uint32_t k = 0; k < num_; ++k) {
+      uint32_t i = (next_ + k) % num_;
+      if (state_[i] == kFree) {
+        state_[i] = kHeld;
+        next_ = (i + 1) % num_;
+        return Tensor<T>(i);
+      }
+    }
+    twin_detail::Fail("AllocTensor", "all " + twin_detail::Str(num_) +
+                                         " buffers of the queue are allocated (AllocTensor beyond the buffer count "
+                                         "without FreeTensor)");
+  }
+  template <typename T>
+  void AllocTensor(LocalTensor<T> &t) { t = AllocTensor<T>(); }
+
+  template <typename T>
+  bool EnQue(const LocalTensor<T> &t) {
+    uint32_t i = IndexOf("EnQue", t.TwinData());
+    if (state_[i] != kHeld) twin_detail::Fail("EnQue", "tensor is not allocated (or already enqueued)");
+    if (count_ == static_cast<uint32_t>(depth))
+      twin_detail::Fail("EnQue", "queue of depth " + twin_detail::Str(depth) + " is full");
+    state_[i] = kQueued;
+    fifo_[(head_ + count_++) % kMaxBuffers] = static_cast<uint8_t>(i);
+    return true;
+  }
+
+  template <typename T>
+  LocalTensor<T> DeQue() {
+    if (count_ == 0) twin_detail::Fail("DeQue", "queue is empty (DeQue without a matching EnQue)");
+    uint32_t i = fifo_[head_];
+    head_ = (head_ + 1) % kMaxBuffers;
+    --count_;
+    state_[i] = kHeld;
+    return Tensor<T>(i);
+  }
+  template <typename T>
+  void DeQue(LocalTensor<T> &t) { t = DeQue<T>(); }
+
+  template <typename T>
+  void FreeTensor(LocalTensor<T> &t) {
+    uint32_t i = IndexOf("FreeTensor", t.TwinData());
+    if (state_[i] == kFree) twin_detail::Fail("FreeTensor", "buffer is not allocated (double FreeTensor)");
+    if (state_[i] == kQueued) twin_detail::Fail("FreeTensor", "tensor is still enqueued");
+    state_[i] = kFree;
+  }
+
+  bool HasTensorInQue() const { return count_ > 0; }
+  int32_t GetTensorCountInQue() const { return static_cast<int32_t>(count_); }
+  bool VacantInQue() const { return count_ < static_cast<uint32_t>(depth); }
+
+  // Called by TPipe::InitBuffer with the carved region.
+  void TwinInit(uint8_t *base, uint32_t num, uint32_t len) {
+    base_ = base;
+    num_ = num;
+    len_ = len;
+    head_ = count_ = next_ = 0;
+    for (uint32_t i = 0; i < num; ++i) state_[i] = kFree;
+  }
+
+ private:
+  static constexpr uint32_t kMaxBuffers = 256;  // InitBuffer's num is a uint8_t
+  enum State : uint8_t { kFree, kHeld, kQueued };
+
+  template <typename T>
+  LocalTensor<T> Tensor(uint32_t i) const {
+    return LocalTensor<T>::TwinMake(reinterpret_cast<T *>(base_ + uint64_t(i) * len_), len_ / sizeof(T),
+                                    len_ / sizeof(T));
+  }
+  uint32_t IndexOf(const char *call, const void *p) const {
+    const uint8_t *b = static_cast<const uint8_t *>(p);
+    if (num_ == 0 || b < base_ || b >= base_ + uint64_t(num_) * len_ || (b - base_) % len_ != 0)
+      twin_detail::Fail(call, "tensor is not a buffer of this queue");
+    return static_cast<uint32_t>((b - base_) / len_);
+  }
+
+  uint8_t *base_ = nullptr;
+  uint32_t num_ = 0, len_ = 0;
+  uint32_t head_ = 0, count_ = 0, next_ = 0;
+  State state_[kMaxBuffers];
+  uint8_t fifo_[kMaxBuffers];
+};
+
+template <TPosition pos, int32_t depth, auto mask = 0>
+class TQue : public TQueBind<pos, pos, depth, mask> {};
+
+template <TPosition pos = TPosition::LCM>
+class TBuf {
+ public:
+  template <typename T>
+  LocalTensor<T> Get() {
+    return Get<T>(len_ / sizeof(T));
+  }
+  template <typename T>
+  LocalTensor<T> Get(uint32_t len) {
+    return GetWithOffset<T>(len, 0);
+  }
+  // bufOffset in bytes from the start of the buffer.
+  template <typename T>
+  LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) {
+    if (base_ == nullptr) twin_detail::Fail("TBuf::Get", "buffer not initialised by TPipe::InitBuffer");
+    if (uint64_t(bufOffset) + uint64_t(size) * sizeof(T) > len_)
+      twin_detail::Fail("TBuf::Get", twin_detail::Str(uint64_t(size) * sizeof(T)) + " bytes at offset " +
+                                         twin_detail::Str(bufOffset) + " exceed the " + twin_detail::Str(len_) +
+                                         "-byte buffer");
+    return LocalTensor<T>::TwinMake(reinterpret_cast<T *>(base_ + bufOffset), size, (len_ - bufOffset) / sizeof(T));
+  }
+
+  void TwinInit(uint8_t *base, uint32_t len) {
+    base_ = base;
+    len_ = len;
+  }
+
+ private:
+  uint8_t *base_ = nullptr;
+  uint32_t len_ = 0;
+};
+
+class TPipe {
+ public:
+  TPipe() : block_(&::ms_ops::twin::Current()) {
+    if (block_->pipeAlive) twin_detail::Fail("TPipe", "a second TPipe while another is alive in this block");
+    block_->pipeAlive = true;
+    block_->ubUsed = 0;
+  }
+  ~TPipe() { Destroy(); }
+  TPipe(const TPipe &) = delete;
+  TPipe &operator=(const TPipe &) = delete;
+
+  template <class Q>
+  bool InitBuffer(Q &que, uint8_t num, uint32_t len) {
+    const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
+    que.TwinInit(Carve("InitBuffer", uint64_t(num) * l, num, len), num, l);
+    return true;
+  }
+  template <TPosition pos>
+  bool InitBuffer(TBuf<pos> &buf, uint32_t len) {
+    const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
+    buf.TwinInit(Carve("InitBuffer", l, 1, len), l);
+    return true;
+  }
+
+  // Frees every buffer: later InitBuffer calls start again at the bottom of UB.
+  void Reset() {
+    if (owns_) block_->ubUsed = 0;
+  }
+  void Destroy() {
+    if (!owns_) return;
+    block_->ubUsed = 0;
+    block_->pipeAlive = false;
+    owns_ = false;
+  }
+
+  // Event ids only order pipes on the NPU; one core of the twin runs everything in program order.
+  TEventID FetchEventID(HardEvent) { return 0; }
+  template <HardEvent evt>
+  TEventID FetchEventID() { return 0; }
+  template <HardEvent evt>
+  TEventID AllocEventID() { return 0; }
+  template <HardEvent evt>
+  void ReleaseEventID(TEventID) {}
+
+ private:
+  uint8_t *Carve(const char *call, uint64_t bytes, uint32_t num, uint32_t len) {
+    if (!owns_) twin_detail::Fail(call, "TPipe already destroyed");
+    const uint64_t budget = ::ms_ops::kAtlasA2.ubSize;
+    if (block_->ubUsed + bytes > budget)
+      twin_detail::Fail(call, "request of " + twin_detail::Str(num) + " x " + twin_detail::Str(len) + " bytes (" +
+                                  twin_detail::Str(bytes) + " bytes, " + twin_detail::Str(block_->ubUsed) +
+                                  " already in use) exceeds the UB budget of " + twin_detail::Str(budget) + " bytes");
+    uint8_t *p = block_->ub + block_->ubUsed;
+    block_->ubUsed += static_cast<uint32_t>(bytes);
+    return p;
+  }
+
+  ::ms_ops::twin::Block *block_;
+  bool owns_ = true;
+};
+
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_PIPE_H_

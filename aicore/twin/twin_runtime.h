@@ -1,0 +1,49 @@
+// The launcher of the CPU twin and the per-block state the twin's AscendC API reads.
+// A kernel runs once per block index on an OpenMP thread; everything a block owns on the NPU
+// (its index, its UB) lives in a thread-local Block while its body runs.
+#ifndef MS_OPS_TWIN_RUNTIME_H_
+#define MS_OPS_TWIN_RUNTIME_H_
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace ms_ops {
+namespace twin {
+
+// A kernel broke a rule of the NPU. Thrown inside the block, caught by Launch.
+struct Violation : std::runtime_error {
+  std::string call;
+  Violation(const char *c, const std::string &what) : std::runtime_error(what), call(c) {}
+};
+
+struct Block {
+  const char *kernel;
+  int64_t idx, num;
+  uint64_t tilingKey;
+  bool strict;
+  uint8_t *ub;         // this block's UB arena, kAtlasA2.ubSize bytes, 64-byte aligned
+  uint32_t ubUsed;     // bytes handed out by the live TPipe
+  bool pipeAlive;
+};
+
+extern thread_local Block *tlsBlock;
+
+// The block running on this thread; a twin API call outside Launch is a violation.
+Block &Current();
+
+[[noreturn]] void Fail(const char *call, const std::string &what);
+// A rule the hardware tolerates (it rounds): an error in strict mode, else one warning per kernel
+// and call, after which the caller proceeds as the hardware would.
+void Tolerated(const char *call, const std::string &what);
+
+// MS_OPS_TWIN_STRICT=1, read at each launch.
+bool Strict();
+
+int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
+
+}  // namespace twin
+}  // namespace ms_ops
+
+#endif  // MS_OPS_TWIN_RUNTIME_H_

@@ -1,0 +1,138 @@
+// GlobalTensor (GM) and LocalTensor (UB) of the twin. Both carry their element count so that every
+// access is bounds-checked: a GM access past a known buffer size, or a UB index past the end of a
+// buffer, corrupts memory on the NPU and is always a violation here.
+#ifndef MS_OPS_TWIN_TENSOR_H_
+#define MS_OPS_TWIN_TENSOR_H_
+
+#include <cstdint>
+
+#include "twin_types.h"
+
+namespace AscendC {
+namespace twin_detail {
+
+[[noreturn]] __attribute__((noinline, cold)) inline void GmOutOfBounds(const char *call, uint64_t end, uint64_t size) {
+  Fail(call, "out-of-bounds GM access: elements up to " + Str(end) + " of a " + Str(size) + "-element GM buffer");
+}
+
+[[noreturn]] __attribute__((noinline, cold)) inline void UbOutOfRange(const char *call, uint64_t end, uint64_t size) {
+  Fail(call, "UB access out of range: elements up to " + Str(end) + " of a " + Str(size) + "-element UB tensor");
+}
+
+inline uint64_t UbOffset(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(::ms_ops::twin::Current().ub);
+}
+
+}  // namespace twin_detail
+
+template <typename T>
+class GlobalTensor {
+ public:
+  using PrimType = T;
+
+  void SetGlobalBuffer(__gm__ T *buffer, uint64_t bufferSize) {
+    addr_ = buffer;
+    size_ = bufferSize;
+    sized_ = true;
+  }
+  // Size unknown: accesses through this tensor are not bounds-checked.
+  void SetGlobalBuffer(__gm__ T *buffer) {
+    addr_ = buffer;
+    size_ = 0;
+    sized_ = false;
+  }
+
+  T GetValue(uint64_t offset) const {
+    TwinCheck("GlobalTensor::GetValue", offset, 1);
+    return addr_[offset];
+  }
+  void SetValue(uint64_t offset, T value) const {
+    TwinCheck("GlobalTensor::SetValue", offset, 1);
+    addr_[offset] = value;
+  }
+  T &operator()(uint64_t offset) const {
+    TwinCheck("GlobalTensor::operator()", offset, 1);
+    return addr_[offset];
+  }
+  GlobalTensor operator[](uint64_t offset) const {
+    TwinCheck("GlobalTensor::operator[]", offset, 0);
+    GlobalTensor v = *this;
+    v.addr_ += offset;
+    if (sized_) v.size_ -= offset;
+    return v;
+  }
+
+  uint64_t GetSize() const { return size_; }
+  __gm__ T *GetPhyAddr() const { return addr_; }
+  __gm__ T *GetPhyAddr(uint64_t offset) const { return addr_ + offset; }
+  void SetL2CacheHint(CacheMode) {}
+
+  // Twin internals: the range [offset, offset + count) must lie inside a sized buffer.
+  void TwinCheck(const char *call, uint64_t offset, uint64_t count) const {
+    if (__builtin_expect(sized_ && (offset > size_ || count > size_ - offset), 0))
+      twin_detail::GmOutOfBounds(call, offset + count, size_);
+  }
+  T *TwinData() const { return addr_; }
+
+ private:
+  T *addr_ = nullptr;
+  uint64_t size_ = 0;
+  bool sized_ = false;
+};
+
+template <typename T>
+class LocalTensor {
+ public:
+  using PrimType = T;
+
+  LocalTensor() = default;
+
+  T GetValue(uint32_t index) const {
+    if (__builtin_expect(index >= size_, 0)) twin_detail::UbOutOfRange("LocalTensor::GetValue", uint64_t(index) + 1, size_);
+    return addr_[index];
+  }
+  template <typename S>
+  void SetValue(uint32_t index, S value) const {
+    if (__builtin_expect(index >= size_, 0)) twin_detail::UbOutOfRange("LocalTensor::SetValue", uint64_t(index) + 1, size_);
+    addr_[index] = static_cast<T>(value);
+  }
+  T &operator()(uint32_t index) const {
+    if (__builtin_expect(index >= size_, 0)) twin_detail::UbOutOfRange("LocalTensor::operator()", uint64_t(index) + 1, size_);
+    return addr_[index];
+  }
+  LocalTensor operator[](uint32_t offset) const {
+    if (__builtin_expect(offset > size_, 0)) twin_detail::UbOutOfRange("LocalTensor::operator[]", offset, size_);
+    return LocalTensor(addr_ + offset, size_ - offset, cap_ - offset);
+  }
+
+  template <typename U>
+  LocalTensor<U> ReinterpretCast() const {
+    return LocalTensor<U>::TwinMake(reinterpret_cast<U *>(addr_), uint64_t(size_) * sizeof(T) / sizeof(U),
+                                    uint64_t(cap_) * sizeof(T) / sizeof(U));
+  }
+
+  uint32_t GetSize() const { return size_; }
+  // Only within the underlying buffer: a larger size would let later calls run past it.
+  void SetSize(uint32_t size) {
+    if (size > cap_) twin_detail::UbOutOfRange("LocalTensor::SetSize", size, cap_);
+    size_ = size;
+  }
+  // The UB address: the byte offset of the tensor in its block's UB.
+  uint64_t GetPhyAddr() const { return twin_detail::UbOffset(addr_); }
+  uint64_t GetPhyAddr(uint32_t offset) const { return twin_detail::UbOffset(addr_ + offset); }
+
+  // Twin internals, for TQue/TBuf and the copy and vector calls.
+  static LocalTensor TwinMake(T *addr, uint32_t size, uint32_t cap) { return LocalTensor(addr, size, cap); }
+  T *TwinData() const { return addr_; }
+
+ private:
+  LocalTensor(T *addr, uint32_t size, uint32_t cap) : addr_(addr), size_(size), cap_(cap) {}
+
+  T *addr_ = nullptr;
+  uint32_t size_ = 0;  // elements visible through this tensor
+  uint32_t cap_ = 0;   // elements up to the end of the underlying buffer
+};
+
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_TENSOR_H_

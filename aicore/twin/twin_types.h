@@ -1,0 +1,83 @@
+// Kernel-language basics of the twin: the CCE qualifiers, the scalar types half and bfloat16_t,
+// the enums of the AscendC API, block index/count and tiling access.
+#ifndef MS_OPS_TWIN_TYPES_H_
+#define MS_OPS_TWIN_TYPES_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "platform.h"
+#include "twin_runtime.h"
+
+#define __aicore__
+#define __global__
+#define __gm__
+#define GM_ADDR __gm__ uint8_t *
+
+#define GET_TILING_DATA_WITH_STRUCT(Type, var, tiling) \
+  Type var;                                            \
+  std::memcpy(&var, reinterpret_cast<const void *>(tiling), sizeof(Type))
+#define TILING_KEY_IS(k) (::ms_ops::twin::Current().tilingKey == static_cast<uint64_t>(k))
+#define KERNEL_TASK_TYPE_DEFAULT(type)
+
+using half = _Float16;
+
+// bfloat16 storage: float -> bf16 rounds to nearest even and keeps NaN a (quiet) NaN.
+struct bfloat16_t {
+  uint16_t bits;
+  bfloat16_t() = default;
+  bfloat16_t(float f) : bits(FromFloat(f)) {}
+  operator float() const {
+    uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  static uint16_t FromFloat(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    uint32_t nan = (u >> 16) | 0x40u;
+    return static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+  }
+};
+
+// The CCE pipes, a global enum as in the device compiler.
+enum pipe_t { PIPE_S = 0, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };
+
+namespace AscendC {
+
+enum class TPosition : uint8_t {
+  GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, LCM = VECCALC, SPM, SHM = SPM, TSCM,
+  C2PIPE2GM, C2PIPE2LOCAL, MAX
+};
+using QuePosition = TPosition;
+
+enum class HardEvent : uint8_t {
+  MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, MTE2_V, V_MTE2, MTE3_V, V_MTE3, M_V, V_M, V_V, MTE3_MTE1,
+  MTE1_MTE3, MTE1_V, MTE2_M, M_MTE2, V_MTE1, M_FIX, FIX_M, MTE3_MTE2, MTE2_MTE3, S_V, V_S, S_MTE2,
+  MTE2_S, S_MTE3, MTE3_S, MTE2_FIX, FIX_MTE2, FIX_S, M_S, FIX_MTE3, MTE1_FIX, FIX_MTE1, FIX_FIX, MAX
+};
+using TEventID = int8_t;
+
+enum class RoundMode : uint8_t { CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+enum class CMPMODE : uint8_t { LT = 0, GT, EQ, LE, GE, NE };
+enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
+enum class CacheMode : uint8_t { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL, CACHE_MODE_LAST, CACHE_MODE_PERSISTENT };
+
+inline int64_t GetBlockIdx() { return ::ms_ops::twin::Current().idx; }
+inline int64_t GetBlockNum() { return ::ms_ops::twin::Current().num; }
+// The twin has no system workspace: the user workspace is the whole workspace argument.
+inline GM_ADDR GetSysWorkSpacePtr() { return nullptr; }
+inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return workspace; }
+
+namespace twin_detail {
+
+[[noreturn]] inline void Fail(const char *call, const std::string &what) { ::ms_ops::twin::Fail(call, what); }
+inline std::string Str(uint64_t v) { return std::to_string(v); }
+
+}  // namespace twin_detail
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_TYPES_H_

@@ -1,0 +1,98 @@
+// Vector compute on UB tensors, "first count elements" forms. Every operand must start 32-byte
+// aligned and hold count elements. The loops are plain element loops that g++ -O3 vectorizes;
+// half arithmetic is done in float and rounded back per op, as the NPU's fp16 ALU rounds per op.
+#ifndef MS_OPS_TWIN_VECTOR_H_
+#define MS_OPS_TWIN_VECTOR_H_
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "twin_copy.h"
+#include "twin_math.h"
+
+namespace AscendC {
+namespace twin_detail {
+
+template <typename T>
+using Calc = std::conditional_t<std::is_same_v<T, half>, float, T>;
+
+template <typename T>
+inline T *VecArg(const char *call, const LocalTensor<T> &t, int64_t count) {
+  UbAligned(call, t.TwinData());
+  if (__builtin_expect(count > t.GetSize(), 0)) UbOutOfRange(call, count, t.GetSize());
+  return t.TwinData();
+}
+
+inline void VecCount(const char *call, int64_t count) {
+  if (count < 0) Fail(call, "negative count " + std::to_string(count));
+}
+
+template <typename T, class F>
+inline void Binary(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &a, const LocalTensor<T> &b,
+                   int32_t count, F f) {
+  VecCount(call, count);
+  T *d = VecArg(call, dst, count);
+  const T *x = VecArg(call, a, count), *y = VecArg(call, b, count);
+  for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(static_cast<Calc<T>>(x[i]), static_cast<Calc<T>>(y[i])));
+}
+
+template <typename T, class F>
+inline void Unary(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &a, int32_t count, F f) {
+  VecCount(call, count);
+  T *d = VecArg(call, dst, count);
+  const T *x = VecArg(call, a, count);
+  for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(static_cast<Calc<T>>(x[i])));
+}
+
+}  // namespace twin_detail
+
+#define MS_OPS_TWIN_BINARY(Name, expr)                                                                           \
+  template <typename T>                                                                                          \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1,           \
+                   const int32_t &count) {                                                                       \
+    twin_detail::Binary(#Name, dst, src0, src1, count, [](auto x, auto y) { return expr; });                     \
+  }
+MS_OPS_TWIN_BINARY(Add, x + y)
+MS_OPS_TWIN_BINARY(Sub, x - y)
+MS_OPS_TWIN_BINARY(Mul, x * y)
+MS_OPS_TWIN_BINARY(Div, x / y)
+MS_OPS_TWIN_BINARY(Max, x > y ? x : y)
+MS_OPS_TWIN_BINARY(Min, x < y ? x : y)
+#undef MS_OPS_TWIN_BINARY
+
+#define MS_OPS_TWIN_SCALAR(Name, expr)                                                                           \
+  template <typename T>                                                                                          \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue,                  \
+                   const int32_t &count) {                                                                       \
+    const twin_detail::Calc<T> y = static_cast<twin_detail::Calc<T>>(scalarValue);                               \
+    twin_detail::Unary(#Name, dst, src, count, [y](auto x) { return expr; });                                    \
+  }
+MS_OPS_TWIN_SCALAR(Adds, x + y)
+MS_OPS_TWIN_SCALAR(Muls, x * y)
+MS_OPS_TWIN_SCALAR(Maxs, x > y ? x : y)
+MS_OPS_TWIN_SCALAR(Mins, x < y ? x : y)
+#undef MS_OPS_TWIN_SCALAR
+
+#define MS_OPS_TWIN_UNARY(Name, expr)                                                                            \
+  template <typename T>                                                                                          \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t &count) {                 \
+    twin_detail::Unary(#Name, dst, src, count, [](auto x) { return expr; });                                     \
+  }
+MS_OPS_TWIN_UNARY(Exp, twin_detail::ExpF(x))
+MS_OPS_TWIN_UNARY(Ln, std::log(x))
+MS_OPS_TWIN_UNARY(Abs, std::abs(x))
+MS_OPS_TWIN_UNARY(Relu, x > 0 ? x : decltype(x)(0))
+MS_OPS_TWIN_UNARY(Sqrt, std::sqrt(x))
+#undef MS_OPS_TWIN_UNARY
+
+template <typename T>
+inline void Duplicate(const LocalTensor<T> &dst, const T &scalarValue, const int32_t &count) {
+  twin_detail::VecCount("Duplicate", count);
+  T *d = twin_detail::VecArg("Duplicate", dst, count);
+  for (int32_t i = 0; i < count; ++i) d[i] = scalarValue;
+}
+
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_VECTOR_H_

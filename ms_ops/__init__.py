@@ -1,0 +1,7 @@
+"""ms_ops: fused LLM-training kernels for MindSpore, one AscendC source for Ascend and CPU."""
+from ms_ops.ops import moe_finalize_routing, moe_init_routing
+from ms_ops import nn
+
+__version__ = "0.1.0"
+
+__all__ = ["moe_init_routing", "moe_finalize_routing", "nn"]

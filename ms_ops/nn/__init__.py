@@ -1,0 +1,4 @@
+"""Cells built on ms_ops kernels."""
+from ms_ops.nn.moe import MoE
+
+__all__ = ["MoE"]

@@ -1,0 +1,91 @@
+"""Mixture-of-experts layer built on the ms_ops routing kernels."""
+import math
+
+import mindspore as ms
+from mindspore import Parameter, nn, ops
+from mindspore.common.initializer import Normal, initializer
+
+from ms_ops.ops.moe_routing import moe_finalize_routing, moe_init_routing
+
+
+class MoE(nn.Cell):
+    r"""Top-k routed mixture of SwiGLU experts.
+
+    For tokens ``x [R, H]`` (any leading shape is flattened):
+
+    1. router: ``p = softmax(x W_r)`` over E experts; keep the top ``k`` (``s [R, k]``,
+       renormalised to sum 1 when ``normalize_top_k``) and their ids ``e [R, k]``;
+    2. dispatch: :func:`ms_ops.moe_init_routing` in drop/pad mode groups the R*k pairs per expert
+       into ``[E, C, H]`` with ``C = ceil(capacity_factor * R * k / E)`` (clipped to [1, R]);
+       pairs beyond an expert's capacity are dropped;
+    3. experts: ``y_e = (silu(x_e W_gate,e) * (x_e W_up,e)) W_down,e`` as batched matmuls;
+    4. combine: :func:`ms_ops.moe_finalize_routing` gives ``out[r] = sum_k s[r,k] y[e(r,k), slot]``.
+
+    Gradients reach the expert weights, the router (through the combine weights ``s``) and ``x``.
+
+    Args:
+        hidden_size (int): H.
+        ffn_hidden_size (int): F, hidden size of each expert.
+        num_experts (int): E.
+        top_k (int): experts per token. Default 2.
+        capacity_factor (float): slots per expert relative to an even load. Default 2.0; use
+            ``num_experts / top_k`` (or more) for no dropping at all.
+        normalize_top_k (bool): renormalise the kept router probabilities. Default True.
+        dtype (mindspore.dtype): parameter and compute dtype of the experts. Default float32.
+
+    Inputs:
+        x (Tensor): ``[..., H]``.
+
+    Outputs:
+        Tensor of the shape and dtype of ``x``.
+    """
+
+    def __init__(self, hidden_size, ffn_hidden_size, num_experts, top_k=2, *, capacity_factor=2.0,
+                 normalize_top_k=True, dtype=ms.float32):
+        super().__init__()
+        if not 1 <= top_k <= num_experts:
+            raise ValueError(f"MoE: 'top_k' must be in [1, num_experts={num_experts}], got {top_k}")
+        if capacity_factor <= 0:
+            raise ValueError(f"MoE: 'capacity_factor' must be > 0, got {capacity_factor}")
+        self.hidden_size = hidden_size
+        self.ffn_hidden_size = ffn_hidden_size
+        self.num_experts = num_experts
+        self.top_k = top_k
+        self.capacity_factor = capacity_factor
+        self.normalize_top_k = normalize_top_k
+        std_in, std_out = hidden_size ** -0.5, ffn_hidden_size ** -0.5
+        self.router = Parameter(initializer(Normal(std_in), (hidden_size, num_experts), ms.float32),
+                                name="router")
+        self.w_gate_up = Parameter(
+            initializer(Normal(std_in), (num_experts, hidden_size, 2 * ffn_hidden_size), dtype),
+            name="w_gate_up")
+        self.w_down = Parameter(
+            initializer(Normal(std_out), (num_experts, ffn_hidden_size, hidden_size), dtype),
+            name="w_down")
+
+    def capacity(self, num_tokens):
+        per_expert = self.capacity_factor * num_tokens * self.top_k / self.num_experts
+        return max(1, min(num_tokens, math.ceil(per_expert)))
+
+    def construct(self, x):
+        shape = x.shape
+        tokens = x.reshape(-1, self.hidden_size)
+        probs = ops.softmax(ops.matmul(tokens.astype(ms.float32), self.router), axis=-1)
+        weights, expert_idx = ops.topk(probs, self.top_k)
+        if self.normalize_top_k:
+            weights = weights / weights.sum(axis=-1, keepdims=True)
+        expert_idx = expert_idx.astype(ms.int32)
+        capacity = self.capacity(tokens.shape[0])
+        expanded, row_idx, _, _ = moe_init_routing(
+            tokens, expert_idx, expert_capacity=capacity, expert_num=self.num_experts,
+            drop_pad_mode=1)
+        gate, up = ops.split(ops.bmm(expanded, self.w_gate_up), self.ffn_hidden_size, axis=-1)
+        expert_out = ops.bmm(ops.silu(gate) * up, self.w_down)
+        out = moe_finalize_routing(expert_out, row_idx, scales=weights.astype(x.dtype),
+                                   expert_idx=expert_idx, drop_pad_mode=3)
+        return out.reshape(shape)
+
+    def extend_repr(self):
+        return (f"hidden_size={self.hidden_size}, ffn_hidden_size={self.ffn_hidden_size}, "
+                f"num_experts={self.num_experts}, top_k={self.top_k}, "
+                f"capacity_factor={self.capacity_factor}")

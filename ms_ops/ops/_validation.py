@@ -1,0 +1,55 @@
+"""Static argument checks shared by the public functions.
+
+They run in PyNative and, at compile time, in GRAPH mode (MindSpore evaluates them on constant
+shapes and dtypes). A dimension left unknown by ``Cell.set_inputs`` is not judged here: the
+kernel entry checks it when the values arrive.
+"""
+import mindspore as ms
+
+FLOAT_DTYPES = (ms.float32, ms.float16, ms.bfloat16)
+
+
+def known(dim):
+    return dim is not None and dim >= 0
+
+
+def check_tensor(op, name, t):
+    if not isinstance(t, ms.Tensor):
+        raise TypeError(f"{op}: '{name}' must be a Tensor, got {type(t).__name__}")
+
+
+def check_rank(op, name, t, ranks):
+    """``ranks``: an int or a tuple of allowed ranks."""
+    check_tensor(op, name, t)
+    allowed = ranks if isinstance(ranks, tuple) else (ranks,)
+    if t.ndim not in allowed:
+        want = " or ".join(f"{r}-D" for r in allowed)
+        raise ValueError(f"{op}: '{name}' must be {want}, got shape {t.shape}")
+
+
+def check_dtype(op, name, t, dtypes):
+    if t.dtype not in dtypes:
+        names = ", ".join(str(d) for d in dtypes)
+        raise TypeError(f"{op}: '{name}' must have dtype in ({names}), got {t.dtype}")
+
+
+def check_same_dtype(op, name, t, ref_name, ref):
+    if t.dtype != ref.dtype:
+        raise TypeError(f"{op}: '{name}' must have the dtype of '{ref_name}' ({ref.dtype}), got {t.dtype}")
+
+
+def check_dim(op, name, t, axis, expected, what):
+    """``t.shape[axis]`` must equal ``expected`` (skipped when either is unknown)."""
+    dim = t.shape[axis]
+    if known(dim) and known(expected) and dim != expected:
+        raise ValueError(f"{op}: '{name}' dimension {axis} must equal {what} ({expected}), "
+                         f"got shape {t.shape}")
+
+
+def check_int(op, name, value, low=None, allowed=None):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{op}: '{name}' must be an int, got {type(value).__name__}")
+    if allowed is not None and value not in allowed:
+        raise ValueError(f"{op}: '{name}' must be one of {allowed}, got {value}")
+    if low is not None and value < low:
+        raise ValueError(f"{op}: '{name}' must be >= {low}, got {value}")

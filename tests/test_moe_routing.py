@@ -1,0 +1,250 @@
+"""MoE routing ops (moe_init_routing / moe_finalize_routing) and their gradients, in both modes,
+against the float64 reference in ms_ops.reference.moe_routing."""
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import nn, ops
+
+import ms_ops
+from ms_ops.reference import moe_routing as ref
+from tests.utils import MS_DTYPES, assert_close, representable, rounding, to_ms, to_np
+
+DTYPES = ["fp32", "fp16", "bf16"]
+
+
+class Fn(nn.Cell):
+    """Runs ``fn`` inside a Cell so that GRAPH mode compiles it as a graph."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def construct(self, *args):
+        return self.fn(*args)
+
+
+def routing(rows, top_k, experts, zero_experts=()):
+    """Random expert choices [R, K] int32 (distinct per token), never choosing ``zero_experts``."""
+    allowed = np.array([e for e in range(experts) if e not in zero_experts])
+    k = min(top_k, len(allowed))
+    idx = np.stack([np.random.choice(allowed, k, replace=False) for _ in range(rows)])
+    if k < top_k:  # fewer allowed experts than K: repeat choices (legal: a pair per (r, k))
+        idx = np.concatenate([idx, idx[:, : top_k - k]], axis=1)
+    return idx.astype(np.int32)
+
+
+# (R, K, E, H, drop_pad_mode, capacity, active_num, counts flag, zero experts)
+INIT_CASES = {
+    "R1_K1_E1_H123": (1, 1, 1, 123, 0, 0, 0, 2, ()),
+    "dropless_cumsum_empty_experts": (37, 3, 9, 64, 0, 0, 0, 1, (2, 5)),
+    "dropless_active": (29, 4, 6, 123, 0, 0, 50, 2, ()),
+    "drop_small_capacity": (41, 2, 5, 96, 1, 3, 0, 0, (4,)),
+    "drop_large_capacity": (23, 2, 4, 123, 1, 23, 0, 0, ()),
+    "no_expert_num": (19, 2, 7, 40, 0, 0, 0, 0, ()),
+}
+
+
+def init_kwargs(case):
+    rows, top_k, experts, hidden, mode, cap, active, flag, _ = case
+    kw = dict(drop_pad_mode=mode, active_num=active, expert_capacity=cap,
+              expert_tokens_count_or_cumsum_flag=flag if mode == 0 else 0,
+              expert_tokens_before_capacity_flag=mode == 1)
+    kw["expert_num"] = 0 if (mode == 0 and flag == 0) else experts
+    return kw
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", list(INIT_CASES))
+def test_init_routing_forward_and_grad(mode, dtype, case):
+    """moe_init_routing outputs are exact; d x equals the reference gather-sum."""
+    rows, top_k, experts, hidden, *_ , zero = INIT_CASES[case]
+    kw = init_kwargs(INIT_CASES[case])
+    x = representable((rows, hidden), dtype)
+    idx = routing(rows, top_k, experts, zero)
+    want = ref.moe_init_routing(x, idx, **kw)
+
+    def forward(xt, it):
+        return ms_ops.moe_init_routing(xt, it, **kw)
+
+    got = Fn(forward)(to_ms(x, dtype), ms.Tensor(idx))
+    assert got[0].dtype == MS_DTYPES[dtype]
+    np.testing.assert_array_equal(to_np(got[0]), want[0])
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_array_equal(g.asnumpy(), w)
+
+    sens = representable(want[0].shape, dtype)
+
+    def loss(xt, it):
+        return (ms_ops.moe_init_routing(xt, it, **kw)[0] * to_ms(sens, dtype)).sum()
+
+    dx = Fn(ms.grad(loss))(to_ms(x, dtype), ms.Tensor(idx))
+    ref_dx = ref.moe_init_routing_grad(sens, want[1], top_k=top_k, drop_pad_mode=kw["drop_pad_mode"],
+                                       active_num=kw["active_num"])
+    naive_dx = ref.moe_init_routing_grad(sens, want[1], top_k=top_k,
+                                         drop_pad_mode=kw["drop_pad_mode"],
+                                         active_num=kw["active_num"], rnd=rounding(dtype))
+    assert_close("d x", to_np(dx), ref_dx, naive_dx, dtype)
+
+
+def column_major(row_major_idx, rows, top_k):
+    """The same (r, k) -> slot map in the column-major layout of drop_pad_mode 0/1."""
+    return row_major_idx.reshape(rows, top_k).T.reshape(-1).copy()
+
+
+# (R, K, E, H, drop_pad_mode, capacity, active_num, with x1, x2, bias, scales)
+FIN_CASES = {
+    "m2_all": (33, 3, 5, 123, 2, 0, 0, True, True, True, True),
+    "m3_drop_bias_scales": (41, 2, 4, 64, 3, 5, 0, False, False, True, True),
+    "m0_colmajor_x1": (17, 2, 3, 40, 0, 0, 0, True, False, False, True),
+    "m1_colmajor_drop": (25, 2, 6, 96, 1, 4, 0, True, True, True, True),
+    "m2_active_trunc": (19, 4, 5, 123, 2, 0, 50, False, False, True, True),
+    "R1_K1_E1_noscales": (1, 1, 1, 123, 2, 0, 0, True, False, True, False),
+    "m2_bare": (13, 1, 3, 32, 2, 0, 0, False, False, False, False),
+}
+
+
+def finalize_inputs(case, dtype, fp32_scales=False):
+    rows, top_k, experts, hidden, mode, cap, active, has_x1, has_x2, has_bias, has_scales = case
+    idx = routing(rows, top_k, experts)
+    x = representable((rows, hidden), dtype)
+    drop = mode in (1, 3)
+    init = ref.moe_init_routing(x, idx, drop_pad_mode=1 if drop else 0, expert_capacity=cap,
+                                expert_num=experts, active_num=active)
+    expanded = representable(init[0].shape, dtype)
+    row_idx = init[1] if mode in (2, 3) else column_major(init[1], rows, top_k)
+    opt = {
+        "x1": representable((rows, hidden), dtype) if has_x1 else None,
+        "x2": representable((rows, hidden), dtype) if has_x2 else None,
+        "bias": representable((experts, hidden), dtype) if has_bias else None,
+        "scales": representable((rows, top_k), "fp32" if fp32_scales else dtype) if has_scales else None,
+        "expert_idx": idx if has_bias else None,
+    }
+    return expanded, row_idx, opt, mode
+
+
+def finalize_call(expanded, row_idx, opt, mode, dtype, fp32_scales=False):
+    """(function of the float tensors, its float tensor arguments, their names)."""
+    names = [n for n in ("x1", "x2", "bias", "scales") if opt[n] is not None]
+    expert_idx = None if opt["expert_idx"] is None else ms.Tensor(opt["expert_idx"])
+    idx_t = ms.Tensor(row_idx.astype(np.int32))
+
+    def fn(ex, *floats):
+        kw = dict(zip(names, floats))
+        return ms_ops.moe_finalize_routing(ex, idx_t, expert_idx=expert_idx, drop_pad_mode=mode, **kw)
+
+    args = [to_ms(expanded, dtype)]
+    args += [to_ms(opt[n], "fp32" if (n == "scales" and fp32_scales) else dtype) for n in names]
+    return fn, args, names
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", list(FIN_CASES))
+def test_finalize_routing_forward_and_grad(mode, dtype, case):
+    """moe_finalize_routing and d expanded_x / d x1 / d x2 / d bias / d scales vs float64."""
+    expanded, row_idx, opt, drop_mode = finalize_inputs(FIN_CASES[case], dtype)
+    fn, args, names = finalize_call(expanded, row_idx, opt, drop_mode, dtype)
+    np_kw = dict(opt, drop_pad_mode=drop_mode)
+    out = Fn(fn)(*args)
+    want = ref.moe_finalize_routing(expanded, row_idx, **np_kw)
+    naive = ref.moe_finalize_routing(expanded, row_idx, rnd=rounding(dtype), **np_kw)
+    assert out.dtype == args[0].dtype
+    assert_close("out", to_np(out), want, naive, dtype)
+
+    sens = representable(want.shape, dtype)
+    sens_t = to_ms(sens, dtype)
+
+    def loss(*a):
+        return (fn(*a) * sens_t).sum()
+
+    grads = Fn(ms.grad(loss, grad_position=tuple(range(len(args)))))(*args)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    np_grad_kw = {k: opt[k] for k in ("bias", "scales", "expert_idx")}
+    want_g = ref.moe_finalize_routing_grad(sens, expanded, row_idx, drop_pad_mode=drop_mode, **np_grad_kw)
+    naive_g = ref.moe_finalize_routing_grad(sens, expanded, row_idx, drop_pad_mode=drop_mode,
+                                            rnd=rounding(dtype), **np_grad_kw)
+    for name, g in zip(["expanded_x", *names], grads):
+        key = f"grad_{name}"
+        assert_close(f"d {name}", to_np(g), want_g[key], naive_g[key], dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_finalize_routing_fp32_scales(mode, dtype):
+    """Low-precision data with float32 combine weights (CANN's mixed-precision case)."""
+    case = FIN_CASES["m3_drop_bias_scales"]
+    expanded, row_idx, opt, drop_mode = finalize_inputs(case, dtype, fp32_scales=True)
+    fn, args, names = finalize_call(expanded, row_idx, opt, drop_mode, dtype, fp32_scales=True)
+    out = Fn(fn)(*args)
+    np_kw = dict(opt, drop_pad_mode=drop_mode)
+    want = ref.moe_finalize_routing(expanded, row_idx, **np_kw)
+    naive = ref.moe_finalize_routing(expanded, row_idx, rnd=rounding(dtype), **np_kw)
+    assert_close("out", to_np(out), want, naive, dtype)
+    def total(*a):
+        return fn(*a).sum()
+
+    d_scales = Fn(ms.grad(total, grad_position=names.index("scales") + 1))(*args)
+    assert d_scales.dtype == ms.float32
+    want_g = ref.moe_finalize_routing_grad(np.ones(want.shape), expanded, row_idx,
+                                           drop_pad_mode=drop_mode, bias=opt["bias"],
+                                           scales=opt["scales"], expert_idx=opt["expert_idx"])
+    naive_g = ref.moe_finalize_routing_grad(np.ones(want.shape), expanded, row_idx,
+                                            drop_pad_mode=drop_mode, bias=opt["bias"],
+                                            scales=opt["scales"], expert_idx=opt["expert_idx"],
+                                            rnd=rounding(dtype))
+    assert_close("d scales", to_np(d_scales), want_g["grad_scales"], naive_g["grad_scales"], dtype)
+
+
+class Dispatch(nn.Cell):
+    def construct(self, x, expert_idx, sens):
+        expanded, row_idx, _, _ = ms_ops.moe_init_routing(x, expert_idx, expert_num=6,
+                                                          expert_tokens_count_or_cumsum_flag=2)
+        return ms_ops.moe_finalize_routing(expanded * sens, row_idx, drop_pad_mode=2)
+
+
+def test_dynamic_shape_graph():
+    """GRAPH mode compiled once with unknown R and H runs several shapes, forward and backward."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    net = Dispatch()
+    net.set_inputs(ms.Tensor(shape=[None, None], dtype=ms.float32),
+                   ms.Tensor(shape=[None, 1], dtype=ms.int32), ms.Tensor(shape=[None, None], dtype=ms.float32))
+    grad_net = ms.grad(net, grad_position=(0, 2))
+    for rows, hidden in ((7, 16), (31, 123), (1, 5)):
+        x = np.random.randn(rows, hidden)
+        idx = routing(rows, 1, 6)
+        sens = np.random.randn(rows, hidden)
+        out = net(ms.Tensor(x, ms.float32), ms.Tensor(idx), ms.Tensor(sens, ms.float32))
+        init = ref.moe_init_routing(x, idx, expert_num=6)
+        want = ref.moe_finalize_routing(init[0] * sens, init[1], drop_pad_mode=2)
+        np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6, atol=1e-6)
+        dx, dsens = grad_net(ms.Tensor(x, ms.float32), ms.Tensor(idx), ms.Tensor(sens, ms.float32))
+        np.testing.assert_allclose(dx.asnumpy(), sens, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(dsens.asnumpy(), init[0], rtol=1e-6, atol=1e-6)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def test_jit_function_and_value_and_grad(mode):
+    """The public functions inside @ms.jit and under value_and_grad."""
+    x = np.random.randn(12, 24)
+    idx = routing(12, 2, 4)
+    scales = np.random.rand(12, 2)
+
+    @ms.jit
+    def combine(xt, it, st):
+        expanded, row_idx, _, _ = ms_ops.moe_init_routing(xt, it, expert_num=4)
+        return ms_ops.moe_finalize_routing(expanded, row_idx, scales=st, drop_pad_mode=2).sum()
+
+    value, (dx, ds) = ms.value_and_grad(combine, grad_position=(0, 2))(
+        ms.Tensor(x, ms.float32), ms.Tensor(idx), ms.Tensor(scales, ms.float32))
+    np.testing.assert_allclose(value.asnumpy(), (x.sum(1, keepdims=True) * scales).sum(), rtol=1e-5)
+    np.testing.assert_allclose(dx.asnumpy(), np.repeat(scales.sum(1, keepdims=True), 24, 1), rtol=1e-6)
+    np.testing.assert_allclose(ds.asnumpy(), np.repeat(x.sum(1, keepdims=True), 2, 1), rtol=1e-5)
+
+
+def test_deterministic():
+    """Reruns are bitwise identical (fixed accumulation order, no atomics)."""
+    expanded, row_idx, opt, drop_mode = finalize_inputs(FIN_CASES["m2_all"], "bf16")
+    fn, args, _ = finalize_call(expanded, row_idx, opt, drop_mode, "bf16")
+    grad = ms.grad(lambda *a: fn(*a).astype(ms.float32).sum(), grad_position=(0, 1, 2, 3, 4))
+    first = [to_np(t) for t in (fn(*args), *grad(*args))]
+    second = [to_np(t) for t in (fn(*args), *grad(*args))]
+    for a, b in zip(first, second):
+        assert np.array_equal(a, b)

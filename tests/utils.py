@@ -1,0 +1,66 @@
+"""Numerics helpers: dtype conversion, naive-precision rounding and the error-bound rule.
+
+The rule (architecture.md): a kernel's max error against the float64 reference must be at most
+twice the error of the same math done naively in the input precision, plus a small floor for
+the dtype's rounding noise at the reference's magnitude.
+"""
+import mindspore as ms
+import numpy as np
+
+MS_DTYPES = {"fp32": ms.float32, "fp16": ms.float16, "bf16": ms.bfloat16}
+
+
+def round_bf16(a):
+    """Round float64 values to bfloat16 precision (round to nearest even), returned as float64."""
+    f = np.asarray(a, np.float64).astype(np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    out = rounded.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(f), f, out).astype(np.float64)
+
+
+def rounding(dtype):
+    """The per-operation rounding of ``dtype`` ("fp32"/"fp16"/"bf16") on float64 arrays."""
+    if dtype == "bf16":
+        return round_bf16
+    np_type = np.float16 if dtype == "fp16" else np.float32
+    return lambda a: np.asarray(a).astype(np_type).astype(np.float64)
+
+
+def to_ms(a, dtype):
+    """float64 numpy -> MindSpore tensor of ``dtype`` (values rounded to it)."""
+    return ms.Tensor(np.asarray(a, np.float32)).astype(MS_DTYPES[dtype])
+
+
+def representable(shape, dtype, scale=1.0):
+    """Random float64 data exactly representable in ``dtype``."""
+    return rounding(dtype)(np.random.randn(*shape) * scale)
+
+
+def to_np(t):
+    """MindSpore tensor -> float64 (floats) or int numpy array."""
+    if t.dtype in (ms.float16, ms.bfloat16, ms.float32, ms.float64):
+        return t.astype(ms.float32).asnumpy().astype(np.float64)
+    return t.asnumpy()
+
+
+def assert_close(name, actual, ref, naive, dtype, show=5):
+    """Assert the error rule; on failure print where and how much ``actual`` differs."""
+    actual, ref, naive = (np.asarray(a, np.float64) for a in (actual, ref, naive))
+    assert actual.shape == ref.shape, f"{name}: shape {actual.shape} != reference {ref.shape}"
+    assert np.array_equal(np.isnan(actual), np.isnan(ref)), f"{name}: NaN positions differ"
+    rnd = rounding(dtype)
+    floor = 2 * np.max(np.abs(rnd(rnd(ref + 0.3) - 0.3) - ref), initial=0.0) + 1e-30
+    err = np.abs(actual - ref)
+    naive_err = np.max(np.abs(naive - ref), initial=0.0)
+    bound = 2 * naive_err + floor
+    worst = np.max(err, initial=0.0)
+    if worst <= bound:
+        return
+    bad = np.argwhere(err > bound)
+    lines = [f"{name} ({dtype}): max error {worst:.3e} > bound {bound:.3e} "
+             f"(naive {naive_err:.3e}, floor {floor:.3e}); {len(bad)} of {err.size} elements off"]
+    for idx in bad[:show]:
+        i = tuple(idx)
+        lines.append(f"  at {i}: got {actual[i]!r}, reference {ref[i]!r}, naive {naive[i]!r}")
+    raise AssertionError("\n".join(lines))
