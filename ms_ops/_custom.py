@@ -4,7 +4,8 @@ On CPU the primitive calls ``libms_ops_cpu.so:<Op>`` (the kernel run through the
 on Ascend it calls the CANN custom op ``aclnn<Op>Msops``. Shapes and dtypes are inferred in C++
 (``<Op>InferShape``/``<Op>InferType`` in the same library), which keeps GRAPH mode working with
 dynamic shapes. Primitives are cached per attribute tuple, so each distinct configuration builds
-its primitive (and its bprop's gradient primitives) once.
+its primitive (and its bprop's gradient primitives) once; the device target is read then, so
+set it before the first op call.
 """
 import functools
 from dataclasses import dataclass
@@ -65,27 +66,25 @@ def _reg_info(desc, func, target):
     return reg.target(target).get_op_info()
 
 
+@functools.lru_cache(maxsize=None)
 def custom_op(desc: OpDesc, bprop_factory: Optional[Callable] = None, **attrs):
-    """The cached ``ops.Custom`` for ``desc`` with attribute values ``attrs``.
+    """The ``ops.Custom`` for ``desc`` with attribute values ``attrs``, built once per distinct call.
 
-    Every declared attribute must be given. ``bprop_factory(**attrs)`` builds the bprop.
+    Every declared attribute must be given. ``bprop_factory(**attrs)`` builds the bprop. The
+    cache wrapper also makes MindSpore's GRAPH-mode compiler run this function in Python at
+    compile time instead of parsing it (arguments are compile-time constants).
     """
     missing = [n for n, _ in desc.attrs if n not in attrs]
     extra = sorted(set(attrs) - {n for n, _ in desc.attrs})
     if missing or extra:
         raise TypeError(f"ms_ops {desc.name}: attributes missing {missing} / unknown {extra}")
     # MindSpore's attribute casts are strict (an int is not a float): coerce to the declared type.
-    values = tuple((n, _PY_TYPES[kind](attrs[n])) for n, kind in desc.attrs)
+    values = {n: _PY_TYPES[kind](attrs[n]) for n, kind in desc.attrs}
     target = ms.get_context("device_target")
-    return _build(desc, bprop_factory, target, values)
-
-
-@functools.lru_cache(maxsize=None)
-def _build(desc, bprop_factory, target, values):
     func = _func_name(desc, target)
-    bprop = bprop_factory(**dict(values)) if bprop_factory is not None else None
+    bprop = bprop_factory(**values) if bprop_factory is not None else None
     prim = ops.Custom(func, out_shape=None, out_dtype=None, func_type="aot", bprop=bprop,
                       reg_info=_reg_info(desc, func, target))
-    for name, value in values:
+    for name, value in values.items():
         prim.add_prim_attr(name, value)
     return prim

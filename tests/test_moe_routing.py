@@ -73,9 +73,10 @@ def test_init_routing_forward_and_grad(mode, dtype, case):
         np.testing.assert_array_equal(g.asnumpy(), w)
 
     sens = representable(want[0].shape, dtype)
+    sens_t = ms.Tensor(sens, ms.float32)  # bf16 reductions are missing on CPU: reduce in fp32
 
     def loss(xt, it):
-        return (ms_ops.moe_init_routing(xt, it, **kw)[0] * to_ms(sens, dtype)).sum()
+        return (ms_ops.moe_init_routing(xt, it, **kw)[0].astype(ms.float32) * sens_t).sum()
 
     dx = Fn(ms.grad(loss))(to_ms(x, dtype), ms.Tensor(idx))
     ref_dx = ref.moe_init_routing_grad(sens, want[1], top_k=top_k, drop_pad_mode=kw["drop_pad_mode"],
@@ -122,19 +123,33 @@ def finalize_inputs(case, dtype, fp32_scales=False):
     return expanded, row_idx, opt, mode
 
 
+class Finalize(nn.Cell):
+    """moe_finalize_routing as a function of its float tensors (expanded_x, then the optional
+    inputs present, in the order x1, x2, bias, scales); the index tensors are fixed."""
+
+    def __init__(self, row_idx, expert_idx, mode, names):
+        super().__init__()
+        self.row_idx = ms.Tensor(row_idx.astype(np.int32))
+        self.expert_idx = None if expert_idx is None else ms.Tensor(expert_idx)
+        self.mode = mode
+        self.p_x1, self.p_x2, self.p_bias, self.p_scales = (
+            names.index(n) if n in names else -1 for n in ("x1", "x2", "bias", "scales"))
+
+    def construct(self, ex, *floats):
+        x1 = floats[self.p_x1] if self.p_x1 >= 0 else None
+        x2 = floats[self.p_x2] if self.p_x2 >= 0 else None
+        bias = floats[self.p_bias] if self.p_bias >= 0 else None
+        scales = floats[self.p_scales] if self.p_scales >= 0 else None
+        return ms_ops.moe_finalize_routing(ex, self.row_idx, x1=x1, x2=x2, bias=bias, scales=scales,
+                                           expert_idx=self.expert_idx, drop_pad_mode=self.mode)
+
+
 def finalize_call(expanded, row_idx, opt, mode, dtype, fp32_scales=False):
-    """(function of the float tensors, its float tensor arguments, their names)."""
+    """(Cell over the float tensors, its float tensor arguments, their names)."""
     names = [n for n in ("x1", "x2", "bias", "scales") if opt[n] is not None]
-    expert_idx = None if opt["expert_idx"] is None else ms.Tensor(opt["expert_idx"])
-    idx_t = ms.Tensor(row_idx.astype(np.int32))
-
-    def fn(ex, *floats):
-        kw = dict(zip(names, floats))
-        return ms_ops.moe_finalize_routing(ex, idx_t, expert_idx=expert_idx, drop_pad_mode=mode, **kw)
-
     args = [to_ms(expanded, dtype)]
     args += [to_ms(opt[n], "fp32" if (n == "scales" and fp32_scales) else dtype) for n in names]
-    return fn, args, names
+    return Finalize(row_idx, opt["expert_idx"], mode, names), args, names
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -144,17 +159,17 @@ def test_finalize_routing_forward_and_grad(mode, dtype, case):
     expanded, row_idx, opt, drop_mode = finalize_inputs(FIN_CASES[case], dtype)
     fn, args, names = finalize_call(expanded, row_idx, opt, drop_mode, dtype)
     np_kw = dict(opt, drop_pad_mode=drop_mode)
-    out = Fn(fn)(*args)
+    out = fn(*args)
     want = ref.moe_finalize_routing(expanded, row_idx, **np_kw)
     naive = ref.moe_finalize_routing(expanded, row_idx, rnd=rounding(dtype), **np_kw)
     assert out.dtype == args[0].dtype
     assert_close("out", to_np(out), want, naive, dtype)
 
     sens = representable(want.shape, dtype)
-    sens_t = to_ms(sens, dtype)
+    sens_t = ms.Tensor(sens, ms.float32)  # bf16 reductions are missing on CPU: reduce in fp32
 
     def loss(*a):
-        return (fn(*a) * sens_t).sum()
+        return (fn(*a).astype(ms.float32) * sens_t).sum()
 
     grads = Fn(ms.grad(loss, grad_position=tuple(range(len(args)))))(*args)
     grads = grads if isinstance(grads, tuple) else (grads,)
@@ -173,13 +188,13 @@ def test_finalize_routing_fp32_scales(mode, dtype):
     case = FIN_CASES["m3_drop_bias_scales"]
     expanded, row_idx, opt, drop_mode = finalize_inputs(case, dtype, fp32_scales=True)
     fn, args, names = finalize_call(expanded, row_idx, opt, drop_mode, dtype, fp32_scales=True)
-    out = Fn(fn)(*args)
+    out = fn(*args)
     np_kw = dict(opt, drop_pad_mode=drop_mode)
     want = ref.moe_finalize_routing(expanded, row_idx, **np_kw)
     naive = ref.moe_finalize_routing(expanded, row_idx, rnd=rounding(dtype), **np_kw)
     assert_close("out", to_np(out), want, naive, dtype)
     def total(*a):
-        return fn(*a).sum()
+        return fn(*a).astype(ms.float32).sum()
 
     d_scales = Fn(ms.grad(total, grad_position=names.index("scales") + 1))(*args)
     assert d_scales.dtype == ms.float32
@@ -216,7 +231,7 @@ def test_dynamic_shape_graph():
         want = ref.moe_finalize_routing(init[0] * sens, init[1], drop_pad_mode=2)
         np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6, atol=1e-6)
         dx, dsens = grad_net(ms.Tensor(x, ms.float32), ms.Tensor(idx), ms.Tensor(sens, ms.float32))
-        np.testing.assert_allclose(dx.asnumpy(), sens, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(dx.asnumpy(), sens[init[1]], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(dsens.asnumpy(), init[0], rtol=1e-6, atol=1e-6)
     ms.set_context(mode=ms.PYNATIVE_MODE)
 

@@ -58,16 +58,25 @@ namespace twin_detail {
 
 constexpr uint64_t kBlk = ::ms_ops::kBlockBytes;
 
-inline void UbAligned(const char *call, const void *p) {
-  if (__builtin_expect((reinterpret_cast<uintptr_t>(p) & (kBlk - 1)) != 0, 0))
-    Fail(call, "UB address " + Str(UbOffset(p)) + " is not 32-byte aligned");
+[[noreturn]] __attribute__((noinline, cold)) inline void Misaligned(const char *call, const void *p) {
+  Fail(call, "UB address " + Str(UbOffset(p)) + " is not 32-byte aligned");
 }
 
-// UB tensor t must hold `bytes` bytes from its start.
+inline void UbAligned(const char *call, const void *p) {
+  if (__builtin_expect((reinterpret_cast<uintptr_t>(p) & (kBlk - 1)) != 0, 0)) Misaligned(call, p);
+}
+
+// count elements of `size` bytes break a rule of whole `unit`-byte units (tolerated: rounded down).
+__attribute__((noinline, cold)) inline void CountRule(const char *call, uint64_t count, uint64_t size, uint64_t unit) {
+  ::ms_ops::twin::Tolerated(call, "count " + Str(count) + " x " + Str(size) + " bytes = " + Str(count * size) +
+                                      " bytes is not a multiple of " + Str(unit) + " bytes");
+}
+
+// `bytes` bytes from the start of UB tensor t must lie in its buffer.
 template <typename T>
 inline void UbSpan(const char *call, const LocalTensor<T> &t, uint64_t bytes) {
-  if (__builtin_expect(bytes > uint64_t(t.GetSize()) * sizeof(T), 0))
-    UbOutOfRange(call, (bytes + sizeof(T) - 1) / sizeof(T), t.GetSize());
+  if (__builtin_expect(bytes > uint64_t(t.TwinCap()) * sizeof(T), 0))
+    UbOutOfRange(call, (bytes + sizeof(T) - 1) / sizeof(T), t.TwinCap());
 }
 
 template <typename T>
@@ -79,9 +88,7 @@ inline void GmSpan(const char *call, const GlobalTensor<T> &g, uint64_t bytes) {
 template <typename T>
 inline uint64_t CopyCount(uint32_t count) {
   const uint64_t bytes = uint64_t(count) * sizeof(T);
-  if (bytes % kBlk != 0)
-    ::ms_ops::twin::Tolerated("DataCopy", "count " + Str(count) + " x " + Str(sizeof(T)) + " bytes = " + Str(bytes) +
-                                              " bytes is not a multiple of 32 bytes");
+  if (__builtin_expect(bytes % kBlk != 0, 0)) CountRule("DataCopy", count, sizeof(T), kBlk);
   return bytes / kBlk * kBlk / sizeof(T);
 }
 

@@ -139,8 +139,8 @@ class TBuf {
 class TPipe {
  public:
   TPipe() : block_(&::ms_ops::twin::Current()) {
-    if (block_->pipeAlive) twin_detail::Fail("TPipe", "a second TPipe while another is alive in this block");
-    block_->pipeAlive = true;
+    if (block_->pipe != nullptr) twin_detail::Fail("TPipe", "a second TPipe while another is alive in this block");
+    block_->pipe = this;
     block_->ubUsed = 0;
   }
   ~TPipe() { Destroy(); }
@@ -167,7 +167,7 @@ class TPipe {
   void Destroy() {
     if (!owns_) return;
     block_->ubUsed = 0;
-    block_->pipeAlive = false;
+    block_->pipe = nullptr;
     owns_ = false;
   }
 
@@ -196,6 +196,8 @@ class TPipe {
   ::ms_ops::twin::Block *block_;
   bool owns_ = true;
 };
+
+inline TPipe *GetTPipePtr() { return static_cast<TPipe *>(::ms_ops::twin::Current().pipe); }
 
 }  // namespace AscendC
 

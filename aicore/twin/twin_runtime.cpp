@@ -80,7 +80,7 @@ int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std:
   for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) {
     if (failed.load(std::memory_order_relaxed)) continue;
     Block *outer = tlsBlock;
-    Block blk{kernel, b, blockDim, tilingKey, strict, nullptr, 0, false};
+    Block blk{kernel, b, blockDim, tilingKey, strict, nullptr, 0, nullptr};
     try {
       blk.ub = ThreadArena();
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB

@@ -25,7 +25,7 @@ struct Block {
   bool strict;
   uint8_t *ub;         // this block's UB arena, kAtlasA2.ubSize bytes, 64-byte aligned
   uint32_t ubUsed;     // bytes handed out by the live TPipe
-  bool pipeAlive;
+  void *pipe;          // the live AscendC::TPipe, if any (GetTPipePtr)
 };
 
 extern thread_local Block *tlsBlock;

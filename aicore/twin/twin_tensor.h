@@ -1,6 +1,8 @@
-// GlobalTensor (GM) and LocalTensor (UB) of the twin. Both carry their element count so that every
-// access is bounds-checked: a GM access past a known buffer size, or a UB index past the end of a
-// buffer, corrupts memory on the NPU and is always a violation here.
+// GlobalTensor (GM) and LocalTensor (UB) of the twin. Both carry their extent so that every access
+// is bounds-checked: a GM access past a known buffer size, or a UB access past the end of the
+// TQue/TBuf buffer the tensor lies in, corrupts memory on the NPU and is always a violation here.
+// (A LocalTensor's GetSize may be smaller than its buffer; touching the rest of the buffer is
+// harmless on the NPU, e.g. the 32-byte round-up of DataCopyPad, so the bound is the buffer.)
 #ifndef MS_OPS_TWIN_TENSOR_H_
 #define MS_OPS_TWIN_TENSOR_H_
 
@@ -16,7 +18,7 @@ namespace twin_detail {
 }
 
 [[noreturn]] __attribute__((noinline, cold)) inline void UbOutOfRange(const char *call, uint64_t end, uint64_t size) {
-  Fail(call, "UB access out of range: elements up to " + Str(end) + " of a " + Str(size) + "-element UB tensor");
+  Fail(call, "UB access out of range: elements up to " + Str(end) + " of a " + Str(size) + "-element UB buffer");
 }
 
 inline uint64_t UbOffset(const void *p) {
@@ -88,21 +90,21 @@ class LocalTensor {
   LocalTensor() = default;
 
   T GetValue(uint32_t index) const {
-    if (__builtin_expect(index >= size_, 0)) twin_detail::UbOutOfRange("LocalTensor::GetValue", uint64_t(index) + 1, size_);
+    if (__builtin_expect(index >= cap_, 0)) twin_detail::UbOutOfRange("LocalTensor::GetValue", uint64_t(index) + 1, cap_);
     return addr_[index];
   }
   template <typename S>
   void SetValue(uint32_t index, S value) const {
-    if (__builtin_expect(index >= size_, 0)) twin_detail::UbOutOfRange("LocalTensor::SetValue", uint64_t(index) + 1, size_);
+    if (__builtin_expect(index >= cap_, 0)) twin_detail::UbOutOfRange("LocalTensor::SetValue", uint64_t(index) + 1, cap_);
     addr_[index] = static_cast<T>(value);
   }
   T &operator()(uint32_t index) const {
-    if (__builtin_expect(index >= size_, 0)) twin_detail::UbOutOfRange("LocalTensor::operator()", uint64_t(index) + 1, size_);
+    if (__builtin_expect(index >= cap_, 0)) twin_detail::UbOutOfRange("LocalTensor::operator()", uint64_t(index) + 1, cap_);
     return addr_[index];
   }
   LocalTensor operator[](uint32_t offset) const {
-    if (__builtin_expect(offset > size_, 0)) twin_detail::UbOutOfRange("LocalTensor::operator[]", offset, size_);
-    return LocalTensor(addr_ + offset, size_ - offset, cap_ - offset);
+    if (__builtin_expect(offset > cap_, 0)) twin_detail::UbOutOfRange("LocalTensor::operator[]", offset, cap_);
+    return LocalTensor(addr_ + offset, size_ > offset ? size_ - offset : 0, cap_ - offset);
   }
 
   template <typename U>
@@ -124,13 +126,14 @@ class LocalTensor {
   // Twin internals, for TQue/TBuf and the copy and vector calls.
   static LocalTensor TwinMake(T *addr, uint32_t size, uint32_t cap) { return LocalTensor(addr, size, cap); }
   T *TwinData() const { return addr_; }
+  uint32_t TwinCap() const { return cap_; }
 
  private:
   LocalTensor(T *addr, uint32_t size, uint32_t cap) : addr_(addr), size_(size), cap_(cap) {}
 
   T *addr_ = nullptr;
-  uint32_t size_ = 0;  // elements visible through this tensor
-  uint32_t cap_ = 0;   // elements up to the end of the underlying buffer
+  uint32_t size_ = 0;  // what GetSize reports
+  uint32_t cap_ = 0;   // elements up to the end of the underlying buffer: the access bound
 };
 
 }  // namespace AscendC

@@ -43,8 +43,9 @@ struct bfloat16_t {
   }
 };
 
-// The CCE pipes, a global enum as in the device compiler.
+// The CCE pipes and event ids, global enums as in the device compiler.
 enum pipe_t { PIPE_S = 0, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };
+enum event_t : int32_t { EVENT_ID0 = 0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };
 
 namespace AscendC {
 
@@ -61,6 +62,9 @@ enum class HardEvent : uint8_t {
 };
 using TEventID = int8_t;
 
+constexpr int32_t ONE_BLK_SIZE = 32;           // bytes of a UB data block
+constexpr int32_t ONE_REPEAT_BYTE_SIZE = 256;  // bytes one vector instruction repeat handles
+
 enum class RoundMode : uint8_t { CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
 enum class CMPMODE : uint8_t { LT = 0, GT, EQ, LE, GE, NE };
 enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
@@ -68,6 +72,8 @@ enum class CacheMode : uint8_t { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL, CACH
 
 inline int64_t GetBlockIdx() { return ::ms_ops::twin::Current().idx; }
 inline int64_t GetBlockNum() { return ::ms_ops::twin::Current().num; }
+// A twin block is one core, not an AIC + AIV group: its sub-block index is always 0.
+inline int64_t GetSubBlockIdx() { return 0; }
 // The twin has no system workspace: the user workspace is the whole workspace argument.
 inline GM_ADDR GetSysWorkSpacePtr() { return nullptr; }
 inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return workspace; }

@@ -1,5 +1,6 @@
 // Vector compute on UB tensors, "first count elements" forms. Every operand must start 32-byte
-// aligned and hold count elements. The loops are plain element loops that g++ -O3 vectorizes;
+// aligned with count elements inside its buffer. The loops are plain element loops that g++ -O3
+// vectorizes (Exp and Sqrt: explicit 8-wide code, see twin_math.h);
 // half arithmetic is done in float and rounded back per op, as the NPU's fp16 ALU rounds per op.
 #ifndef MS_OPS_TWIN_VECTOR_H_
 #define MS_OPS_TWIN_VECTOR_H_
@@ -20,12 +21,16 @@ using Calc = std::conditional_t<std::is_same_v<T, half>, float, T>;
 template <typename T>
 inline T *VecArg(const char *call, const LocalTensor<T> &t, int64_t count) {
   UbAligned(call, t.TwinData());
-  if (__builtin_expect(count > t.GetSize(), 0)) UbOutOfRange(call, count, t.GetSize());
+  if (__builtin_expect(count > t.TwinCap(), 0)) UbOutOfRange(call, count, t.TwinCap());
   return t.TwinData();
 }
 
+[[noreturn]] __attribute__((noinline, cold)) inline void NegativeCount(const char *call, int64_t count) {
+  Fail(call, "negative count " + std::to_string(count));
+}
+
 inline void VecCount(const char *call, int64_t count) {
-  if (count < 0) Fail(call, "negative count " + std::to_string(count));
+  if (__builtin_expect(count < 0, 0)) NegativeCount(call, count);
 }
 
 template <typename T, class F>
@@ -79,12 +84,26 @@ MS_OPS_TWIN_SCALAR(Mins, x < y ? x : y)
   inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t &count) {                 \
     twin_detail::Unary(#Name, dst, src, count, [](auto x) { return expr; });                                     \
   }
-MS_OPS_TWIN_UNARY(Exp, twin_detail::ExpF(x))
 MS_OPS_TWIN_UNARY(Ln, std::log(x))
 MS_OPS_TWIN_UNARY(Abs, std::abs(x))
 MS_OPS_TWIN_UNARY(Relu, x > 0 ? x : decltype(x)(0))
-MS_OPS_TWIN_UNARY(Sqrt, std::sqrt(x))
 #undef MS_OPS_TWIN_UNARY
+
+// Exp and Sqrt on float go through the explicit 8-wide forms of twin_math.h.
+#define MS_OPS_TWIN_UNARY8(Name, f8)                                                                             \
+  template <typename T>                                                                                          \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t &count) {                 \
+    if constexpr (std::is_same_v<T, float>) {                                                                    \
+      twin_detail::VecCount(#Name, count);                                                                       \
+      float *d = twin_detail::VecArg(#Name, dst, count);                                                         \
+      twin_detail::Map8(d, twin_detail::VecArg(#Name, src, count), count, f8);                                   \
+    } else {                                                                                                     \
+      twin_detail::Unary(#Name, dst, src, count, [](auto x) { return f8(twin_detail::Splat(x))[0]; });           \
+    }                                                                                                            \
+  }
+MS_OPS_TWIN_UNARY8(Exp, twin_detail::Exp8)
+MS_OPS_TWIN_UNARY8(Sqrt, twin_detail::Sqrt8)
+#undef MS_OPS_TWIN_UNARY8
 
 template <typename T>
 inline void Duplicate(const LocalTensor<T> &dst, const T &scalarValue, const int32_t &count) {

@@ -31,7 +31,9 @@ class MoE(nn.Cell):
         capacity_factor (float): slots per expert relative to an even load. Default 2.0; use
             ``num_experts / top_k`` (or more) for no dropping at all.
         normalize_top_k (bool): renormalise the kept router probabilities. Default True.
-        dtype (mindspore.dtype): parameter and compute dtype of the experts. Default float32.
+        dtype (mindspore.dtype): parameter and compute dtype of the experts. Default float32
+            (MindSpore's CPU batched matmul has no bfloat16 kernel; routing runs in the dtype of
+            ``x`` whatever this is).
 
     Inputs:
         x (Tensor): ``[..., H]``.
@@ -79,8 +81,9 @@ class MoE(nn.Cell):
         expanded, row_idx, _, _ = moe_init_routing(
             tokens, expert_idx, expert_capacity=capacity, expert_num=self.num_experts,
             drop_pad_mode=1)
+        expanded = expanded.astype(self.w_gate_up.dtype)
         gate, up = ops.split(ops.bmm(expanded, self.w_gate_up), self.ffn_hidden_size, axis=-1)
-        expert_out = ops.bmm(ops.silu(gate) * up, self.w_down)
+        expert_out = ops.bmm(ops.silu(gate) * up, self.w_down).astype(x.dtype)
         out = moe_finalize_routing(expert_out, row_idx, scales=weights.astype(x.dtype),
                                    expert_idx=expert_idx, drop_pad_mode=3)
         return out.reshape(shape)

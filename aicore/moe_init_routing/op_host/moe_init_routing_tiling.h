@@ -13,6 +13,7 @@
 #include <string>
 
 #include "../op_kernel/moe_init_routing_tiling_data.h"
+#include "moe_init_routing_infer.h"
 #include "platform.h"
 
 namespace ms_ops {
@@ -40,11 +41,6 @@ struct MoeInitRoutingPlan {
 struct MoeInitRoutingRefusal {
   std::string arg, reason;
 };
-
-// Rows of expanded_x in dropless mode: active_num truncates when 0 < active_num < R*K.
-inline int64_t MoeInitRoutingActiveRows(int64_t flatCount, int64_t activeNum) {
-  return (activeNum > 0 && activeNum < flatCount) ? activeNum : flatCount;
-}
 
 inline bool MoeInitRoutingTiling(const MoeInitRoutingArgs &a, const PlatformInfo &plat,
                                  MoeInitRoutingPlan *plan, MoeInitRoutingRefusal *why) {
@@ -109,13 +105,18 @@ inline bool MoeInitRoutingTiling(const MoeInitRoutingArgs &a, const PlatformInfo
   if (histBytes + 2 * idxChunk * 4 + rowBufs * kBlockBytes > ub) idxChunk = minChunk;
   const int64_t fixed = histBytes + 2 * idxChunk * 4;
   if (fixed + rowBufs * kBlockBytes > ub) {
+    // Histogram entries left once the ids of one token and minimal row buffers are placed.
     const int64_t histRoom = (ub - 2 * minChunk * 4 - rowBufs * kBlockBytes) / 8 / 8 * 8;
-    if (a.expertNum > histRoom)
+    if (a.expertNum > 0 && histRoom >= 8)
       return refuse("expert_num", std::to_string(a.expertNum) + " experts do not fit the UB histograms (" +
-                                      std::to_string(ub) + " bytes); at most " + std::to_string(histRoom) +
-                                      " experts are supported");
-    return refuse("expert_idx", "K = " + std::to_string(a.topK) + " experts per token do not fit in UB (" +
-                                    std::to_string(ub) + " bytes)");
+                                      std::to_string(ub) + " bytes of UB, K = " + std::to_string(a.topK) +
+                                      "); at most " + std::to_string(histRoom) + " experts are supported");
+    std::string reason = "K = " + std::to_string(a.topK) + " experts per token do not fit in UB (" +
+                         std::to_string(ub) + " bytes)";
+    if (a.expertNum == 0 && histRoom >= 8)
+      reason += " next to the " + std::to_string(kMoeInitRoutingMaxScanExperts) +
+                "-bin histograms used without expert_num; pass expert_num";
+    return refuse("expert_idx", reason);
   }
   const int64_t rowRoom = (ub - fixed) / rowBufs / kBlockBytes * kBlockBytes;
   t.idxChunk = idxChunk;

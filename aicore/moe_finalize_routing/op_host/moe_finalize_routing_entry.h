@@ -1,0 +1,130 @@
+// Argument checks shared by the CPU entries of moe_finalize_routing and its gradient: tensor
+// views with named errors, attribute reads, and the value checks of the routing index.
+#ifndef MS_OPS_MOE_FINALIZE_ROUTING_ENTRY_H_
+#define MS_OPS_MOE_FINALIZE_ROUTING_ENTRY_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host_entry.h"
+#include "moe_finalize_routing/op_host/moe_finalize_routing_tiling.h"
+
+namespace ms_ops {
+namespace moe_entry {
+
+inline std::string ShapeStr(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// One tensor argument of an entry, named as the user knows it.
+struct Arg {
+  const char *name;
+  std::vector<int64_t> shape;
+  DType dtype;
+  const char *dtypeName;
+  uint8_t *data;
+};
+
+inline std::vector<Arg> Args(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                             const char *const *names) {
+  std::vector<Arg> args;
+  for (int i = 0; i < nparam; ++i)
+    args.push_back({names[i], std::vector<int64_t>(shapes[i], shapes[i] + ndims[i]), ParseDType(dtypes[i]), dtypes[i],
+                    static_cast<uint8_t *>(params[i])});
+  return args;
+}
+
+inline void RequireShape(const Arg &a, const std::vector<int64_t> &want, const std::string &what) {
+  Require(a.shape == want, a.name, "must have shape " + ShapeStr(want) + " (" + what + "), got " + ShapeStr(a.shape));
+}
+
+inline void RequireDType(const Arg &a, DType want, const char *wantName) {
+  Require(a.dtype == want, a.name, std::string("must be ") + wantName + ", got " + a.dtypeName);
+}
+
+inline void RequireFloat(const Arg &a) {
+  Require(a.dtype == DType::kF32 || a.dtype == DType::kF16 || a.dtype == DType::kBF16, a.name,
+          std::string("must be float32, float16 or bfloat16, got ") + a.dtypeName);
+}
+
+// scales (or its placeholder): the dtype of the data `ref` or float32.
+inline void RequireScalesDType(const Arg &scales, const Arg &ref) {
+  const std::string want = ref.dtype == DType::kF32 ? "float32" : std::string(ref.dtypeName) + " or float32";
+  Require(scales.dtype == ref.dtype || scales.dtype == DType::kF32, scales.name,
+          "must be " + want + ", got " + scales.dtypeName);
+}
+
+inline MoeFloat ToMoeFloat(DType d) {
+  return d == DType::kF32 ? MoeFloat::kF32 : d == DType::kF16 ? MoeFloat::kF16 : MoeFloat::kBF16;
+}
+
+template <typename V>
+V ReadAttr(mindspore::AotExtra *extra, const char *name) {
+  Require(extra != nullptr && extra->HasAttr(name), name, "attribute missing");
+  return extra->Attr<V>(name);
+}
+
+inline int64_t ReadDropPadMode(mindspore::AotExtra *extra) {
+  const int64_t mode = ReadAttr<int64_t>(extra, "drop_pad_mode");
+  Require(mode >= 0 && mode <= 3, "drop_pad_mode", "must be 0, 1, 2 or 3, got " + std::to_string(mode));
+  return mode;
+}
+
+// expanded_x is [N, H] in the dropless modes 0/2 and [E, C, H] in the drop/pad modes 1/3.
+inline bool IsDropPad(int64_t mode) { return mode == 1 || mode == 3; }
+
+// Checks expanded_x's rank for the mode; returns {N (flat rows), H}.
+inline std::pair<int64_t, int64_t> ExpandedRowsAndHidden(const Arg &ex, int64_t mode) {
+  const bool dropPad = IsDropPad(mode);
+  Require(ex.shape.size() == (dropPad ? 3u : 2u), ex.name,
+          std::string("must be ") + (dropPad ? "[E, C, H]" : "[N, H]") + " for drop_pad_mode " + std::to_string(mode) +
+              ", got " + ShapeStr(ex.shape));
+  return {dropPad ? ex.shape[0] * ex.shape[1] : ex.shape[0], ex.shape.back()};
+}
+
+// "position p (token r, k)" of expanded_row_idx in the layout of the mode.
+inline std::string PairAt(int64_t p, int64_t rows, int64_t topK, bool rowMajor) {
+  const int64_t r = rowMajor ? p / topK : p % rows, k = rowMajor ? p % topK : p / rows;
+  return "position " + std::to_string(p) + " (token " + std::to_string(r) + ", k " + std::to_string(k) + ")";
+}
+
+// The index values the kernels rely on: entries in [0, R*K) (dropless) or [-1, E*C) (drop/pad),
+// injective over the pairs that contribute (slot < N); expert ids inside bias when it is given.
+inline void CheckRouting(const Arg &idx, const Arg *expert, int64_t rows, int64_t topK, int64_t expandedRows,
+                         int64_t biasRows, int64_t mode) {
+  const int64_t pairs = rows * topK;
+  Require(pairs <= INT32_MAX && expandedRows <= INT32_MAX, idx.name, "more pairs or expanded rows than int32 indexes");
+  const bool rowMajor = mode >= 2, dropPad = IsDropPad(mode);
+  const int32_t *v = reinterpret_cast<const int32_t *>(idx.data);
+  const int64_t lo = dropPad ? -1 : 0, hi = dropPad ? expandedRows : pairs;
+  std::vector<int32_t> owner(static_cast<size_t>(expandedRows), -1);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int64_t j = v[p];
+    if (j < lo || j >= hi)
+      Reject(idx.name, "value " + std::to_string(j) + " at " + PairAt(p, rows, topK, rowMajor) + " is outside [" +
+                           std::to_string(lo) + ", " + std::to_string(hi) + ") for drop_pad_mode " +
+                           std::to_string(mode));
+    if (j < 0 || j >= expandedRows) continue;
+    if (owner[j] >= 0)
+      Reject(idx.name, "expanded row " + std::to_string(j) + " is used by both " +
+                           PairAt(owner[j], rows, topK, rowMajor) + " and " + PairAt(p, rows, topK, rowMajor) +
+                           "; the index must be injective (as moe_init_routing produces)");
+    owner[j] = static_cast<int32_t>(p);
+  }
+  if (expert == nullptr) return;
+  const int32_t *e = reinterpret_cast<const int32_t *>(expert->data);
+  for (int64_t q = 0; q < pairs; ++q)
+    if (e[q] < 0 || e[q] >= biasRows)
+      Reject(expert->name, "value " + std::to_string(e[q]) + " at [" + std::to_string(q / topK) + ", " +
+                               std::to_string(q % topK) + "] is outside [0, " + std::to_string(biasRows) +
+                               ") (bias has " + std::to_string(biasRows) + " rows)");
+}
+
+}  // namespace moe_entry
+}  // namespace ms_ops
+
+#endif  // MS_OPS_MOE_FINALIZE_ROUTING_ENTRY_H_

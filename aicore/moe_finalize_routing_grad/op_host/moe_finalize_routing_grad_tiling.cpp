@@ -1,0 +1,110 @@
+// CANN registration of MoeFinalizeRoutingGradMsops: TilingFunc, InferShape and InferDataType,
+// thin wrappers over the pure functions the CPU entry also uses. Built only by the CANN toolchain.
+#include <cstdio>
+#include <vector>
+
+#include "moe_finalize_routing_grad_infer.h"
+#include "moe_finalize_routing_grad_tiling.h"
+#include "register/op_impl_registry.h"
+#include "tiling/platform/platform_ascendc.h"
+
+namespace {
+
+enum AttrIndex : size_t { kDropPadMode, kHasBias, kHasScales };
+constexpr size_t kNumInputs = 6, kNumOutputs = 3;
+
+// UB the AscendC runtime keeps for itself (256 B, plus 8 KiB unless built without the reservation).
+constexpr uint64_t kReservedUb = 256 + 8 * 1024;
+
+ms_ops::MoeFloat ToMoeFloat(ge::DataType d) {
+  return d == ge::DT_FLOAT ? ms_ops::MoeFloat::kF32 : d == ge::DT_FLOAT16 ? ms_ops::MoeFloat::kF16
+                                                                          : ms_ops::MoeFloat::kBF16;
+}
+
+std::vector<int64_t> Dims(const gert::Shape &s) {
+  std::vector<int64_t> d(s.GetDimNum());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = s.GetDim(i);
+  return d;
+}
+
+}  // namespace
+
+namespace optiling {
+
+struct MoeFinalizeRoutingGradCompileInfo {};
+
+static ge::graphStatus MoeFinalizeRoutingGradTilingFunc(gert::TilingContext *context) {
+  auto ascendc = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
+  uint64_t ubSize = 0, l1Size = 0;
+  ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
+  ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1Size);
+  const ms_ops::PlatformInfo plat{ascendc.GetCoreNumAiv(), ascendc.GetCoreNumAic(),
+                                  static_cast<uint32_t>(ubSize - kReservedUb), static_cast<uint32_t>(l1Size)};
+
+  const gert::RuntimeAttrs *attrs = context->GetAttrs();
+  ms_ops::MoeFinalizeRoutingGradProblem p;
+  p.dropPadMode = *attrs->GetAttrPointer<int64_t>(kDropPadMode);
+  p.hasBias = *attrs->GetAttrPointer<bool>(kHasBias);
+  p.hasScales = *attrs->GetAttrPointer<bool>(kHasScales);
+  const gert::Shape &gradY = context->GetInputShape(ms_ops::kMfrgGradY)->GetStorageShape();
+  const gert::Shape &ex = context->GetInputShape(ms_ops::kMfrgExpandedX)->GetStorageShape();
+  const gert::Shape &scales = context->GetInputShape(ms_ops::kMfrgScales)->GetStorageShape();
+  const gert::Shape &bias = context->GetInputShape(ms_ops::kMfrgBias)->GetStorageShape();
+  p.rows = gradY.GetDim(0);
+  p.hidden = gradY.GetDim(1);
+  p.topK = p.hasScales ? scales.GetDim(1) : 1;
+  p.expandedRows = ex.GetShapeSize() / (p.hidden > 0 ? p.hidden : 1);
+  p.biasRows = p.hasBias ? bias.GetDim(0) : 0;
+  p.scalesNumel = scales.GetShapeSize();
+  p.biasNumel = bias.GetShapeSize();
+  p.dataType = ToMoeFloat(context->GetInputDesc(ms_ops::kMfrgGradY)->GetDataType());
+  p.scalesType = ToMoeFloat(context->GetInputDesc(ms_ops::kMfrgScales)->GetDataType());
+
+  ms_ops::MoeFinalizeRoutingGradTiling t = ms_ops::ComputeMoeFinalizeRoutingGradTiling(p, plat);
+  if (!t.error.empty()) {
+    std::fprintf(stderr, "ms_ops moe_finalize_routing_grad: tiling: %s\n", t.error.c_str());
+    return ge::GRAPH_FAILED;
+  }
+  *context->GetTilingData<MoeFinalizeRoutingGradTilingData>() = t.data;
+  context->SetBlockDim(t.blockDim);
+  context->SetTilingKey(t.tilingKey);
+  size_t *workspace = context->GetWorkspaceSizes(1);
+  workspace[0] = ascendc.GetLibApiWorkSpaceSize();
+  return ge::GRAPH_SUCCESS;
+}
+
+static ge::graphStatus MoeFinalizeRoutingGradTilingParse(gert::TilingParseContext *) { return ge::GRAPH_SUCCESS; }
+
+IMPL_OP_OPTILING(MoeFinalizeRoutingGradMsops)
+    .Tiling(MoeFinalizeRoutingGradTilingFunc)
+    .TilingParse<MoeFinalizeRoutingGradCompileInfo>(MoeFinalizeRoutingGradTilingParse);
+
+}  // namespace optiling
+
+namespace ops {
+
+static ge::graphStatus MoeFinalizeRoutingGradInferShape(gert::InferShapeContext *context) {
+  std::vector<std::vector<int64_t>> in;
+  for (size_t i = 0; i < kNumInputs; ++i) in.push_back(Dims(*context->GetInputShape(i)));
+  const std::vector<std::vector<int64_t>> out = ms_ops::MoeFinalizeRoutingGradOutShapes(in);
+  for (size_t o = 0; o < kNumOutputs; ++o) {
+    gert::Shape *shape = context->GetOutputShape(o);
+    shape->SetDimNum(out[o].size());
+    for (size_t i = 0; i < out[o].size(); ++i) shape->SetDim(i, out[o][i]);
+  }
+  return ge::GRAPH_SUCCESS;
+}
+
+static ge::graphStatus MoeFinalizeRoutingGradInferDataType(gert::InferDataTypeContext *context) {
+  std::vector<ge::DataType> in;
+  for (size_t i = 0; i < kNumInputs; ++i) in.push_back(context->GetInputDataType(i));
+  const std::vector<ge::DataType> out = ms_ops::MoeFinalizeRoutingGradOutTypes(in);
+  for (size_t o = 0; o < kNumOutputs; ++o) context->SetOutputDataType(o, out[o]);
+  return ge::GRAPH_SUCCESS;
+}
+
+IMPL_OP_INFERSHAPE(MoeFinalizeRoutingGradMsops)
+    .InferShape(MoeFinalizeRoutingGradInferShape)
+    .InferDataType(MoeFinalizeRoutingGradInferDataType);
+
+}  // namespace ops

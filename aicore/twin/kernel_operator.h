@@ -1,0 +1,15 @@
+// The CPU twin of AscendC's kernel API (CANN 8.x names): what our kernels include instead of the
+// CANN header when they are built for the CPU. See twin_runtime.h for how a kernel is launched.
+#ifndef MS_OPS_TWIN_KERNEL_OPERATOR_H_
+#define MS_OPS_TWIN_KERNEL_OPERATOR_H_
+
+#include "twin_types.h"
+#include "twin_tensor.h"
+#include "twin_pipe.h"
+#include "twin_copy.h"
+#include "twin_vector.h"
+#include "twin_cast.h"
+#include "twin_select.h"
+#include "twin_sync.h"
+
+#endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

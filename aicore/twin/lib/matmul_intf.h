@@ -1,0 +1,281 @@
+// The high-level Matmul API of the twin: C = A * B (+ bias) for one core's single shape, whole
+// (IterateAll) or baseM x baseN tile by tile (Iterate / GetTensorC). The arithmetic is sgemm in
+// fp32 (fp16/bf16 operands are widened first, as the cube accumulates in fp32); GM extents are
+// checked like every other GM access of the twin.
+#ifndef MS_OPS_TWIN_LIB_MATMUL_INTF_H_
+#define MS_OPS_TWIN_LIB_MATMUL_INTF_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kernel_operator.h"
+#include "twin_blas.h"
+#include "twin_cube_tiling.h"
+
+namespace AscendC {
+
+enum class CubeFormat : uint8_t { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
+enum class LayoutMode : uint8_t { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
+
+template <TPosition POSITION, CubeFormat FORMAT, typename TYPE, bool ISTRANS = false,
+          LayoutMode LAYOUT = LayoutMode::NONE, bool IBSHARE = false, TPosition SRCPOS = TPosition::GM>
+struct MatmulType {
+  constexpr static TPosition pos = POSITION;
+  constexpr static CubeFormat format = FORMAT;
+  using T = TYPE;
+  constexpr static bool isTrans = ISTRANS;
+  constexpr static LayoutMode layout = LAYOUT;
+  constexpr static bool ibShare = IBSHARE;
+  constexpr static TPosition srcPos = SRCPOS;
+};
+
+// The twin computes every configuration the same way; the configs exist so kernels name them.
+struct MatmulConfig {
+  bool doNorm, doMultiDataLoad;
+};
+inline constexpr MatmulConfig CFG_NORM{true, false};
+inline constexpr MatmulConfig CFG_MDL{false, true};
+
+namespace twin_detail {
+
+// L0 buffer sizes of Atlas A2 that one base tile must fit (L0C holds the fp32 baseM x baseN).
+constexpr uint64_t kL0ABytes = 64 * 1024, kL0BBytes = 64 * 1024, kL0CBytes = 128 * 1024;
+
+// rows x cols of a row-major operand with row stride ld must lie in g.
+template <typename T>
+inline void GmMatrix(const char *call, const GlobalTensor<T> &g, uint64_t offset, uint64_t rows, uint64_t cols,
+                     uint64_t ld) {
+  if (rows != 0 && cols != 0) g.TwinCheck(call, 0, offset + (rows - 1) * ld + cols);
+}
+
+// Operand rows x cols (row stride ld) as fp32: the GM memory itself for float, else a widened copy.
+template <typename T>
+inline const float *AsFloat(const T *p, int rows, int cols, int ld, int slot, int &ldOut) {
+  if constexpr (std::is_same_v<T, float>) {
+    ldOut = ld;
+    return p;
+  } else {
+    float *f = ::ms_ops::twin::Scratch(slot, size_t(rows) * cols);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) f[size_t(r) * cols + c] = static_cast<float>(p[size_t(r) * ld + c]);
+    ldOut = cols;
+    return f;
+  }
+}
+
+}  // namespace twin_detail
+
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const auto &MM_CFG = CFG_NORM>
+class Matmul {
+  using SrcAT = typename A_TYPE::T;
+  using SrcBT = typename B_TYPE::T;
+  using DstT = typename C_TYPE::T;
+  using BiasT = typename BIAS_TYPE::T;
+
+ public:
+  void Init(const TCubeTiling *tiling, TPipe *tpipe = nullptr) {
+    const char *call = "Matmul::Init";
+    if (tiling == nullptr) twin_detail::Fail(call, "tiling is null");
+    t_ = *tiling;
+    if (t_.baseM <= 0 || t_.baseN <= 0 || t_.baseK <= 0) twin_detail::Fail(call, "baseM/baseN/baseK must be positive");
+    const uint64_t l0a = uint64_t(t_.baseM) * t_.baseK * sizeof(SrcAT), l0b = uint64_t(t_.baseK) * t_.baseN * sizeof(SrcBT);
+    const uint64_t l0c = uint64_t(t_.baseM) * t_.baseN * sizeof(float);
+    if (l0a > twin_detail::kL0ABytes || l0b > twin_detail::kL0BBytes || l0c > twin_detail::kL0CBytes)
+      twin_detail::Fail(call, "base tile " + twin_detail::Str(t_.baseM) + "x" + twin_detail::Str(t_.baseN) + "x" +
+                                  twin_detail::Str(t_.baseK) + " does not fit L0A/L0B (64 KB) and L0C (128 KB)");
+    SetOrgShape(t_.M, t_.N, t_.Ka, t_.Kb > 0 ? t_.Kb : t_.Ka);
+    SetSingleShape(t_.singleCoreM, t_.singleCoreN, t_.singleCoreK);
+    init_ = true;
+    hasBias_ = false;
+    End();
+  }
+
+  void SetOrgShape(int orgM, int orgN, int orgK) { SetOrgShape(orgM, orgN, orgK, orgK); }
+  void SetOrgShape(int orgM, int orgN, int orgKa, int orgKb, int orgKc = 0) {
+    M_ = orgM;
+    N_ = orgN;
+    Ka_ = orgKa;
+    Kb_ = orgKb;
+  }
+  void SetSingleShape(int singleM, int singleN, int singleK) {
+    m_ = singleM;
+    n_ = singleN;
+    k_ = singleK;
+  }
+  // A negative value keeps the current single-shape value.
+  void SetTail(int tailM = -1, int tailN = -1, int tailK = -1) {
+    SetSingleShape(tailM >= 0 ? tailM : m_, tailN >= 0 ? tailN : n_, tailK >= 0 ? tailK : k_);
+  }
+
+  void SetTensorA(const GlobalTensor<SrcAT> &gm, bool isTransposeA = false) {
+    if (isTransposeA && !A_TYPE::isTrans) twin_detail::Fail("SetTensorA", "transposed A needs MatmulType ISTRANS=true");
+    a_ = gm;
+    transA_ = isTransposeA;
+  }
+  void SetTensorB(const GlobalTensor<SrcBT> &gm, bool isTransposeB = false) {
+    if (isTransposeB && !B_TYPE::isTrans) twin_detail::Fail("SetTensorB", "transposed B needs MatmulType ISTRANS=true");
+    b_ = gm;
+    transB_ = isTransposeB;
+  }
+  void SetBias(const GlobalTensor<BiasT> &biasGlobal) {
+    bias_ = biasGlobal;
+    hasBias_ = true;
+  }
+  void DisableBias() { hasBias_ = false; }
+
+  // C (this core's singleM x singleN block, row stride N) = or += A * B + bias.
+  template <bool sync = true>
+  void IterateAll(const GlobalTensor<DstT> &gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
+                  bool waitIterateAll = false, bool fakeMsg = false) {
+    const char *call = "Matmul::IterateAll";
+    Check(call, enAtomic);
+    float *acc = ::ms_ops::twin::Scratch(2, size_t(m_) * n_);
+    Product(call, 0, 0, m_, n_, acc);
+    const int ldc = enSequentialWrite ? n_ : N_;
+    twin_detail::GmMatrix(call, gm, 0, m_, n_, ldc);
+    Store(gm.TwinData(), ldc, acc, m_, n_, enAtomic == 1);
+  }
+
+  // Computes the next baseM x baseN tile (iterateOrder 0: M index moves first); false when done.
+  template <bool sync = true>
+  bool Iterate(bool enPartialSum = false) {
+    const char *call = "Matmul::Iterate";
+    Check(call, 0);
+    const int tilesM = CeilDiv(m_, t_.baseM), tilesN = CeilDiv(n_, t_.baseN);
+    if (!iterating_) {
+      tm_ = tn_ = 0;
+      iterating_ = tilesM > 0 && tilesN > 0;
+    } else {
+      iterating_ = Advance(tilesM, tilesN);
+    }
+    if (!iterating_) return false;
+    tileM_ = std::min(t_.baseM, m_ - tm_ * t_.baseM);
+    tileN_ = std::min(t_.baseN, n_ - tn_ * t_.baseN);
+    tile_.resize(size_t(tileM_) * tileN_);
+    Product(call, tm_ * t_.baseM, tn_ * t_.baseN, tileM_, tileN_, tile_.data());
+    return true;
+  }
+
+  // The current tile into C at its place in the block (row stride N), or with enSequentialWrite
+  // at gm's start with row stride baseN.
+  template <bool sync = true>
+  void GetTensorC(const GlobalTensor<DstT> &gm, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
+    const char *call = "Matmul::GetTensorC";
+    CheckTile(call, enAtomic);
+    const uint64_t off = enSequentialWrite ? 0 : uint64_t(tm_) * t_.baseM * N_ + uint64_t(tn_) * t_.baseN;
+    const int ldc = enSequentialWrite ? t_.baseN : N_;
+    twin_detail::GmMatrix(call, gm, off, tileM_, tileN_, ldc);
+    Store(gm.TwinData() + off, ldc, tile_.data(), tileM_, tileN_, enAtomic == 1);
+  }
+  // The current tile into UB, baseM x baseN row-major (row stride baseN).
+  template <bool sync = true>
+  void GetTensorC(const LocalTensor<DstT> &c, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
+    const char *call = "Matmul::GetTensorC";
+    CheckTile(call, enAtomic);
+    twin_detail::UbAligned(call, c.TwinData());
+    if (uint64_t(c.TwinCap()) < uint64_t(t_.baseM) * t_.baseN)
+      twin_detail::UbOutOfRange(call, uint64_t(t_.baseM) * t_.baseN, c.TwinCap());
+    Store(c.TwinData(), t_.baseN, tile_.data(), tileM_, tileN_, enAtomic == 1);
+  }
+
+  void End() {
+    iterating_ = false;
+    tm_ = tn_ = tileM_ = tileN_ = 0;
+  }
+
+ private:
+  static int CeilDiv(int a, int b) { return (a + b - 1) / b; }
+
+  bool Advance(int tilesM, int tilesN) {
+    const bool mFirst = t_.iterateOrder == 0;
+    int &inner = mFirst ? tm_ : tn_, &outer = mFirst ? tn_ : tm_;
+    if (++inner < (mFirst ? tilesM : tilesN)) return true;
+    inner = 0;
+    return ++outer < (mFirst ? tilesN : tilesM);
+  }
+
+  void Check(const char *call, uint8_t enAtomic) {
+    if (!init_) twin_detail::Fail(call, "Matmul used before Init / REGIST_MATMUL_OBJ with a tiling");
+    if (a_.TwinData() == nullptr || b_.TwinData() == nullptr) twin_detail::Fail(call, "SetTensorA/SetTensorB not called");
+    if (enAtomic > 1) twin_detail::Fail(call, "only enAtomic 0 (overwrite) and 1 (add) are supported by the twin");
+    if (m_ < 0 || n_ < 0 || k_ <= 0 || m_ > M_ || n_ > N_ || k_ > Ka_ || k_ > Kb_)
+      twin_detail::Fail(call, "single shape " + twin_detail::Str(m_) + "x" + twin_detail::Str(n_) + "x" +
+                                  twin_detail::Str(k_) + " does not fit the org shape M=" + twin_detail::Str(M_) +
+                                  " N=" + twin_detail::Str(N_) + " Ka=" + twin_detail::Str(Ka_) +
+                                  " Kb=" + twin_detail::Str(Kb_));
+  }
+  void CheckTile(const char *call, uint8_t enAtomic) {
+    if (!iterating_) twin_detail::Fail(call, "no current tile (GetTensorC without a successful Iterate)");
+    if (enAtomic > 1) twin_detail::Fail(call, "only enAtomic 0 (overwrite) and 1 (add) are supported by the twin");
+  }
+
+  // acc[rows x cols] = A[row0.., :k] * B[:k, col0..] + bias[col0..], all in fp32.
+  void Product(const char *call, int row0, int col0, int rows, int cols, float *acc) {
+    if (rows == 0 || cols == 0) return;
+    // Stored shapes: A is M x Ka (transposed: Ka x M), B is Kb x N (transposed: N x Kb).
+    const int lda = transA_ ? M_ : Ka_, ldb = transB_ ? Kb_ : N_;
+    const uint64_t aOff = transA_ ? row0 : uint64_t(row0) * lda, bOff = transB_ ? uint64_t(col0) * ldb : col0;
+    const int aRows = transA_ ? k_ : rows, aCols = transA_ ? rows : k_;
+    const int bRows = transB_ ? cols : k_, bCols = transB_ ? k_ : cols;
+    twin_detail::GmMatrix(call, a_, aOff, aRows, aCols, lda);
+    twin_detail::GmMatrix(call, b_, bOff, bRows, bCols, ldb);
+    int la, lb;
+    const float *a = twin_detail::AsFloat(a_.TwinData() + aOff, aRows, aCols, lda, 0, la);
+    const float *b = twin_detail::AsFloat(b_.TwinData() + bOff, bRows, bCols, ldb, 1, lb);
+    ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, k_, a, la, b, lb, acc, cols);
+    if (!hasBias_) return;
+    bias_.TwinCheck(call, col0, cols);
+    const BiasT *bias = bias_.TwinData() + col0;
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) acc[size_t(r) * cols + c] += static_cast<float>(bias[c]);
+  }
+
+  static void Store(DstT *c, int ldc, const float *acc, int rows, int cols, bool add) {
+    for (int r = 0; r < rows; ++r) {
+      DstT *row = c + size_t(r) * ldc;
+      const float *src = acc + size_t(r) * cols;
+      if (add)
+        for (int j = 0; j < cols; ++j) row[j] = static_cast<DstT>(static_cast<float>(row[j]) + src[j]);
+      else
+        for (int j = 0; j < cols; ++j) row[j] = static_cast<DstT>(src[j]);
+    }
+  }
+
+  TCubeTiling t_{};
+  bool init_ = false, transA_ = false, transB_ = false, hasBias_ = false, iterating_ = false;
+  int M_ = 0, N_ = 0, Ka_ = 0, Kb_ = 0, m_ = 0, n_ = 0, k_ = 0;
+  int tm_ = 0, tn_ = 0, tileM_ = 0, tileN_ = 0;
+  GlobalTensor<SrcAT> a_;
+  GlobalTensor<SrcBT> b_;
+  GlobalTensor<BiasT> bias_;
+  std::vector<float> tile_;
+};
+
+namespace twin_detail {
+
+inline void RegistMatmulObj(TPipe *) {}
+template <class MM, class Tiling, class... Rest>
+inline void RegistMatmulObj(TPipe *pipe, MM &mm, Tiling &&tiling, Rest &&...rest) {
+  static_assert(sizeof...(Rest) <= 6, "REGIST_MATMUL_OBJ takes at most 4 Matmul objects");
+  if (tiling != nullptr) mm.Init(tiling, pipe);
+  RegistMatmulObj(pipe, std::forward<Rest>(rest)...);
+}
+
+}  // namespace twin_detail
+}  // namespace AscendC
+
+namespace matmul {
+using AscendC::CFG_MDL;
+using AscendC::CFG_NORM;
+using AscendC::Matmul;
+using AscendC::MatmulConfig;
+using AscendC::MatmulType;
+}  // namespace matmul
+
+// REGIST_MATMUL_OBJ(&pipe, workspace, mm1, &tiling1[, mm2, &tiling2 ...]): Init with each tiling.
+#define REGIST_MATMUL_OBJ(tpipe, workspace, ...) ::AscendC::twin_detail::RegistMatmulObj(tpipe, __VA_ARGS__)
+
+#endif  // MS_OPS_TWIN_LIB_MATMUL_INTF_H_

@@ -1,0 +1,167 @@
+// Cast between float and half / bfloat16_t / int32_t (and float -> float rounding to an integer),
+// with the RoundMode semantics: CAST_NONE rounds to nearest even where the conversion loses
+// precision, CAST_ROUND is half away from zero, CAST_ODD rounds to odd. float -> int32_t
+// saturates at the int32 range and maps NaN to 0.
+#ifndef MS_OPS_TWIN_CAST_H_
+#define MS_OPS_TWIN_CAST_H_
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "twin_vector.h"
+
+namespace AscendC {
+namespace twin_detail {
+
+template <typename>
+constexpr bool kAlwaysFalse = false;
+
+[[noreturn]] inline void BadMode(const char *conversion, RoundMode m) {
+  Fail("Cast", "round mode " + Str(static_cast<unsigned>(m)) + " is not supported for " + conversion);
+}
+
+// Neighbour of a 16-bit float pattern one step up (towards +inf) or down.
+inline uint16_t Step16(uint16_t b, bool up) {
+  const bool neg = (b & 0x8000u) != 0;
+  if ((b & 0x7FFFu) == 0) return up ? 0x0001u : 0x8001u;
+  return (neg == up) ? b - 1 : b + 1;
+}
+
+// float -> half / bfloat16_t with a directed mode: start from the nearest-even result and move
+// to the neighbour the mode asks for when x lies strictly between two representable values.
+template <typename N>
+inline N NarrowDirected(float x, RoundMode m) {
+  const N c = static_cast<N>(x);
+  const float back = static_cast<float>(c);
+  if (x != x || back == x) return c;
+  uint16_t cb, lb, hb;
+  std::memcpy(&cb, &c, 2);
+  if (back < x) {
+    lb = cb;
+    hb = Step16(cb, true);
+  } else {
+    hb = cb;
+    lb = Step16(cb, false);
+  }
+  N lo, hi;
+  std::memcpy(&lo, &lb, 2);
+  std::memcpy(&hi, &hb, 2);
+  switch (m) {
+    case RoundMode::CAST_FLOOR: return lo;
+    case RoundMode::CAST_CEIL: return hi;
+    case RoundMode::CAST_TRUNC: return x > 0 ? lo : hi;
+    case RoundMode::CAST_ODD: return (lb & 1u) ? lo : hi;
+    case RoundMode::CAST_ROUND: {
+      const double mid = (static_cast<double>(static_cast<float>(lo)) + static_cast<float>(hi)) / 2;
+      if (static_cast<double>(x) != mid) return c;
+      return x > 0 ? hi : lo;
+    }
+    default: return c;
+  }
+}
+
+// Round half away from zero; x - trunc(x) is exact for floats.
+inline float RoundAway(float x) {
+  const float t = std::trunc(x);
+  return std::fabs(x - t) >= 0.5f ? t + std::copysign(1.0f, x) : t;
+}
+
+template <class F>
+inline void ToInt32(int32_t *d, const float *s, uint32_t n, F round) {
+  for (uint32_t i = 0; i < n; ++i) {
+    const float r = round(s[i]);
+    d[i] = r != r ? 0 : (r >= 2147483648.0f ? INT32_MAX : (r < -2147483648.0f ? INT32_MIN : static_cast<int32_t>(r)));
+  }
+}
+
+template <class F>
+inline void ToFloat(float *d, const float *s, uint32_t n, F round) {
+  for (uint32_t i = 0; i < n; ++i) d[i] = round(s[i]);
+}
+
+// Applies the rounding of mode m (to an integer value) through `apply(roundFn)`.
+template <class Apply>
+inline bool WithIntRounding(RoundMode m, Apply apply) {
+  switch (m) {
+    case RoundMode::CAST_NONE:
+    case RoundMode::CAST_RINT: apply([](float x) { return std::rint(x); }); return true;
+    case RoundMode::CAST_FLOOR: apply([](float x) { return std::floor(x); }); return true;
+    case RoundMode::CAST_CEIL: apply([](float x) { return std::ceil(x); }); return true;
+    case RoundMode::CAST_TRUNC: apply([](float x) { return std::trunc(x); }); return true;
+    case RoundMode::CAST_ROUND: apply([](float x) { return RoundAway(x); }); return true;
+    default: return false;
+  }
+}
+
+// g++ 12 does not vectorize _Float16 conversions: F16C does 8 at a time where the CPU has it.
+inline void HalfToFloat(float *d, const half *s, uint32_t n) {
+  uint32_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i))));
+#endif
+  for (; i < n; ++i) d[i] = static_cast<float>(s[i]);
+}
+
+inline void FloatToHalf(half *d, const float *s, uint32_t n) {
+  uint32_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(d + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+  for (; i < n; ++i) d[i] = static_cast<half>(s[i]);
+}
+
+// On the bit patterns, so that the loops vectorize as integer code.
+inline void Bf16ToFloat(float *d, const bfloat16_t *s, uint32_t n) {
+  const uint16_t *b = reinterpret_cast<const uint16_t *>(s);
+  uint32_t *u = reinterpret_cast<uint32_t *>(d);
+  for (uint32_t i = 0; i < n; ++i) u[i] = static_cast<uint32_t>(b[i]) << 16;
+}
+
+inline void FloatToBf16(bfloat16_t *d, const float *s, uint32_t n) {
+  uint16_t *b = reinterpret_cast<uint16_t *>(d);
+  for (uint32_t i = 0; i < n; ++i) b[i] = bfloat16_t::FromFloat(s[i]);
+}
+
+}  // namespace twin_detail
+
+template <typename T, typename U>
+inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const RoundMode &roundMode, const uint32_t count) {
+  using namespace twin_detail;
+  T *d = VecArg("Cast", dst, count);
+  const U *s = VecArg("Cast", src, count);
+  constexpr bool kToNarrow = std::is_same_v<U, float> && (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>);
+  constexpr bool kFromNarrow = std::is_same_v<T, float> && (std::is_same_v<U, half> || std::is_same_v<U, bfloat16_t>);
+  if constexpr (kToNarrow) {
+    if (roundMode == RoundMode::CAST_NONE || roundMode == RoundMode::CAST_RINT) {
+      if constexpr (std::is_same_v<T, half>) FloatToHalf(d, s, count);
+      else FloatToBf16(d, s, count);
+    } else {
+      for (uint32_t i = 0; i < count; ++i) d[i] = NarrowDirected<T>(s[i], roundMode);
+    }
+  } else if constexpr (kFromNarrow) {
+    if (roundMode != RoundMode::CAST_NONE) BadMode("an exact widening to float", roundMode);
+    if constexpr (std::is_same_v<U, half>) HalfToFloat(d, s, count);
+    else Bf16ToFloat(d, s, count);
+  } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, int32_t>) {
+    if (!WithIntRounding(roundMode, [&](auto f) { ToInt32(d, s, count, f); })) BadMode("float -> int32", roundMode);
+  } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, float>) {
+    if (roundMode == RoundMode::CAST_NONE || !WithIntRounding(roundMode, [&](auto f) { ToFloat(d, s, count, f); }))
+      BadMode("float -> float", roundMode);
+  } else if constexpr (std::is_same_v<U, int32_t> && std::is_same_v<T, float>) {
+    if (roundMode != RoundMode::CAST_NONE && roundMode != RoundMode::CAST_RINT) BadMode("int32 -> float", roundMode);
+    for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<float>(s[i]);
+  } else {
+    static_assert(kAlwaysFalse<T>, "Cast: this conversion is not implemented by the twin");
+  }
+}
+
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_CAST_H_

@@ -1,0 +1,189 @@
+// Compare (to a one-bit-per-element mask, little-endian within each byte), Select by such a mask,
+// and the whole-vector reductions ReduceMax / ReduceMin / ReduceSum.
+#ifndef MS_OPS_TWIN_SELECT_H_
+#define MS_OPS_TWIN_SELECT_H_
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "twin_vector.h"
+
+namespace AscendC {
+namespace twin_detail {
+
+// Calls f with the comparison of mode m as a callable, so the element loop has no switch in it.
+template <class F>
+inline void WithCmp(CMPMODE m, F f) {
+  switch (m) {
+    case CMPMODE::LT: return f([](auto a, auto b) { return a < b; });
+    case CMPMODE::GT: return f([](auto a, auto b) { return a > b; });
+    case CMPMODE::EQ: return f([](auto a, auto b) { return a == b; });
+    case CMPMODE::LE: return f([](auto a, auto b) { return a <= b; });
+    case CMPMODE::GE: return f([](auto a, auto b) { return a >= b; });
+    default: return f([](auto a, auto b) { return a != b; });
+  }
+}
+
+// Bits of 8 elements per byte; `pred(i)` decides element i. Mask bytes past count are untouched.
+template <class P>
+inline void PackBits(uint8_t *d, uint32_t count, P pred) {
+  for (uint32_t byte = 0; byte < count / 8; ++byte) {
+    uint8_t bits = 0;
+    for (uint32_t k = 0; k < 8; ++k) bits |= static_cast<uint8_t>(pred(byte * 8 + k)) << k;
+    d[byte] = bits;
+  }
+  if (count % 8 != 0) {
+    uint8_t bits = 0;
+    for (uint32_t k = 0; k < count % 8; ++k) bits |= static_cast<uint8_t>(pred(count / 8 * 8 + k)) << k;
+    d[count / 8] = bits;
+  }
+}
+
+template <typename U, class P>
+inline void CompareTo(const char *call, const LocalTensor<U> &dst, uint32_t count, P pred) {
+  UbAligned(call, dst.TwinData());
+  const uint64_t maskBytes = (uint64_t(count) + 7) / 8;
+  if (maskBytes > uint64_t(dst.TwinCap()) * sizeof(U)) UbOutOfRange(call, maskBytes / sizeof(U), dst.TwinCap());
+  PackBits(reinterpret_cast<uint8_t *>(dst.TwinData()), count, pred);
+}
+
+}  // namespace twin_detail
+
+// count * sizeof(T) must be a multiple of 256 bytes; the hardware skips an unaligned tail.
+template <typename T, typename U>
+inline void Compare(const LocalTensor<U> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1, CMPMODE cmpMode,
+                    uint32_t count) {
+  using namespace twin_detail;
+  const uint64_t bytes = uint64_t(count) * sizeof(T);
+  if (bytes % 256 != 0) {
+    CountRule("Compare", count, sizeof(T), 256);
+    count = static_cast<uint32_t>(bytes / 256 * 256 / sizeof(T));
+  }
+  const T *a = VecArg("Compare", src0, count), *b = VecArg("Compare", src1, count);
+  WithCmp(cmpMode, [&](auto cmp) { CompareTo("Compare", dst, count, [&](uint32_t i) { return cmp(a[i], b[i]); }); });
+}
+
+template <typename T, typename U>
+inline void CompareScalar(const LocalTensor<U> &dst, const LocalTensor<T> &src0, const T src1Scalar, CMPMODE cmpMode,
+                          uint32_t count) {
+  using namespace twin_detail;
+  const T *a = VecArg("CompareScalar", src0, count);
+  WithCmp(cmpMode,
+          [&](auto cmp) { CompareTo("CompareScalar", dst, count, [&](uint32_t i) { return cmp(a[i], src1Scalar); }); });
+}
+
+namespace twin_detail {
+
+template <typename U>
+inline const uint8_t *MaskArg(const char *call, const LocalTensor<U> &mask, uint32_t count) {
+  UbAligned(call, mask.TwinData());
+  const uint64_t maskBytes = (uint64_t(count) + 7) / 8;
+  if (maskBytes > uint64_t(mask.TwinCap()) * sizeof(U)) UbOutOfRange(call, maskBytes / sizeof(U), mask.TwinCap());
+  return reinterpret_cast<const uint8_t *>(mask.TwinData());
+}
+
+inline bool Bit(const uint8_t *m, uint32_t i) { return (m[i >> 3] >> (i & 7)) & 1; }
+
+}  // namespace twin_detail
+
+// A set mask bit selects src0, a clear bit src1.
+template <typename T, typename U>
+inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, const LocalTensor<T> &src0,
+                   const LocalTensor<T> &src1, SELMODE selMode, uint32_t count) {
+  using namespace twin_detail;
+  if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE)
+    Fail("Select", "the tensor/tensor form needs SELMODE::VSEL_TENSOR_TENSOR_MODE");
+  T *d = VecArg("Select", dst, count);
+  const T *a = VecArg("Select", src0, count), *b = VecArg("Select", src1, count);
+  const uint8_t *m = MaskArg("Select", selMask, count);
+  for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i) ? a[i] : b[i];
+}
+
+template <typename T, typename U>
+inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, const LocalTensor<T> &src0, T src1,
+                   SELMODE selMode, uint32_t count) {
+  using namespace twin_detail;
+  if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE)
+    Fail("Select", "the tensor/scalar form needs SELMODE::VSEL_TENSOR_SCALAR_MODE");
+  T *d = VecArg("Select", dst, count);
+  const T *a = VecArg("Select", src0, count);
+  const uint8_t *m = MaskArg("Select", selMask, count);
+  for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i) ? a[i] : src1;
+}
+
+namespace twin_detail {
+
+constexpr int kLanes = 64;  // one 256-byte repeat of floats: partial results per lane vectorize
+
+template <typename T>
+inline Calc<T> SumOf(const T *x, int32_t n) {
+  Calc<T> acc[kLanes] = {};
+  int32_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += static_cast<Calc<T>>(x[i + k]);
+  for (int k = 0; i < n; ++i, ++k) acc[k] += static_cast<Calc<T>>(x[i]);
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0];
+}
+
+template <typename T, class Better>
+inline void ReduceBest(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &src,
+                       const LocalTensor<T> &tmp, int32_t count, bool calIndex, Better better) {
+  VecCount(call, count);
+  if (count == 0) Fail(call, "count is 0");
+  const T *x = VecArg(call, src, count);
+  T *d = VecArg(call, dst, calIndex ? 2 : 1);
+  UbAligned(call, tmp.TwinData());
+  Calc<T> lane[kLanes];
+  for (int k = 0; k < kLanes; ++k) lane[k] = static_cast<Calc<T>>(x[0]);
+  int32_t i = 0;
+  for (; i + kLanes <= count; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const Calc<T> v = static_cast<Calc<T>>(x[i + k]);
+      lane[k] = better(v, lane[k]) ? v : lane[k];
+    }
+  Calc<T> best = lane[0];
+  for (int k = 1; k < kLanes; ++k) best = better(lane[k], best) ? lane[k] : best;
+  for (; i < count; ++i) best = better(static_cast<Calc<T>>(x[i]), best) ? static_cast<Calc<T>>(x[i]) : best;
+  d[0] = static_cast<T>(best);
+  if (!calIndex) return;
+  // The index of the first occurrence, stored in dst[1] as an integer of T's width.
+  using Index = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+  Index idx = 0;
+  auto same = [best](Calc<T> v) { return v == best || (v != v && best != best); };
+  while (!same(static_cast<Calc<T>>(x[idx]))) ++idx;
+  std::memcpy(&d[1], &idx, sizeof(T));
+}
+
+}  // namespace twin_detail
+
+// Result in dst[0]; with calIndex the index of the (first) extremum in dst[1], reinterpreted as
+// an unsigned integer of the element width. The scratch tensor is accepted but not used.
+template <typename T>
+inline void ReduceMax(const LocalTensor<T> &dst, const LocalTensor<T> &src, const LocalTensor<T> &sharedTmpBuffer,
+                      const int32_t count, bool calIndex = false) {
+  twin_detail::ReduceBest("ReduceMax", dst, src, sharedTmpBuffer, count, calIndex, [](auto a, auto b) { return a > b; });
+}
+
+template <typename T>
+inline void ReduceMin(const LocalTensor<T> &dst, const LocalTensor<T> &src, const LocalTensor<T> &sharedTmpBuffer,
+                      const int32_t count, bool calIndex = false) {
+  twin_detail::ReduceBest("ReduceMin", dst, src, sharedTmpBuffer, count, calIndex, [](auto a, auto b) { return a < b; });
+}
+
+template <typename T>
+inline void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const LocalTensor<T> &sharedTmpBuffer,
+                      const int32_t count) {
+  using namespace twin_detail;
+  VecCount("ReduceSum", count);
+  const T *x = VecArg("ReduceSum", src, count);
+  T *d = VecArg("ReduceSum", dst, 1);
+  UbAligned("ReduceSum", sharedTmpBuffer.TwinData());
+  d[0] = static_cast<T>(SumOf(x, count));
+}
+
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_SELECT_H_

@@ -1,0 +1,38 @@
+"""The example and the benchmark run end to end (each in its own process, as a user runs them)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_script(relpath, *args, cwd, timeout=300):
+    env = dict(os.environ, GLOG_v="3")
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, relpath), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (f"{relpath} exited with {proc.returncode}\n"
+                                  f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def test_moe_train_example_learns(tmp_path):
+    """examples/moe_train.py trains (exit 0 means the loss fell) and writes its loss curve."""
+    for extra in ("tqdm", "matplotlib"):  # the "examples" extra
+        pytest.importorskip(extra)
+    plot = tmp_path / "loss.png"
+    run_script("examples/moe_train.py", "--steps", "60", "--plot", str(plot), cwd=tmp_path)
+    assert plot.is_file() and plot.stat().st_size > 0
+
+
+@pytest.mark.full
+def test_moe_routing_benchmark_quick(tmp_path):
+    """benchmarks/bench_moe_routing.py --quick checks both providers agree, times them and
+    appends its rows to the CSV it is given."""
+    results = tmp_path / "moe_routing.csv"
+    run_script("benchmarks/bench_moe_routing.py", "--quick", "--csv", str(results), cwd=tmp_path)
+    header, *rows = results.read_text().splitlines()
+    assert header.split(",") == ["timestamp", "op", "provider", "mode", "dtype", "shape",
+                                 "median_ms", "gbps", "note"]
+    assert rows

@@ -1,0 +1,439 @@
+"""Tests of the CPU twin of the AscendC API (aicore/twin/): the kernels of tests/twin/twin_cases.cpp
+check values against numpy, and that every rule the twin enforces fires with a message naming
+kernel, block and call, after which the library keeps working."""
+import ctypes
+import glob
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+import scipy_openblas32
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UB_SIZE = 192 * 1024 - 256 - 8 * 1024  # ms_ops::kAtlasA2.ubSize
+
+V, I, F, U = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_uint32
+SIGNATURES = {
+    "twin_vec_f32": [I, I, V, V, V, U, F],
+    "twin_vec_f16": [I, I, V, V, V, U, F],
+    "twin_reduce_f32": [V, V, V, U],
+    "twin_reduce_f16": [V, V, V, U],
+    "twin_cast_from_f32": [I, I, V, V, U],
+    "twin_cast_to_f32": [I, I, V, V, U],
+    "twin_cmp_select": [I, V, V, F, V, V, V, V, U],
+    "twin_copy_pad": [V, V, V, U, U, U, U, U, U, I, F, U, I],
+    "twin_strided_copy": [V, V, U, U, U, U],
+    "twin_block_ids": [V, U],
+    "twin_violation": [I, V, V],
+    "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U],
+    "twin_tiling": [ctypes.c_uint64, V, V],
+}
+
+# RoundMode values
+NONE, RINT, FLOOR, CEIL, ROUND, TRUNC, ODD = range(7)
+
+
+def _load_build():
+    spec = importlib.util.spec_from_file_location("_ms_ops_build", os.path.join(ROOT, "ms_ops", "_build.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    # The twin's Matmul leaves the BLAS symbols to the process: load them globally first.
+    ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas.so"), mode=ctypes.RTLD_GLOBAL)
+    out = str(tmp_path_factory.mktemp("twin") / "libtwin_cases.so")
+    sources = [os.path.join(ROOT, "tests", "twin", "twin_cases.cpp")]
+    sources += sorted(glob.glob(os.path.join(ROOT, "aicore", "twin", "*.cpp")))
+    _load_build().compile_library(sources, out, ROOT)
+    so = ctypes.CDLL(out)
+    for name, args in SIGNATURES.items():
+        getattr(so, name).argtypes = args
+        getattr(so, name).restype = I
+    return so
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch):
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", "1")
+
+
+def P(a):
+    return a.ctypes.data_as(V)
+
+
+def block_ids_ok(lib, blocks=5):
+    out = np.full(8 * blocks, -1, np.int32)
+    assert lib.twin_block_ids(P(out), blocks) == 0
+    rows = out.reshape(blocks, 8)
+    return np.array_equal(rows[:, 0], np.arange(blocks)) and np.all(rows[:, 1:] == blocks)
+
+
+# ---- launch ----
+
+def test_multi_block_launch(lib):
+    assert block_ids_ok(lib, 7)
+    assert block_ids_ok(lib, 1)
+
+
+def test_tiling_struct_and_key(lib):
+    tiling = np.zeros(2, np.int32)
+    tiling[0] = 42
+    tiling[1:] = np.float32([2.5]).view(np.int32)
+    for key, expect in [(7, [1.0, 0.0]), (8, [0.0, 1.0])]:
+        out = np.zeros(5, np.float32)
+        assert lib.twin_tiling(key, P(tiling), P(out)) == 0
+        assert list(out) == [42.0, 2.5, *expect, 1.0]
+
+
+# ---- vector ops ----
+
+BINARY = [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.minimum]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_binary_ops(lib, dtype):
+    rng = np.random.default_rng(0)
+    n = 999
+    x = rng.standard_normal(n).astype(dtype)
+    y = (rng.random(n) + 0.5).astype(dtype)
+    fn = lib.twin_vec_f32 if dtype == np.float32 else lib.twin_vec_f16
+    for op, ref in enumerate(BINARY):
+        z = np.zeros(n, dtype)
+        assert fn(0, op, P(x), P(y), P(z), n, 0.0) == 0
+        np.testing.assert_array_equal(z, ref(x, y).astype(dtype), err_msg=ref.__name__)
+
+
+def ulp_error(got, ref64, dtype):
+    ref = ref64.astype(dtype)
+    return np.abs(got.astype(np.float64) - ref64) / np.spacing(np.abs(ref)).astype(np.float64)
+
+
+def test_unary_ops_f32(lib):
+    rng = np.random.default_rng(1)
+    n = 12000
+    x = rng.uniform(-103.0, 88.7, n).astype(np.float32)
+    x[:12] = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 88.72, 89.0, -87.5, -100.0, 1e-30]
+    z = np.zeros(n, np.float32)
+    assert lib.twin_vec_f32(1, 0, P(x), P(x), P(z), n, 0.0) == 0
+    with np.errstate(over="ignore"):
+        ref = np.exp(x.astype(np.float64))
+    finite = (ref < np.finfo(np.float32).max) & (ref > np.finfo(np.float32).tiny)
+    assert ulp_error(z[finite], ref[finite], np.float32).max() <= 2.0
+    assert z[4] == np.inf and z[5] == 0.0 and np.isnan(z[6]) and z[8] == np.inf
+    sub = ref <= np.finfo(np.float32).tiny
+    np.testing.assert_allclose(z[sub], ref[sub], rtol=0, atol=2 * 1.4e-45)
+
+    pos = np.abs(np.nan_to_num(x, posinf=1.0, neginf=1.0)) + np.float32(1e-3)
+    assert lib.twin_vec_f32(1, 1, P(pos), P(pos), P(z), n, 0.0) == 0
+    assert ulp_error(z, np.log(pos.astype(np.float64)), np.float32).max() <= 1.0
+    xf = np.nan_to_num(x, nan=-2.0)  # what Relu does with NaN is the hardware's business
+    for op, ref in [(2, np.abs(xf)), (3, np.maximum(xf, 0)), (4, np.sqrt(pos))]:
+        src = pos if op == 4 else xf
+        assert lib.twin_vec_f32(1, op, P(src), P(src), P(z), n, 0.0) == 0
+        np.testing.assert_array_equal(z, ref.astype(np.float32))
+
+
+def test_unary_ops_f16(lib):
+    rng = np.random.default_rng(2)
+    n = 1000
+    x = rng.uniform(-8, 8, n).astype(np.float16)
+    z = np.zeros(n, np.float16)
+    assert lib.twin_vec_f16(1, 0, P(x), P(x), P(z), n, 0.0) == 0
+    assert ulp_error(z, np.exp(x.astype(np.float64)), np.float16).max() <= 0.51
+    assert lib.twin_vec_f16(1, 3, P(x), P(x), P(z), n, 0.0) == 0
+    np.testing.assert_array_equal(z, np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_scalar_ops_and_duplicate(lib, dtype):
+    rng = np.random.default_rng(3)
+    n = 517
+    x = rng.standard_normal(n).astype(dtype)
+    s = 0.75
+    fn = lib.twin_vec_f32 if dtype == np.float32 else lib.twin_vec_f16
+    k = dtype(s)
+    for op, ref in enumerate([x + k, x * k, np.maximum(x, k), np.minimum(x, k), np.full(n, k)]):
+        z = np.zeros(n, dtype)
+        assert fn(2, op, P(x), P(x), P(z), n, s) == 0
+        np.testing.assert_array_equal(z, ref.astype(dtype))
+
+
+# ---- reductions ----
+
+def test_reduce_f32(lib):
+    rng = np.random.default_rng(4)
+    n = 1000
+    x = rng.standard_normal(n).astype(np.float32)
+    x[[10, 500]] = 9.0  # ties: the first index wins
+    x[[700, 999]] = -9.0
+    vals, idx = np.zeros(3, np.float32), np.zeros(2, np.uint32)
+    assert lib.twin_reduce_f32(P(x), P(vals), P(idx), n) == 0
+    assert vals[0] == 9.0 and vals[1] == -9.0 and list(idx) == [10, 700]
+    np.testing.assert_allclose(vals[2], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-4)
+
+
+def test_reduce_f16(lib):
+    rng = np.random.default_rng(5)
+    n = 300
+    x = rng.uniform(-1, 1, n).astype(np.float16)
+    x[123] = 4.0
+    x[7] = -4.0
+    vals, idx = np.zeros(3, np.float16), np.zeros(2, np.uint32)
+    assert lib.twin_reduce_f16(P(x), P(vals), P(idx), n) == 0
+    assert vals[0] == 4.0 and vals[1] == -4.0 and list(idx) == [123, 7]
+    np.testing.assert_allclose(float(vals[2]), x.astype(np.float64).sum(), rtol=2e-3, atol=2e-2)
+
+
+# ---- Compare / Select ----
+
+@pytest.mark.parametrize("mode,ref", list(enumerate([np.less, np.greater, np.equal, np.less_equal,
+                                                     np.greater_equal, np.not_equal])))
+def test_compare_select(lib, mode, ref):
+    rng = np.random.default_rng(6)
+    n = 128
+    a = rng.integers(-3, 4, n).astype(np.float32)
+    b = rng.integers(-3, 4, n).astype(np.float32)
+    s = 1.0
+    mask, smask = np.zeros(n // 8, np.uint8), np.zeros(n // 8, np.uint8)
+    sel, ssel = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    assert lib.twin_cmp_select(mode, P(a), P(b), s, P(mask), P(sel), P(smask), P(ssel), n) == 0
+    cond, scond = ref(a, b), ref(a, np.float32(s))
+    np.testing.assert_array_equal(mask, np.packbits(cond, bitorder="little"))
+    np.testing.assert_array_equal(smask, np.packbits(scond, bitorder="little"))
+    np.testing.assert_array_equal(sel, np.where(cond, a, b))
+    np.testing.assert_array_equal(ssel, np.where(scond, a, np.float32(s)))
+
+
+# ---- Cast ----
+
+def cast_from_f32(lib, dst, mode, x, out_dtype):
+    out = np.zeros(x.size, out_dtype)
+    assert lib.twin_cast_from_f32(dst, mode, P(x), P(out), x.size) == 0
+    return out
+
+
+def f32_bits(u):
+    return np.asarray(u, np.uint32).view(np.float32)
+
+
+def cast_inputs():
+    rng = np.random.default_rng(7)
+    x = np.concatenate([
+        rng.standard_normal(2000).astype(np.float32) * np.float32(100),
+        rng.standard_normal(500).astype(np.float32) * np.float32(1e-6),  # fp16 subnormals
+        # exactly halfway between neighbouring fp16 values: even neighbour wins
+        np.float32([1 + 2 ** -11, 1 + 3 * 2 ** -11, -(1 + 2 ** -11), 2048 + 1, 2048 + 3, 65520, 65519, 2 ** -25]),
+        np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 65504, 1e6, -1e6]),
+        f32_bits([0x3F808000, 0x3F818000, 0x3F80FFFF, 0xBF808000, 0x7F7FFFFF, 0x7FC00001, 0x7F800001]),
+    ])
+    return x.astype(np.float32)
+
+
+def bf16_rne(x):
+    u = x.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), (u >> 16).astype(np.uint16) | 0x40, r).astype(np.uint16)
+
+
+def test_cast_f32_to_f16_and_bf16_nearest_even(lib):
+    x = cast_inputs()
+    for mode in (NONE, RINT):
+        h = cast_from_f32(lib, 0, mode, x, np.float16)
+        with np.errstate(over="ignore"):
+            ref = x.astype(np.float16)
+        np.testing.assert_array_equal(h.view(np.uint16)[~np.isnan(x)], ref.view(np.uint16)[~np.isnan(x)])
+        assert np.isnan(h[np.isnan(x)]).all()
+        b = cast_from_f32(lib, 1, mode, x, np.uint16)
+        np.testing.assert_array_equal(b, bf16_rne(x))
+    # spot checks of the halfway cases against hand-computed results
+    b = cast_from_f32(lib, 1, RINT, f32_bits([0x3F808000, 0x3F818000, 0x7F800001]), np.uint16)
+    assert b[0] == 0x3F80 and b[1] == 0x3F82 and (b[2] & 0x7F80) == 0x7F80 and (b[2] & 0x7F) != 0
+    h = cast_from_f32(lib, 0, RINT, np.float32([1 + 2 ** -11, 1 + 3 * 2 ** -11]), np.float16)
+    assert list(h) == [1.0, 1 + 2 ** -9]
+
+
+def directed_f16(x, mode):
+    with np.errstate(over="ignore"):
+        h = x.astype(np.float16)
+    back = h.astype(np.float32)
+    with np.errstate(over="ignore"):
+        lo = np.where(back > x, np.nextafter(h, np.float16(-np.inf)), h)
+        hi = np.where(back < x, np.nextafter(h, np.float16(np.inf)), h)
+    if mode == FLOOR:
+        return lo
+    if mode == CEIL:
+        return hi
+    if mode == TRUNC:
+        return np.where(x > 0, lo, hi)
+    if mode == ROUND:
+        mid = (lo.astype(np.float64) + hi.astype(np.float64)) / 2
+        return np.where((lo != hi) & (x.astype(np.float64) == mid), np.where(x > 0, hi, lo), h)
+    odd = (lo.view(np.uint16) & 1) == 1
+    return np.where(lo == hi, h, np.where(odd, lo, hi))
+
+
+@pytest.mark.parametrize("mode", [FLOOR, CEIL, TRUNC, ROUND, ODD])
+def test_cast_f32_to_f16_directed(lib, mode):
+    x = cast_inputs()
+    x = x[~np.isnan(x)]
+    h = cast_from_f32(lib, 0, mode, x, np.float16)
+    np.testing.assert_array_equal(h.view(np.uint16), directed_f16(x, mode).view(np.uint16))
+
+
+def test_cast_f32_to_int32_modes(lib):
+    x = np.float32([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.7, -2.7, 0.49999997, 3.0, -3.0, 1e10, -1e10, np.nan,
+                    2147483520.0, -2147483648.0])
+    sat = lambda r: np.where(np.isnan(r), 0, np.clip(r, -2 ** 31, 2 ** 31 - 1)).astype(np.int64)
+    away = np.sign(x.astype(np.float64)) * np.floor(np.abs(x.astype(np.float64)) + 0.5)
+    refs = {NONE: np.rint(x), RINT: np.rint(x), FLOOR: np.floor(x), CEIL: np.ceil(x), TRUNC: np.trunc(x), ROUND: away}
+    for mode, ref in refs.items():
+        out = cast_from_f32(lib, 2, mode, x, np.int32)
+        np.testing.assert_array_equal(out, sat(ref.astype(np.float64)), err_msg=f"mode {mode}")
+    out = cast_from_f32(lib, 3, FLOOR, np.float32([-1.5, 2.5, 7.0]), np.float32)
+    assert list(out) == [-2.0, 2.0, 7.0]
+
+
+def test_cast_to_f32(lib, capfd):
+    rng = np.random.default_rng(8)
+    h = rng.standard_normal(777).astype(np.float16)
+    out = np.zeros(h.size, np.float32)
+    assert lib.twin_cast_to_f32(0, NONE, P(h), P(out), h.size) == 0
+    np.testing.assert_array_equal(out, h.astype(np.float32))
+    b = rng.integers(0, 2 ** 16, 777).astype(np.uint16)
+    b[(b & 0x7F80) == 0x7F80] = 0x3F80  # no NaN payloads: compare bit patterns exactly
+    assert lib.twin_cast_to_f32(1, NONE, P(b), P(out), b.size) == 0
+    np.testing.assert_array_equal(out.view(np.uint32), b.astype(np.uint32) << 16)
+    i = np.array([0, 1, -7, 2 ** 24 + 1, 2 ** 31 - 1, -2 ** 31] + [3] * 10, np.int32)
+    out = np.zeros(i.size, np.float32)
+    assert lib.twin_cast_to_f32(2, RINT, P(i), P(out), i.size) == 0
+    np.testing.assert_array_equal(out, i.astype(np.float32))
+    # a widening is exact: asking it to round is refused
+    assert lib.twin_cast_to_f32(0, RINT, P(h), P(out), 16) == 1
+    assert "ms_ops twin_cast: block 0: Cast: round mode 1 is not supported" in capfd.readouterr().err
+
+
+# ---- DataCopyPad / strided DataCopy ----
+
+def run_copy_pad(lib, rows, cols, ld, out_ld, left, right, is_pad, pad, gap, old_api=0):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(rows * ld).astype(np.float32)
+    out = np.full(rows * out_ld, -1.0, np.float32)
+    pitch = (-(-(left + cols + right) * 4 // 32) * 32 + gap * 32) // 4
+    img = np.zeros(rows * pitch, np.float32)
+    assert lib.twin_copy_pad(P(x), P(out), P(img), rows, cols, ld, out_ld, left, right, is_pad, pad, gap, old_api) == 0
+    return x.reshape(rows, ld), out, img.reshape(rows, pitch)
+
+
+@pytest.mark.parametrize("old_api", [0, 1])
+def test_copy_pad_unaligned_rows_and_strides(lib, old_api):
+    rows, cols, ld, out_ld = 5, 13, 20, 17
+    x, out, img = run_copy_pad(lib, rows, cols, ld, out_ld, 0, 0, 0, 0.0, 1, old_api)
+    np.testing.assert_array_equal(img[:, :cols], x[:, :cols])
+    np.testing.assert_array_equal(img[:, cols:16], np.repeat(x[:, :1], 16 - cols, axis=1))  # first-element dummy
+    assert (img[:, 16:] == 7.0).all()  # the UB gap is left alone
+    out_rows = out.reshape(rows, out_ld)
+    np.testing.assert_array_equal(out_rows[:, :cols], x[:, :cols])
+    assert (out_rows[:, cols:] == -1.0).all()  # GM gaps untouched
+
+
+def test_copy_pad_padding_values(lib):
+    x, out, img = run_copy_pad(lib, 3, 13, 13, 13, 0, 3, 1, -5.0, 0)
+    np.testing.assert_array_equal(img[:, :13], x)
+    assert (img[:, 13:16] == -5.0).all()
+    np.testing.assert_array_equal(out, x.ravel())
+    x, _, img = run_copy_pad(lib, 3, 13, 16, 13, 2, 1, 1, 3.5, 2, old_api=1)
+    assert (img[:, :2] == 3.5).all() and (img[:, 15] == 3.5).all() and (img[:, 16:] == 7.0).all()
+    np.testing.assert_array_equal(img[:, 2:15], x[:, :13])
+
+
+def test_strided_copy(lib):
+    rows, cols, ld, out_ld = 4, 16, 24, 32
+    x = np.arange(rows * ld, dtype=np.float32)
+    out = np.full(rows * out_ld, -1.0, np.float32)
+    assert lib.twin_strided_copy(P(x), P(out), rows, cols, ld, out_ld) == 0
+    o = out.reshape(rows, out_ld)
+    np.testing.assert_array_equal(o[:, :cols], x.reshape(rows, ld)[:, :cols])
+    assert (o[:, cols:] == -1.0).all()
+
+
+# ---- violations ----
+
+VIOLATIONS = [
+    (0, "DataCopy: UB address 524 is not 32-byte aligned"),
+    (1, "DataCopy: count 10 x 4 bytes = 40 bytes is not a multiple of 32 bytes (strict mode)"),
+    (2, f"InitBuffer: request of 1 x {UB_SIZE} bytes"),
+    (3, "FreeTensor: buffer is not allocated (double FreeTensor)"),
+    (4, "DeQue: queue is empty"),
+    (5, "AllocTensor: all 2 buffers of the queue are allocated"),
+    (6, "DataCopy: out-of-bounds GM access: elements up to 16 of a 8-element GM buffer"),
+    (7, "EnQue: queue of depth 1 is full"),
+    (8, "LocalTensor::GetValue: UB access out of range: elements up to 65 of a 64-element UB buffer"),
+    (9, "Add: UB address"),
+    (10, "Compare: count 48 x 4 bytes = 192 bytes is not a multiple of 256 bytes (strict mode)"),
+]
+
+
+@pytest.mark.parametrize("which,message", VIOLATIONS)
+def test_violation_is_reported_and_recovers(lib, capfd, which, message):
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    assert lib.twin_violation(which, P(x), P(out)) == 1
+    err = capfd.readouterr().err
+    assert f"ms_ops twin_violation: block 1: {message}" in err
+    assert err.count("ms_ops twin_violation") == 1
+    if which == 2:
+        assert f"exceeds the UB budget of {UB_SIZE} bytes" in err
+    assert block_ids_ok(lib)
+
+
+def test_count_rounds_down_when_not_strict(lib, capfd, monkeypatch):
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", "0")
+    x = np.arange(1, 17, dtype=np.float32)
+    out = np.full(16, -1.0, np.float32)
+    assert lib.twin_violation(1, P(x), P(out)) == 0
+    np.testing.assert_array_equal(out, np.concatenate([x[:8], np.zeros(8, np.float32)]))
+    err = capfd.readouterr().err
+    assert "ms_ops twin_violation: block 1: DataCopy: warning: count 10 x 4 bytes" in err
+    assert lib.twin_violation(1, P(x), P(out)) == 0  # warned once per kernel and call
+    assert "warning" not in capfd.readouterr().err
+    # memory-corrupting violations stay errors without strict mode
+    assert lib.twin_violation(6, P(x), P(out)) == 1
+
+
+# ---- Matmul ----
+
+def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks=3):
+    rng = np.random.default_rng(M * 7 + N * 3 + K)
+    a = rng.standard_normal((M, K)).astype(dtype)
+    b = rng.standard_normal((K, N)).astype(dtype)
+    bv = rng.standard_normal(N).astype(np.float32)
+    c0 = rng.standard_normal((M, N)).astype(np.float32)
+    c = c0.copy() if atomic else np.full((M, N), np.nan, np.float32)
+    b_stored = np.ascontiguousarray(b.T) if trans_b else b
+    rc = lib.twin_matmul(0 if dtype == np.float32 else 1, trans_b, mode, bias, atomic, P(a), P(b_stored), P(bv),
+                         P(c), M, N, K, blocks)
+    assert rc == 0
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if bias:
+        ref += bv
+    if atomic:
+        ref += c0
+    np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_matmul(lib, dtype, trans_b, mode):
+    matmul_case(lib, dtype, 97, 150, 123, trans_b=trans_b, mode=mode, bias=1)
+    matmul_case(lib, dtype, 97, 59, 123, trans_b=trans_b, mode=mode)
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_matmul_atomic_accumulates(lib, mode):
+    matmul_case(lib, np.float32, 97, 59, 123, mode=mode, atomic=1, bias=1, blocks=2)
+    matmul_case(lib, np.float16, 64, 130, 31, mode=mode, atomic=1, blocks=1)

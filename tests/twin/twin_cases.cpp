@@ -1,0 +1,399 @@
+// Small AscendC kernels that exercise the CPU twin, with C entry points for tests/test_twin.py.
+// Each entry launches its kernel through ms_ops::twin::Launch over host buffers and returns the
+// launch's status (0, or 1 after a twin violation reported on stderr).
+#include <cstdint>
+#include <functional>
+
+#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+#include "twin_runtime.h"
+
+using namespace AscendC;
+
+#define TWIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+uint32_t Bytes32(uint64_t bytes) { return static_cast<uint32_t>(ms_ops::AlignUp(bytes, 32)); }
+
+template <typename T>
+GlobalTensor<T> Gm(void *p, uint64_t n) {
+  GlobalTensor<T> g;
+  g.SetGlobalBuffer(reinterpret_cast<__gm__ T *>(p), n);
+  return g;
+}
+
+template <typename T>
+void Load(const LocalTensor<T> &dst, const GlobalTensor<T> &src, uint32_t n) {
+  DataCopyPad(dst, src, DataCopyExtParams(1, n * sizeof(T), 0, 0, 0), DataCopyPadExtParams<T>(false, 0, 0, T(0)));
+}
+
+template <typename T>
+void Store(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint32_t n) {
+  DataCopyPad(dst, src, DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
+}
+
+int Run(const char *name, uint32_t blocks, const std::function<void()> &body) {
+  return ms_ops::twin::Launch(name, blocks, 0, body);
+}
+
+// ---- vector ops: dst = op(x, y) / op(x) / op(x, s) for n elements ----
+
+template <typename T>
+void VecKernel(int kind, int op, void *x, void *y, void *z, uint32_t n, float s) {
+  TPipe pipe;
+  TBuf<TPosition::VECCALC> buf;
+  const uint32_t len = Bytes32(n * sizeof(T)) / sizeof(T);
+  pipe.InitBuffer(buf, 3 * len * sizeof(T));
+  LocalTensor<T> a = buf.Get<T>(), b = a[len], c = a[2 * len];
+  Load(a, Gm<T>(x, n), n);
+  Load(b, Gm<T>(y, n), n);
+  const T k = static_cast<T>(s);
+  const int32_t cnt = static_cast<int32_t>(n);
+  if (kind == 0) {
+    switch (op) {
+      case 0: Add(c, a, b, cnt); break;
+      case 1: Sub(c, a, b, cnt); break;
+      case 2: Mul(c, a, b, cnt); break;
+      case 3: Div(c, a, b, cnt); break;
+      case 4: Max(c, a, b, cnt); break;
+      default: Min(c, a, b, cnt); break;
+    }
+  } else if (kind == 1) {
+    switch (op) {
+      case 0: Exp(c, a, cnt); break;
+      case 1: Ln(c, a, cnt); break;
+      case 2: Abs(c, a, cnt); break;
+      case 3: Relu(c, a, cnt); break;
+      default: Sqrt(c, a, cnt); break;
+    }
+  } else {
+    switch (op) {
+      case 0: Adds(c, a, k, cnt); break;
+      case 1: Muls(c, a, k, cnt); break;
+      case 2: Maxs(c, a, k, cnt); break;
+      case 3: Mins(c, a, k, cnt); break;
+      default: Duplicate(c, k, cnt); break;
+    }
+  }
+  Store(Gm<T>(z, n), c, n);
+}
+
+// ---- reductions: vals = {max, min, sum}, idx = {argmax, argmin} ----
+
+template <typename T>
+void ReduceKernel(void *x, void *vals, uint32_t *idx, uint32_t n) {
+  using Index = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+  TPipe pipe;
+  TBuf<TPosition::VECCALC> src, dst, tmp;
+  pipe.InitBuffer(src, n * sizeof(T) + 32);
+  pipe.InitBuffer(dst, 3 * 32);
+  pipe.InitBuffer(tmp, n * sizeof(T) + 32);
+  LocalTensor<T> s = src.Get<T>(), d = dst.Get<T>(), t = tmp.Get<T>();
+  Load(s, Gm<T>(x, n), n);
+  GlobalTensor<T> v = Gm<T>(vals, 3);
+  GlobalTensor<uint32_t> ix = Gm<uint32_t>(idx, 2);
+  const uint32_t step = 32 / sizeof(T);
+  ReduceMax(d, s, t, n, true);
+  ReduceMin(d[step], s, t, n, true);
+  ReduceSum(d[2 * step], s, t, n);
+  v.SetValue(0, d.GetValue(0));
+  v.SetValue(1, d.GetValue(step));
+  v.SetValue(2, d.GetValue(2 * step));
+  ix.SetValue(0, d.template ReinterpretCast<Index>().GetValue(1));
+  ix.SetValue(1, d[step].template ReinterpretCast<Index>().GetValue(1));
+}
+
+// ---- Cast ----
+
+template <typename D, typename S>
+void CastKernel(int mode, void *x, void *out, uint32_t n) {
+  TPipe pipe;
+  TBuf<TPosition::VECCALC> buf;
+  const uint32_t srcBytes = Bytes32(n * sizeof(S));
+  pipe.InitBuffer(buf, srcBytes + Bytes32(n * sizeof(D)));
+  LocalTensor<S> s = buf.Get<S>(n);
+  LocalTensor<D> d = buf.GetWithOffset<D>(n, srcBytes);
+  Load(s, Gm<S>(x, n), n);
+  Cast(d, s, static_cast<RoundMode>(mode), n);
+  Store(Gm<D>(out, n), d, n);
+}
+
+template <typename D>
+int CastFromF32(const char *name, int mode, void *x, void *out, uint32_t n) {
+  return Run(name, 1, [&] { CastKernel<D, float>(mode, x, out, n); });
+}
+
+}  // namespace
+
+TWIN_EXPORT int twin_vec_f32(int kind, int op, float *x, float *y, float *z, uint32_t n, float s) {
+  return Run("twin_vec_f32", 1, [&] { VecKernel<float>(kind, op, x, y, z, n, s); });
+}
+
+TWIN_EXPORT int twin_vec_f16(int kind, int op, half *x, half *y, half *z, uint32_t n, float s) {
+  return Run("twin_vec_f16", 1, [&] { VecKernel<half>(kind, op, x, y, z, n, s); });
+}
+
+TWIN_EXPORT int twin_reduce_f32(float *x, float *vals, uint32_t *idx, uint32_t n) {
+  return Run("twin_reduce_f32", 1, [&] { ReduceKernel<float>(x, vals, idx, n); });
+}
+
+TWIN_EXPORT int twin_reduce_f16(half *x, half *vals, uint32_t *idx, uint32_t n) {
+  return Run("twin_reduce_f16", 1, [&] { ReduceKernel<half>(x, vals, idx, n); });
+}
+
+// dst: 0 half, 1 bfloat16, 2 int32, 3 float (rounded to integral values).
+TWIN_EXPORT int twin_cast_from_f32(int dst, int mode, float *x, void *out, uint32_t n) {
+  switch (dst) {
+    case 0: return CastFromF32<half>("twin_cast", mode, x, out, n);
+    case 1: return CastFromF32<bfloat16_t>("twin_cast", mode, x, out, n);
+    case 2: return CastFromF32<int32_t>("twin_cast", mode, x, out, n);
+    default: return CastFromF32<float>("twin_cast", mode, x, out, n);
+  }
+}
+
+// src: 0 half, 1 bfloat16, 2 int32.
+TWIN_EXPORT int twin_cast_to_f32(int src, int mode, void *x, float *out, uint32_t n) {
+  return Run("twin_cast", 1, [&] {
+    if (src == 0) CastKernel<float, half>(mode, x, out, n);
+    else if (src == 1) CastKernel<float, bfloat16_t>(mode, x, out, n);
+    else CastKernel<float, int32_t>(mode, x, out, n);
+  });
+}
+
+// mask = a <mode> b, sel = mask ? a : b; smask = a <mode> s, ssel = smask ? a : s.
+TWIN_EXPORT int twin_cmp_select(int mode, float *a, float *b, float s, uint8_t *mask, float *sel, uint8_t *smask,
+                                float *ssel, uint32_t n) {
+  return Run("twin_cmp_select", 1, [&] {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf, mbuf;
+    pipe.InitBuffer(buf, 4 * n * sizeof(float));
+    pipe.InitBuffer(mbuf, 2 * Bytes32(n / 8));
+    LocalTensor<float> x = buf.Get<float>(), y = x[n], o1 = x[2 * n], o2 = x[3 * n];
+    LocalTensor<uint8_t> m1 = mbuf.Get<uint8_t>(), m2 = m1[Bytes32(n / 8)];
+    DataCopy(x, Gm<float>(a, n), n);
+    DataCopy(y, Gm<float>(b, n), n);
+    Compare(m1, x, y, static_cast<CMPMODE>(mode), n);
+    Select(o1, m1, x, y, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);
+    CompareScalar(m2, x, s, static_cast<CMPMODE>(mode), n);
+    Select(o2, m2, x, s, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+    DataCopy(Gm<float>(sel, n), o1, n);
+    DataCopy(Gm<float>(ssel, n), o2, n);
+    Store(Gm<uint8_t>(mask, n / 8), m1, n / 8);
+    Store(Gm<uint8_t>(smask, n / 8), m2, n / 8);
+  });
+}
+
+// GM x (rows x ld) -> UB rows with padding and a UB gap of `gap` blocks; the whole UB image goes
+// to img (pre-filled in UB with 7.0) and, when left == 0, the rows go back to out (rows x outLd).
+TWIN_EXPORT int twin_copy_pad(float *x, float *out, float *img, uint32_t rows, uint32_t cols, uint32_t ld,
+                              uint32_t outLd, uint32_t left, uint32_t right, int isPad, float padValue, uint32_t gap,
+                              int oldApi) {
+  return Run("twin_copy_pad", 1, [&] {
+    const uint32_t row = Bytes32((left + cols + right) * 4), pitch = row + gap * 32, total = rows * pitch / 4;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, rows * pitch);
+    LocalTensor<float> ub = buf.Get<float>();
+    Duplicate(ub, 7.0f, total);
+    GlobalTensor<float> xg = Gm<float>(x, uint64_t(rows - 1) * ld + cols);
+    if (oldApi) {
+      uint32_t bits;
+      std::memcpy(&bits, &padValue, 4);
+      DataCopyPad(ub, xg, DataCopyParams(rows, cols * 4, (ld - cols) * 4, gap),
+                  DataCopyPadParams(isPad != 0, left, right, bits));
+    } else {
+      DataCopyPad(ub, xg, DataCopyExtParams(rows, cols * 4, (ld - cols) * 4, gap, 0),
+                  DataCopyPadExtParams<float>(isPad != 0, left, right, padValue));
+    }
+    DataCopy(Gm<float>(img, total), ub, total);
+    if (left != 0) return;
+    GlobalTensor<float> og = Gm<float>(out, uint64_t(rows - 1) * outLd + cols);
+    const uint32_t srcGap = (pitch - Bytes32(cols * 4)) / 32;
+    if (oldApi)
+      DataCopyPad(og, ub, DataCopyParams(rows, cols * 4, srcGap, (outLd - cols) * 4));
+    else
+      DataCopyPad(og, ub, DataCopyExtParams(rows, cols * 4, srcGap, (outLd - cols) * 4, 0));
+  });
+}
+
+// Strided DataCopy (units of 32-byte blocks): rows of cols floats from x (row stride ld) packed in
+// UB, then written to out with row stride outLd. cols, ld, outLd are multiples of 8.
+TWIN_EXPORT int twin_strided_copy(float *x, float *out, uint32_t rows, uint32_t cols, uint32_t ld, uint32_t outLd) {
+  return Run("twin_strided_copy", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 1, rows * cols * 4);
+    LocalTensor<float> t = q.AllocTensor<float>();
+    DataCopy(t, Gm<float>(x, rows * ld), DataCopyParams(rows, cols / 8, (ld - cols) / 8, 0));
+    q.EnQue(t);
+    t = q.DeQue<float>();
+    DataCopy(Gm<float>(out, rows * outLd), t, DataCopyParams(rows, cols / 8, 0, (outLd - cols) / 8));
+    q.FreeTensor(t);
+  });
+}
+
+// Block b writes {b, blockNum} to out[8 b], out[8 b + 1] through UB.
+TWIN_EXPORT int twin_block_ids(int32_t *out, uint32_t blocks) {
+  return Run("twin_block_ids", blocks, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECOUT, 2> q;
+    pipe.InitBuffer(q, 2, 32);
+    LocalTensor<int32_t> t = q.AllocTensor<int32_t>();
+    Duplicate(t, static_cast<int32_t>(GetBlockNum()), 8);
+    t.SetValue(0, GetBlockIdx());
+    q.EnQue(t);
+    t = q.DeQue<int32_t>();
+    GlobalTensor<int32_t> g = Gm<int32_t>(out, 8 * blocks);
+    DataCopy(g[8 * GetBlockIdx()], t, 8);
+    q.FreeTensor(t);
+  });
+}
+
+// One rule broken by the last block of a two-block launch (the first block runs cleanly).
+// which: 0 misaligned DataCopy, 1 DataCopy count of 10 floats (non-strict: rounds down to 8),
+// 2 UB over budget, 3 double FreeTensor, 4 DeQue of an empty queue, 5 AllocTensor beyond the
+// buffer count, 6 GM out of bounds, 7 EnQue beyond depth, 8 UB index out of range, 9 misaligned
+// vector operand, 10 Compare count not a multiple of 256 bytes.
+TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
+  return Run("twin_violation", 2, [&] {
+    const bool bad = GetBlockIdx() == GetBlockNum() - 1;
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> q;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(q, 2, 256);
+    pipe.InitBuffer(buf, 256);
+    GlobalTensor<float> xg = Gm<float>(x, 16), og = Gm<float>(out, 16);
+    LocalTensor<float> t = buf.Get<float>();
+    if (!bad) {
+      DataCopy(t, xg, 16);
+      return;
+    }
+    switch (which) {
+      case 0: DataCopy(t[3], xg, 8); break;
+      case 1:
+        Duplicate(t, 0.0f, 16);
+        DataCopy(t, xg, 10);
+        DataCopy(og, t, 16);
+        break;
+      case 2: pipe.InitBuffer(buf, ms_ops::kAtlasA2.ubSize); break;
+      case 3: {
+        LocalTensor<float> a = q.AllocTensor<float>();
+        q.FreeTensor(a);
+        q.FreeTensor(a);
+        break;
+      }
+      case 4: q.DeQue<float>(); break;
+      case 5:
+        q.AllocTensor<float>();
+        q.AllocTensor<float>();
+        q.AllocTensor<float>();
+        break;
+      case 6: DataCopy(t, xg[8], 16); break;
+      case 7: {
+        LocalTensor<float> a = q.AllocTensor<float>(), b = q.AllocTensor<float>();
+        q.EnQue(a);
+        q.EnQue(b);
+        break;
+      }
+      case 8: t.GetValue(64); break;
+      case 9: Add(t[1], t, t, 8); break;
+      default: {
+        LocalTensor<uint8_t> m = buf.Get<uint8_t>();
+        Compare(m, t, t, CMPMODE::EQ, 48);
+        break;
+      }
+    }
+  });
+}
+
+// ---- Matmul: C[M x N] (=|+=) A[M x K] * B[K x N] (+ bias), rows split over blocks ----
+
+namespace {
+
+template <typename T, bool kTransB>
+void MatmulKernel(int mode, int useBias, int atomic, void *a, void *b, float *bias, float *c, const TCubeTiling &tiling) {
+  using AType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
+  using BType = MatmulType<TPosition::GM, CubeFormat::ND, T, kTransB>;
+  using CType = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+  using BiasType = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+  const int M = tiling.M, N = tiling.N, K = tiling.Ka, sm = tiling.singleCoreM;
+  const int row0 = static_cast<int>(GetBlockIdx()) * sm;
+  if (row0 >= M) return;
+  TPipe pipe;
+  Matmul<AType, BType, CType, BiasType> mm;
+  REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
+  if (M - row0 < sm) mm.SetTail(M - row0);
+  mm.SetTensorA(Gm<T>(a, uint64_t(M) * K)[uint64_t(row0) * K]);
+  mm.SetTensorB(Gm<T>(b, uint64_t(K) * N), kTransB);
+  if (useBias) mm.SetBias(Gm<float>(bias, N));
+  GlobalTensor<float> cg = Gm<float>(c, uint64_t(M) * N)[uint64_t(row0) * N];
+  if (mode == 0) {
+    mm.IterateAll(cg, atomic);
+  } else if (mode == 1) {
+    while (mm.Iterate()) mm.GetTensorC(cg, atomic);
+  } else {
+    // Tiles through UB, placed by the kernel itself (iterateOrder 0: the M index moves first).
+    TQue<QuePosition::VECIN, 1> q;
+    pipe.InitBuffer(q, 1, tiling.baseM * tiling.baseN * 4);
+    const int rows = std::min(sm, M - row0), tilesM = (rows + tiling.baseM - 1) / tiling.baseM;
+    for (int i = 0; mm.Iterate(); ++i) {
+      LocalTensor<float> t = q.AllocTensor<float>();
+      mm.GetTensorC(t, 0);
+      q.EnQue(t);
+      t = q.DeQue<float>();
+      const int tm = i % tilesM, tn = i / tilesM;
+      const int h = std::min(tiling.baseM, rows - tm * tiling.baseM), w = std::min(tiling.baseN, N - tn * tiling.baseN);
+      const uint32_t gap = (tiling.baseN * 4 - Bytes32(w * 4)) / 32;
+      DataCopyPad(cg[uint64_t(tm) * tiling.baseM * N + tn * tiling.baseN], t,
+                  DataCopyExtParams(h, w * 4, gap, (N - w) * 4, 0));
+      q.FreeTensor(t);
+    }
+  }
+  mm.End();
+}
+
+}  // namespace
+
+// dtype: 0 float, 1 half. mode: 0 IterateAll, 1 Iterate + GetTensorC(GM), 2 Iterate + GetTensorC(UB).
+TWIN_EXPORT int twin_matmul(int dtype, int transB, int mode, int useBias, int atomic, void *a, void *b, float *bias,
+                            float *c, int M, int N, int K, uint32_t blocks) {
+  TCubeTiling t{};
+  t.M = M;
+  t.N = N;
+  t.Ka = t.Kb = K;
+  t.singleCoreM = (M + blocks - 1) / blocks;
+  t.singleCoreN = N;
+  t.singleCoreK = K;
+  t.baseM = 64;
+  t.baseN = 64;
+  t.baseK = 64;
+  t.usedCoreNum = blocks;
+  return Run("twin_matmul", blocks, [&] {
+    if (dtype == 0 && transB) MatmulKernel<float, true>(mode, useBias, atomic, a, b, bias, c, t);
+    else if (dtype == 0) MatmulKernel<float, false>(mode, useBias, atomic, a, b, bias, c, t);
+    else if (transB) MatmulKernel<half, true>(mode, useBias, atomic, a, b, bias, c, t);
+    else MatmulKernel<half, false>(mode, useBias, atomic, a, b, bias, c, t);
+  });
+}
+
+// GET_TILING_DATA_WITH_STRUCT and TILING_KEY_IS: out = {a, b, key is 7, key is 8, pipe ptr set}.
+namespace {
+struct CaseTiling {
+  int32_t a;
+  float b;
+};
+}  // namespace
+
+TWIN_EXPORT int twin_tiling(uint64_t key, void *tiling, float *out) {
+  return ms_ops::twin::Launch("twin_tiling", 1, key, [&] {
+    GET_TILING_DATA_WITH_STRUCT(CaseTiling, td, reinterpret_cast<GM_ADDR>(tiling));
+    TPipe pipe;
+    GlobalTensor<float> o = Gm<float>(out, 5);
+    o.SetValue(0, static_cast<float>(td.a));
+    o.SetValue(1, td.b);
+    o.SetValue(2, TILING_KEY_IS(7) ? 1.0f : 0.0f);
+    o.SetValue(3, TILING_KEY_IS(8) ? 1.0f : 0.0f);
+    o.SetValue(4, GetTPipePtr() == &pipe ? 1.0f : 0.0f);
+  });
+}
