@@ -236,6 +236,63 @@ def test_dynamic_shape_graph():
     ms.set_context(mode=ms.PYNATIVE_MODE)
 
 
+class DropCombine(nn.Cell):
+    """Drop/pad dispatch and row-major combine with bias and scales (modes 1 and 3)."""
+
+    def construct(self, x, expert_idx, scales, bias):
+        expanded, row_idx, _, _ = ms_ops.moe_init_routing(x, expert_idx, expert_num=4,
+                                                          expert_capacity=3, drop_pad_mode=1)
+        return ms_ops.moe_finalize_routing(expanded, row_idx, scales=scales, bias=bias,
+                                           expert_idx=expert_idx, drop_pad_mode=3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dynamic_shape_graph_drop_pad(dtype):
+    """GRAPH mode with unknown R: drop/pad routing with bias and scales, all gradients."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    net = DropCombine()
+    ms_dtype = MS_DTYPES[dtype]
+    net.set_inputs(ms.Tensor(shape=[None, 24], dtype=ms_dtype), ms.Tensor(shape=[None, 2], dtype=ms.int32),
+                   ms.Tensor(shape=[None, 2], dtype=ms_dtype), ms.Tensor(shape=[4, 24], dtype=ms_dtype))
+    grad_net = ms.grad(net, grad_position=(0, 2, 3))
+    for rows in (9, 17):
+        x, scales, bias = (representable(s, dtype) for s in ((rows, 24), (rows, 2), (4, 24)))
+        idx = routing(rows, 2, 4)
+        args = (to_ms(x, dtype), ms.Tensor(idx), to_ms(scales, dtype), to_ms(bias, dtype))
+        init = ref.moe_init_routing(x, idx, expert_num=4, expert_capacity=3, drop_pad_mode=1)
+        kw = dict(scales=scales, bias=bias, expert_idx=idx, drop_pad_mode=3)
+        want = ref.moe_finalize_routing(init[0], init[1], **kw)
+        naive = ref.moe_finalize_routing(init[0], init[1], rnd=rounding(dtype), **kw)
+        assert_close("out", to_np(net(*args)), want, naive, dtype)
+        dx, ds, db = grad_net(*args)
+        ones = np.ones(want.shape)
+        g = ref.moe_finalize_routing_grad(ones, init[0], init[1], **kw)
+        g_naive = ref.moe_finalize_routing_grad(ones, init[0], init[1], rnd=rounding(dtype), **kw)
+        want_dx = ref.moe_init_routing_grad(g["grad_expanded_x"], init[1], top_k=2, drop_pad_mode=1)
+        naive_dx = ref.moe_init_routing_grad(g_naive["grad_expanded_x"], init[1], top_k=2,
+                                             drop_pad_mode=1, rnd=rounding(dtype))
+        assert_close("d x", to_np(dx), want_dx, naive_dx, dtype)
+        assert_close("d scales", to_np(ds), g["grad_scales"], g_naive["grad_scales"], dtype)
+        assert_close("d bias", to_np(db), g["grad_bias"], g_naive["grad_bias"], dtype)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def test_grad_of_plain_function_in_graph_mode():
+    """ms.grad of a plain Python function (no Cell, no jit) in GRAPH mode."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    x = np.random.randn(10, 8)
+    idx = routing(10, 3, 5)
+
+    def f(xt, it):
+        expanded, row_idx, _, _ = ms_ops.moe_init_routing(xt, it, expert_num=5)
+        return ms_ops.moe_finalize_routing(expanded, row_idx, x1=xt, scales=ops.ones((10, 3), ms.float32),
+                                           drop_pad_mode=2).sum()
+
+    dx = ms.grad(f)(ms.Tensor(x, ms.float32), ms.Tensor(idx))
+    np.testing.assert_allclose(dx.asnumpy(), np.full((10, 8), 4.0))
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
 def test_jit_function_and_value_and_grad(mode):
     """The public functions inside @ms.jit and under value_and_grad."""
     x = np.random.randn(12, 24)
