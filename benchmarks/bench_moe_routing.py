@@ -6,15 +6,17 @@ forward+backward (``ms.value_and_grad`` w.r.t. x and s: the forward output is ke
 training), fp32 and bf16, in one run. The composed baseline: a sort of the unique keys
 ``expert * R*K + i`` (a stable sort by expert), ``Gather`` of x rows, ``Sort`` of the order for
 ``expanded_row_idx``, then ``Gather`` + ``BatchMatMul`` by the scales for the combine (the fastest
-correct combine measured here: 5x faster than mul+sum, 1.3x than UnsortedSegmentSum). MindSpore's
-CPU Gather/UnsortedSegmentSum have no bf16 kernels, so the bf16 baseline computes in fp32.
+correct combine measured here: ~5x faster than mul+sum, ~1.2x than UnsortedSegmentSum).
+MindSpore's CPU Gather/UnsortedSegmentSum/Reshape have no bf16 kernels and graph mode has no
+bitcast, so the bf16 baseline casts to fp32 and back.
 
 Bandwidth convention, the same for the kernels and for memcpy: GB/s = (bytes read + bytes
 written) / time / 1e9, counting only the bytes that must move: init reads x once (R*H) and the
 ids and writes expanded_x (R*K*H) and expanded_row_idx; finalize reads expanded_x, the row
 indices and the scales and writes out (R*H); their gradients move the same tensors back (plus
-d_out and, for d_scales, expanded_x again). A memcpy of N bytes moves 2N (numpy copy of a 1 GiB
-buffer, one thread, median).
+d_out and, for d_scales, expanded_x again). A memcpy of N bytes moves 2N. The reference is a numpy
+copy of a 1 GiB buffer (median, one thread); a copy split over two threads is reported as well,
+since the kernels run on both cores.
 
 Run (repo installed, e.g. ``pip install -e .``):
     python benchmarks/bench_moe_routing.py            # R=16384 H=2048 K=8 E=64, ~1 GiB tensors
@@ -27,6 +29,7 @@ import gc
 import os
 import resource
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 os.environ.setdefault("GLOG_v", "3")
@@ -161,26 +164,35 @@ def sync(out):
 
 
 def median_ms(fn, args, repeat, warmup):
+    """Median wall time in ms, and the process's CPU time / wall time over the timed runs in %
+    (200% = both cores busy: a kernel far below that leaves a core idle)."""
     for _ in range(warmup):
         sync(fn(*args))
     times = []
+    cpu0, wall0 = os.times(), time.perf_counter()
     for _ in range(repeat):
         start = time.perf_counter()
         sync(fn(*args))
         times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
+    cpu1, wall1 = os.times(), time.perf_counter()
+    cpu = cpu1.user - cpu0.user + cpu1.system - cpu0.system
+    return float(np.median(times)) * 1e3, 100 * cpu / (wall1 - wall0)
 
 
-def memcpy_gbps(nbytes, repeat):
-    """numpy copy of an ``nbytes`` buffer (one thread): GB/s with the read+write convention."""
+def memcpy_gbps(nbytes, repeat, threads=1):
+    """numpy copy of an ``nbytes`` buffer, split over ``threads`` threads (numpy releases the GIL
+    while copying): median GB/s with the read+write convention, and the median time in ms."""
     src = np.ones(nbytes // 4, np.float32)
     dst = np.empty_like(src)
     np.copyto(dst, src)  # first touch of dst's pages is not part of a copy
+    bounds = np.linspace(0, src.size, threads + 1).astype(int)
+    parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
     times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        np.copyto(dst, src)
-        times.append(time.perf_counter() - start)
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            list(pool.map(lambda part: np.copyto(dst[part], src[part]), parts))
+            times.append(time.perf_counter() - start)
     seconds = float(np.median(times))
     del src, dst
     return 2 * nbytes / seconds / 1e9, seconds * 1e3
@@ -250,12 +262,12 @@ def bench_dtype(shape, dtype, fns, repeat, warmup, copy_gbps):
         for provider in ("ms_ops", "mindspore"):
             if key not in fns[provider]:
                 continue
-            ms_ = median_ms(fns[provider][key], args, repeat, warmup)
+            ms_, cpu = median_ms(fns[provider][key], args, repeat, warmup)
             gbps = traffic(shape, elem, op, mode) / (ms_ * 1e-3) / 1e9
             rows.append(dict(op=op, provider=provider, mode=mode, dtype=dtype, median_ms=ms_,
-                             gbps=gbps, pct=100 * gbps / copy_gbps))
+                             gbps=gbps, pct=100 * gbps / copy_gbps, cpu=cpu))
             print(f"  {dtype} {op:14s} {mode:8s} {provider:10s} {ms_:10.1f} ms "
-                  f"{gbps:7.2f} GB/s", flush=True)
+                  f"{gbps:7.2f} GB/s  CPU {cpu:.0f}%", flush=True)
             gc.collect()
     del x, idx, s, expanded, row_idx, d_out
     gc.collect()
@@ -275,11 +287,11 @@ def add_ratios(rows):
 
 
 def note(r):
-    parts = [f"{r['pct']:.0f}% of memcpy"] if "pct" in r else []
+    parts = [f"{r['pct']:.0f}% of memcpy; CPU {r['cpu']:.0f}%"] if "pct" in r else []
     if "ratio" in r:
         parts.append(f"composed/ms_ops {r['ratio']:.2f}x")
     if r["provider"] == "mindspore" and r["dtype"] == "bf16":
-        parts.append("computed in fp32 (no bf16 Gather on CPU)")
+        parts.append("computed in fp32 (no bf16 Gather on CPU), casts included")
     return "; ".join(parts + r.get("extra", []))
 
 
@@ -297,14 +309,15 @@ def write_csv(path, shape, rows):
 
 
 def print_table(rows):
-    head = f"{'op':14s} {'provider':10s} {'mode':8s} {'dtype':5s} {'median ms':>10s} " \
-           f"{'GB/s':>7s} {'%memcpy':>8s} {'composed/ms_ops':>16s}"
+    head = f"{'op':14s} {'provider':14s} {'mode':8s} {'dtype':5s} {'median ms':>10s} " \
+           f"{'GB/s':>7s} {'%memcpy':>8s} {'CPU%':>5s} {'composed/ms_ops':>16s}"
     print("\n" + head + "\n" + "-" * len(head))
     for r in rows:
         ratio = f"{r['ratio']:.2f}x" if "ratio" in r else ""
         pct = f"{r['pct']:.0f}%" if "pct" in r else ""
-        print(f"{r['op']:14s} {r['provider']:10s} {r['mode']:8s} {r['dtype']:5s} "
-              f"{r['median_ms']:10.1f} {r['gbps']:7.2f} {pct:>8s} {ratio:>16s}")
+        cpu = f"{r['cpu']:.0f}" if "cpu" in r else ""
+        print(f"{r['op']:14s} {r['provider']:14s} {r['mode']:8s} {r['dtype']:5s} "
+              f"{r['median_ms']:10.1f} {r['gbps']:7.2f} {pct:>8s} {cpu:>5s} {ratio:>16s}")
 
 
 def report_goals(rows):
@@ -341,13 +354,16 @@ def main():
         raise SystemExit("the composed baseline's int32 sort keys would overflow")
 
     copy_bytes = (64 if args.quick else 1024) * 2**20
-    copy_gbps, copy_ms = memcpy_gbps(copy_bytes, max(args.repeat, 5))
-    print(f"shape {shape}; load average {os.getloadavg()[0]:.1f}; "
-          f"memcpy {copy_bytes / 2**20:.0f} MiB: {copy_ms:.1f} ms = "
-          f"{copy_bytes / copy_ms / 1e6:.2f} GB/s copied = {copy_gbps:.2f} GB/s read+write",
-          flush=True)
+    repeat = max(args.repeat, 5)
+    copy_gbps, copy_ms = memcpy_gbps(copy_bytes, repeat)
+    copy2_gbps, copy2_ms = memcpy_gbps(copy_bytes, repeat, threads=2)
+    print(f"shape {shape}; load average {os.getloadavg()[0]:.1f}; memcpy of "
+          f"{copy_bytes / 2**20:.0f} MiB: {copy_ms:.1f} ms = {copy_bytes / copy_ms / 1e6:.2f} GB/s "
+          f"copied = {copy_gbps:.2f} GB/s read+write (2 threads: {copy2_gbps:.2f})", flush=True)
     rows = [dict(op="memcpy", provider="numpy", mode="copy", dtype="u8", median_ms=copy_ms,
-                 gbps=copy_gbps, extra=[f"{copy_bytes} B copied; GB/s counts read+write"])]
+                 gbps=copy_gbps, extra=[f"{copy_bytes} B copied, 1 thread; GB/s = read+write"]),
+            dict(op="memcpy", provider="numpy_2threads", mode="copy", dtype="u8", median_ms=copy2_ms,
+                 gbps=copy2_gbps, extra=[f"{copy_bytes} B copied, 2 threads; GB/s = read+write"])]
 
     fns = make_providers(shape)
     for dtype in args.dtypes.split(","):
@@ -356,8 +372,9 @@ def main():
     add_ratios(rows)
     write_csv(args.csv, shape, rows)
     print_table(rows)
-    print(f"\nGB/s: (bytes read + written) / time, x read once; memcpy {copy_gbps:.2f} GB/s "
-          f"read+write ({copy_gbps / 2:.2f} GB/s copied). Appended to {args.csv}")
+    print(f"\nGB/s: (bytes read + written) / time, x read once; %memcpy against the 1-thread copy "
+          f"({copy_gbps:.2f} GB/s read+write = {copy_gbps / 2:.2f} GB/s copied; 2 threads "
+          f"{copy2_gbps:.2f}). Appended to {args.csv}")
     report_goals(rows)
 
 

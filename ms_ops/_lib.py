@@ -19,7 +19,9 @@ def cpu_library_path():
     import scipy_openblas32
 
     blas = os.path.join(scipy_openblas32.get_lib_dir(), f"lib{scipy_openblas32.get_library()}.so")
-    ctypes.CDLL(blas, mode=ctypes.RTLD_GLOBAL)
+    # The twin runs one single-threaded sgemm per block; OpenBLAS's own worker pool would only
+    # spin beside the block threads.
+    ctypes.CDLL(blas, mode=ctypes.RTLD_GLOBAL).scipy_openblas_set_num_threads(1)
     path = os.path.join(_LIB_DIR, LIB_NAME)
     if not os.path.exists(path):
         raise RuntimeError(

@@ -114,3 +114,19 @@ def test_finalize_bias_expert_out_of_range(mode, capfd):
     run_kernel_error(capfd, lambda: ms_ops.moe_finalize_routing(
         EX, ROW, scales=scales, bias=bias, expert_idx=bad_experts, drop_pad_mode=2).asnumpy(),
         "ms_ops moe_finalize_routing: expert_idx")
+
+
+class Dispatch(ms.nn.Cell):
+    def construct(self, x, expert_idx):
+        return ms_ops.moe_init_routing(x, expert_idx, expert_num=3)[0]
+
+
+def test_init_dynamic_top_k_rejected():
+    """K must be static in GRAPH mode (the gradient kernel takes it as an attribute)."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    net = Dispatch()
+    net.set_inputs(ms.Tensor(shape=[None, 8], dtype=ms.float32), ms.Tensor(shape=[None, None], dtype=ms.int32))
+    with pytest.raises(ValueError, match="moe_init_routing: 'expert_idx' must have a static K"):
+        net(X, IDX)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    good_call()

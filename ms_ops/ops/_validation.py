@@ -5,12 +5,15 @@ shapes and dtypes). A dimension left unknown by ``Cell.set_inputs`` is not judge
 kernel entry checks it when the values arrive.
 """
 import mindspore as ms
+from mindspore import ops
 
 FLOAT_DTYPES = (ms.float32, ms.float16, ms.bfloat16)
 
 
 def known(dim):
-    return dim is not None and dim >= 0
+    """Whether ``dim`` is a size fixed at compile time. A dimension left open by
+    ``Cell.set_inputs`` is a run-time value in GRAPH mode, not a constant."""
+    return ops.isconstant(dim) and dim is not None and dim >= 0
 
 
 def check_tensor(op, name, t):

@@ -82,6 +82,9 @@ def moe_init_routing(x, expert_idx, *, active_num=0, expert_capacity=0, expert_n
     check_dtype(op, "x", x, FLOAT_DTYPES)
     check_dtype(op, "expert_idx", expert_idx, (ms.int32,))
     check_dim(op, "expert_idx", expert_idx, 0, x.shape[0], "the number of rows of 'x'")
+    if not known(expert_idx.shape[1]):
+        raise ValueError(f"{op}: 'expert_idx' must have a static K (dimension 1) in GRAPH mode: "
+                         f"the gradient kernel takes K as an attribute; give it in set_inputs")
     check_int(op, "drop_pad_mode", drop_pad_mode, allowed=(0, 1))
     check_int(op, "active_num", active_num, low=0)
     check_int(op, "expert_num", expert_num, low=0)
