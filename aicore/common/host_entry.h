@@ -70,6 +70,27 @@ int GuardedEntry(const char *op, Body &&body) {
   return 1;
 }
 
+// "[d0, d1, ...]", the shape format of every entry message.
+inline std::string ShapeStr(int ndim, const int64_t *shape) {
+  std::string s = "[";
+  for (int i = 0; i < ndim; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+inline std::string ShapeStr(const std::vector<int64_t> &shape) {
+  return ShapeStr(static_cast<int>(shape.size()), shape.data());
+}
+
+// The tiling key an op gives a float dtype (its keys for fp32, fp16, bf16); 0 for other dtypes.
+inline uint64_t FloatKey(DType d, uint64_t f32, uint64_t f16, uint64_t bf16) {
+  switch (d) {
+    case DType::kF32: return f32;
+    case DType::kF16: return f16;
+    case DType::kBF16: return bf16;
+    default: return 0;
+  }
+}
+
 inline int64_t Numel(int ndim, const int64_t *shape) {
   int64_t n = 1;
   for (int i = 0; i < ndim; ++i) n *= shape[i];
@@ -79,6 +100,15 @@ inline int64_t Numel(int ndim, const int64_t *shape) {
 using Shape = std::vector<int64_t>;
 constexpr int64_t kDynDim = -1;
 inline const Shape kDynRank{-2};
+
+// Output `o` of an entry, allocated by MindSpore from the inferred shape: the kernel writes
+// exactly the elements of `want`, in `dtype`.
+inline void RequireOutput(const char *name, int o, int *ndims, int64_t **shapes, const char **dtypes,
+                          const Shape &want, DType dtype) {
+  Require(Numel(ndims[o], shapes[o]) == Numel(static_cast<int>(want.size()), want.data()), name,
+          "output shape " + ShapeStr(ndims[o], shapes[o]) + " does not match " + ShapeStr(want));
+  Require(ParseDType(dtypes[o]) == dtype, name, std::string("output dtype ") + dtypes[o] + " is wrong");
+}
 
 inline bool IsDynRank(int ndim, const int64_t *shape) { return ndim == 1 && shape[0] == -2; }
 inline bool Known(int64_t d) { return d >= 0; }

@@ -36,7 +36,7 @@ class MoE(nn.Cell):
             ``x`` whatever this is).
 
     Inputs:
-        x (Tensor): ``[..., H]``.
+        x (Tensor): ``[..., H]``. In GRAPH mode the token count must be static (it sets C).
 
     Outputs:
         Tensor of the shape and dtype of ``x``.

@@ -23,6 +23,7 @@ using namespace ms_ops::moe_entry;
 using ms_ops::DType;
 using ms_ops::Reject;
 using ms_ops::Require;
+using ms_ops::ShapeStr;
 
 constexpr int kNumInputs = 7;
 const char *const kArgNames[] = {"expanded_x", "expanded_row_idx", "x1", "x2", "bias", "scales", "expert_idx", "out"};
@@ -64,13 +65,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   }
   if (hasX1) RequireShape(x1, {rows, hidden}, "[R, H]");
   if (hasX2) RequireShape(x2, {rows, hidden}, "[R, H]");
-  int64_t biasRows = 0;
-  if (hasBias) {
-    Require(bias.shape.size() == 2 && bias.shape[0] >= 1 && bias.shape[1] == hidden, bias.name,
-            "must be [E, H] with E >= 1 and H = " + std::to_string(hidden) + ", got " + ShapeStr(bias.shape));
-    biasRows = bias.shape[0];
-    RequireShape(expert, {rows, topK}, "[R, K], needed with bias");
-  }
+  const int64_t biasRows = hasBias ? CheckBias(bias, expert, rows, topK, hidden) : 0;
   RequireShape(out, {rows, hidden}, "[R, H]");
   CheckRouting(idx, hasBias ? &expert : nullptr, rows, topK, expandedRows, biasRows, mode);
   if (rows == 0 || hidden == 0) return 0;

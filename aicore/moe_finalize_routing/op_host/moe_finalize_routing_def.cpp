@@ -2,7 +2,7 @@
 // toolchain; tiling and inference are registered in moe_finalize_routing_tiling.cpp.
 // Every input is declared required: ms_ops always passes all seven, an absent optional one as a
 // [1] placeholder whose has_* attribute is false.
-#include "register/op_def_registry.h"
+#include "../../common/cann_op_def.h"
 
 namespace ops {
 
@@ -28,15 +28,7 @@ class MoeFinalizeRoutingMsops : public OpDef {
     this->Attr("has_bias").AttrType(OPTIONAL).Bool(false);
     this->Attr("has_scales").AttrType(OPTIONAL).Bool(false);
 
-    OpAICoreConfig config;
-    config.DynamicCompileStaticFlag(true)
-        .DynamicFormatFlag(false)
-        .DynamicRankSupportFlag(true)
-        .DynamicShapeSupportFlag(true)
-        .NeedCheckSupportFlag(false)
-        .PrecisionReduceFlag(true)
-        .ExtendCfgInfo("opFile.value", "moe_finalize_routing");
-    this->AICore().AddConfig("ascend910b", config);
+    ms_ops::AddAiCoreConfig(*this, "moe_finalize_routing");
   }
 };
 

@@ -14,12 +14,6 @@
 namespace ms_ops {
 namespace moe_entry {
 
-inline std::string ShapeStr(const std::vector<int64_t> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 // One tensor argument of an entry, named as the user knows it.
 struct Arg {
   const char *name;
@@ -84,6 +78,14 @@ inline std::pair<int64_t, int64_t> ExpandedRowsAndHidden(const Arg &ex, int64_t 
           std::string("must be ") + (dropPad ? "[E, C, H]" : "[N, H]") + " for drop_pad_mode " + std::to_string(mode) +
               ", got " + ShapeStr(ex.shape));
   return {dropPad ? ex.shape[0] * ex.shape[1] : ex.shape[0], ex.shape.back()};
+}
+
+// bias [E, H] (E >= 1) and the expert_idx [R, K] that picks its rows; returns E.
+inline int64_t CheckBias(const Arg &bias, const Arg &expert, int64_t rows, int64_t topK, int64_t hidden) {
+  Require(bias.shape.size() == 2 && bias.shape[0] >= 1 && bias.shape[1] == hidden, bias.name,
+          "must be [E, H] with E >= 1 and H = " + std::to_string(hidden) + ", got " + ShapeStr(bias.shape));
+  RequireShape(expert, {rows, topK}, "[R, K], needed with bias");
+  return bias.shape[0];
 }
 
 // "position p (token r, k)" of expanded_row_idx in the layout of the mode.

@@ -60,6 +60,16 @@ inline uint64_t MoeFinalizeRoutingUbBatch(uint64_t batchRows, uint64_t topK, boo
   return bytes;
 }
 
+// Token rows whose routing (K indices, scales, expert ids) is loaded at once: about 1024 pairs,
+// a multiple of 8 rows when possible (column-major index segments then fill whole blocks).
+inline uint64_t MoeFinalizeRoutingBatchRows(int64_t rows, int64_t topK) {
+  uint64_t batchRows = 1024 / uint64_t(topK);
+  if (batchRows >= 8) batchRows = batchRows / 8 * 8;
+  if (batchRows < 1) batchRows = 1;
+  if (rows > 0 && batchRows > uint64_t(rows)) batchRows = uint64_t(rows);
+  return batchRows;
+}
+
 inline uint64_t MoeFinalizeRoutingKey(MoeFloat data, MoeFloat scales) {
   if (data == MoeFloat::kF32) return kMoeFinalizeRoutingKeyF32;
   if (data == MoeFloat::kF16)
@@ -87,10 +97,7 @@ inline MoeFinalizeRoutingTiling ComputeMoeFinalizeRoutingTiling(const MoeFinaliz
   }
   const uint32_t dataBytes = MoeFloatBytes(p.dataType), scalesBytes = MoeFloatBytes(scalesType);
 
-  uint64_t batchRows = 1024 / uint64_t(p.topK);
-  if (batchRows >= 8) batchRows = batchRows / 8 * 8;
-  if (batchRows < 1) batchRows = 1;
-  if (p.rows > 0 && batchRows > uint64_t(p.rows)) batchRows = uint64_t(p.rows);
+  const uint64_t batchRows = MoeFinalizeRoutingBatchRows(p.rows, p.topK);
   const uint64_t batchBytes =
       MoeFinalizeRoutingUbBatch(batchRows, p.topK, rowMajor, scalesBytes, p.hasScales, p.hasBias);
   const uint64_t perH = MoeFinalizeRoutingUbPerH(dataBytes, p.hasBias);

@@ -25,16 +25,13 @@ using namespace ms_ops::moe_entry;
 using ms_ops::DType;
 using ms_ops::Reject;
 using ms_ops::Require;
+using ms_ops::ShapeStr;
 
 constexpr int kNumInputs = 6, kNumOutputs = 3;
 const char *const kArgNames[] = {"grad_y", "expanded_row_idx", "expanded_x",  "scales",     "expert_idx",
                                  "bias",   "grad_expanded_x",  "grad_scales", "grad_bias"};
 
-int64_t Numel(const Arg &a) {
-  int64_t n = 1;
-  for (int64_t d : a.shape) n *= d;
-  return n;
-}
+int64_t Numel(const Arg &a) { return ms_ops::Numel(static_cast<int>(a.shape.size()), a.shape.data()); }
 
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
   Require(nparam == kNumInputs + kNumOutputs, "nparam",
@@ -73,13 +70,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   Require(idx.shape[0] == rows * topK, idx.name,
           "has " + std::to_string(idx.shape[0]) + " entries, expected R*K = " + std::to_string(rows * topK) +
               (hasScales ? " (scales is " + ShapeStr(scales.shape) + ")" : " (K = 1 without scales)"));
-  int64_t biasRows = 0;
-  if (hasBias) {
-    Require(bias.shape.size() == 2 && bias.shape[0] >= 1 && bias.shape[1] == hidden, bias.name,
-            "must be [E, H] with E >= 1 and H = " + std::to_string(hidden) + ", got " + ShapeStr(bias.shape));
-    biasRows = bias.shape[0];
-    RequireShape(expert, {rows, topK}, "[R, K], needed with bias");
-  }
+  const int64_t biasRows = hasBias ? CheckBias(bias, expert, rows, topK, hidden) : 0;
   RequireShape(gradX, ex.shape, "the shape of expanded_x");
   RequireShape(gradScales, scales.shape, "the shape of scales");
   RequireShape(gradBias, bias.shape, "the shape of bias");

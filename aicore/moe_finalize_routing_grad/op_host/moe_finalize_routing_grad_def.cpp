@@ -2,7 +2,7 @@
 // CANN toolchain; tiling and inference are registered in moe_finalize_routing_grad_tiling.cpp.
 // scales, expert_idx and bias are always passed: absent ones as [1] placeholders (has_* false),
 // whose gradients are then [1] zeros.
-#include "register/op_def_registry.h"
+#include "../../common/cann_op_def.h"
 
 namespace ops {
 
@@ -27,15 +27,7 @@ class MoeFinalizeRoutingGradMsops : public OpDef {
     this->Attr("has_bias").AttrType(OPTIONAL).Bool(false);
     this->Attr("has_scales").AttrType(OPTIONAL).Bool(false);
 
-    OpAICoreConfig config;
-    config.DynamicCompileStaticFlag(true)
-        .DynamicFormatFlag(false)
-        .DynamicRankSupportFlag(true)
-        .DynamicShapeSupportFlag(true)
-        .NeedCheckSupportFlag(false)
-        .PrecisionReduceFlag(true)
-        .ExtendCfgInfo("opFile.value", "moe_finalize_routing_grad");
-    this->AICore().AddConfig("ascend910b", config);
+    ms_ops::AddAiCoreConfig(*this, "moe_finalize_routing_grad");
   }
 };
 

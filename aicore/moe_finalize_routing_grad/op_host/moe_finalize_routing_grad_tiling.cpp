@@ -3,28 +3,19 @@
 #include <cstdio>
 #include <vector>
 
+#include "cann_host.h"
+#include "cann_platform.h"
 #include "moe_finalize_routing_grad_infer.h"
 #include "moe_finalize_routing_grad_tiling.h"
-#include "register/op_impl_registry.h"
-#include "tiling/platform/platform_ascendc.h"
 
 namespace {
 
 enum AttrIndex : size_t { kDropPadMode, kHasBias, kHasScales };
 constexpr size_t kNumInputs = 6, kNumOutputs = 3;
 
-// UB the AscendC runtime keeps for itself (256 B, plus 8 KiB unless built without the reservation).
-constexpr uint64_t kReservedUb = 256 + 8 * 1024;
-
 ms_ops::MoeFloat ToMoeFloat(ge::DataType d) {
   return d == ge::DT_FLOAT ? ms_ops::MoeFloat::kF32 : d == ge::DT_FLOAT16 ? ms_ops::MoeFloat::kF16
                                                                           : ms_ops::MoeFloat::kBF16;
-}
-
-std::vector<int64_t> Dims(const gert::Shape &s) {
-  std::vector<int64_t> d(s.GetDimNum());
-  for (size_t i = 0; i < d.size(); ++i) d[i] = s.GetDim(i);
-  return d;
 }
 
 }  // namespace
@@ -34,12 +25,8 @@ namespace optiling {
 struct MoeFinalizeRoutingGradCompileInfo {};
 
 static ge::graphStatus MoeFinalizeRoutingGradTilingFunc(gert::TilingContext *context) {
-  auto ascendc = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
-  uint64_t ubSize = 0, l1Size = 0;
-  ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-  ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1Size);
-  const ms_ops::PlatformInfo plat{ascendc.GetCoreNumAiv(), ascendc.GetCoreNumAic(),
-                                  static_cast<uint32_t>(ubSize - kReservedUb), static_cast<uint32_t>(l1Size)};
+  const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
+  const ms_ops::PlatformInfo plat = ms_ops::ReadPlatformInfo(ascendc);
 
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
   ms_ops::MoeFinalizeRoutingGradProblem p;
@@ -65,12 +52,7 @@ static ge::graphStatus MoeFinalizeRoutingGradTilingFunc(gert::TilingContext *con
     std::fprintf(stderr, "ms_ops moe_finalize_routing_grad: tiling: %s\n", t.error.c_str());
     return ge::GRAPH_FAILED;
   }
-  *context->GetTilingData<MoeFinalizeRoutingGradTilingData>() = t.data;
-  context->SetBlockDim(t.blockDim);
-  context->SetTilingKey(t.tilingKey);
-  size_t *workspace = context->GetWorkspaceSizes(1);
-  workspace[0] = ascendc.GetLibApiWorkSpaceSize();
-  return ge::GRAPH_SUCCESS;
+  return ms_ops::SetTiling(context, ascendc, t.data, t.blockDim, t.tilingKey);
 }
 
 static ge::graphStatus MoeFinalizeRoutingGradTilingParse(gert::TilingParseContext *) { return ge::GRAPH_SUCCESS; }
@@ -85,13 +67,9 @@ namespace ops {
 
 static ge::graphStatus MoeFinalizeRoutingGradInferShape(gert::InferShapeContext *context) {
   std::vector<std::vector<int64_t>> in;
-  for (size_t i = 0; i < kNumInputs; ++i) in.push_back(Dims(*context->GetInputShape(i)));
+  for (size_t i = 0; i < kNumInputs; ++i) in.push_back(ms_ops::Dims(*context->GetInputShape(i)));
   const std::vector<std::vector<int64_t>> out = ms_ops::MoeFinalizeRoutingGradOutShapes(in);
-  for (size_t o = 0; o < kNumOutputs; ++o) {
-    gert::Shape *shape = context->GetOutputShape(o);
-    shape->SetDimNum(out[o].size());
-    for (size_t i = 0; i < out[o].size(); ++i) shape->SetDim(i, out[o][i]);
-  }
+  for (size_t o = 0; o < kNumOutputs; ++o) ms_ops::SetDims(context->GetOutputShape(o), out[o]);
   return ge::GRAPH_SUCCESS;
 }
 

@@ -65,19 +65,13 @@ inline uint64_t MoeFinalizeRoutingGradUbBias(uint64_t colsPad, uint64_t experts,
   return experts * colsPad * (4 + (dataBytes == 4 ? 0 : dataBytes)) + colsPad * 4;
 }
 
+// The forward's batch of routing data, plus grad_scales in fp32 and in its output dtype.
 inline uint64_t MoeFinalizeRoutingGradUbBatch(uint64_t batchRows, uint64_t topK, bool rowMajor, uint32_t scalesBytes,
                                               bool hasScales, bool hasBias) {
   const uint64_t entries = batchRows * topK;
-  // Indices: row-major they are contiguous; column-major K segments of batchRows, each 32-byte aligned.
-  uint64_t bytes = rowMajor ? AlignUp(entries * 4, kBlockBytes) : topK * AlignUp(batchRows, 8) * 4;
-  if (hasScales) {
-    bytes += AlignUp(entries * scalesBytes, kBlockBytes);                 // scales in
-    if (scalesBytes != 4) bytes += AlignUp(entries * 4, kBlockBytes);     // scales as fp32
-    bytes += AlignUp(entries * 4, kBlockBytes);                           // grad_scales in fp32
-    bytes += AlignUp(entries * scalesBytes, kBlockBytes);                 // grad_scales out
-  }
-  if (hasBias) bytes += AlignUp(entries * 4, kBlockBytes);  // expert ids
-  return bytes;
+  const uint64_t gradScales =
+      hasScales ? AlignUp(entries * 4, kBlockBytes) + AlignUp(entries * scalesBytes, kBlockBytes) : 0;
+  return MoeFinalizeRoutingUbBatch(batchRows, topK, rowMajor, scalesBytes, hasScales, hasBias) + gradScales;
 }
 
 inline uint64_t MoeFinalizeRoutingGradUbMap(uint64_t mapSlots) { return mapSlots * 4; }  // a flag per slot
@@ -112,10 +106,7 @@ inline MoeFinalizeRoutingGradTiling ComputeMoeFinalizeRoutingGradTiling(const Mo
   const uint64_t blocks = work == 0 ? 1 : (work < platform.aivCoreNum ? work : platform.aivCoreNum);
   const uint64_t hidden = p.hidden > 0 ? uint64_t(p.hidden) : 1;  // chunk sizes for H = 0 stay valid
 
-  uint64_t batchRows = 1024 / uint64_t(p.topK);
-  if (batchRows >= 8) batchRows = batchRows / 8 * 8;
-  if (batchRows < 1) batchRows = 1;
-  if (p.rows > 0 && batchRows > uint64_t(p.rows)) batchRows = uint64_t(p.rows);
+  const uint64_t batchRows = MoeFinalizeRoutingBatchRows(p.rows, p.topK);
   uint64_t mapSlots = AlignUp(CeilDiv(uint64_t(p.expandedRows), blocks), 8);
   if (mapSlots > 4096) mapSlots = 4096;
   if (mapSlots < 8) mapSlots = 8;

@@ -6,37 +6,15 @@
 // The work is split so that every output element is written once, by one block (see the host
 // tiling): no atomics, no cross-block barrier, and fixed accumulation orders make the result
 // bitwise reproducible.
-#include "kernel_operator.h"
+#include "../../moe_finalize_routing/op_kernel/moe_finalize_routing_common.h"
 #include "moe_finalize_routing_grad_tiling_data.h"
 
 using namespace AscendC;
+using namespace ms_ops::kernel;
 
 namespace {
 
-template <typename A, typename B>
-struct IsSame {
-  static constexpr bool value = false;
-};
-template <typename A>
-struct IsSame<A, A> {
-  static constexpr bool value = true;
-};
-
 constexpr uint32_t kReduceScratchBytes = 1024;
-
-__aicore__ inline uint32_t AlignUp8(uint32_t n) { return (n + 7) / 8 * 8; }
-__aicore__ inline uint32_t AlignUp32(uint32_t bytes) { return (bytes + 31) / 32 * 32; }
-__aicore__ inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
-
-template <typename T>
-__aicore__ inline void CopyIn(const LocalTensor<T> &dst, const GlobalTensor<T> &src, uint32_t count) {
-  DataCopyPad(dst, src, DataCopyExtParams(1, count * sizeof(T), 0, 0, 0), DataCopyPadExtParams<T>(false, 0, 0, 0));
-}
-
-template <typename T>
-__aicore__ inline void CopyOut(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint32_t count) {
-  DataCopyPad(dst, src, DataCopyExtParams(1, count * sizeof(T), 0, 0, 0));
-}
 
 // [begin, end) of `total` items split evenly over the blocks, the first ones taking the remainder.
 __aicore__ inline void BlockRange(int64_t total, int64_t &begin, int64_t &end) {
@@ -68,22 +46,15 @@ class MoeFinalizeRoutingGradKernel {
     biasCols_ = td.biasCols;
     biasColsPad_ = td.biasColsPad;
     biasExperts_ = td.biasExperts;
-    rowMajor_ = (td.dropPadMode & 2) != 0;
     hasBias_ = td.hasBias != 0;
     hasScales_ = td.hasScales != 0;
 
-    const uint64_t pairs = uint64_t(rows_) * topK_;
     gradYGm_.SetGlobalBuffer((__gm__ T *)gradY, uint64_t(rows_) * hidden_);
-    idxGm_.SetGlobalBuffer((__gm__ int32_t *)expandedRowIdx, pairs);
     xGm_.SetGlobalBuffer((__gm__ T *)expandedX, uint64_t(expandedRows_) * hidden_);
     gradXGm_.SetGlobalBuffer((__gm__ T *)gradExpandedX, uint64_t(expandedRows_) * hidden_);
     gradScalesGm_.SetGlobalBuffer((__gm__ S *)gradScales, scalesNumel_);
     gradBiasGm_.SetGlobalBuffer((__gm__ T *)gradBias, biasNumel_);
-    if (hasScales_) scalesGm_.SetGlobalBuffer((__gm__ S *)scales, pairs);
-    if (hasBias_) {
-      expertGm_.SetGlobalBuffer((__gm__ int32_t *)expertIdx, pairs);
-      biasGm_.SetGlobalBuffer((__gm__ T *)bias, uint64_t(biasRows_) * hidden_);
-    }
+    if (hasBias_) biasGm_.SetGlobalBuffer((__gm__ T *)bias, uint64_t(biasRows_) * hidden_);
 
     // Same sizes as the MoeFinalizeRoutingGradUb* formulas of the host tiling.
     const uint32_t chunkBytes = hChunk_ * sizeof(T);
@@ -96,15 +67,13 @@ class MoeFinalizeRoutingGradKernel {
       pipe_.InitBuffer(f32B_, hChunk_ * 4);
       pipe_.InitBuffer(f32C_, hChunk_ * 4);
     }
+    batch_.Init(pipe_, expandedRowIdx, scales, expertIdx, rows_, topK_, expandedRows_, biasRows_, batchRows_,
+                (td.dropPadMode & 2) != 0, hasScales_, hasBias_);
     const uint32_t entries = batchRows_ * topK_;
-    pipe_.InitBuffer(idxQ_, 1, rowMajor_ ? AlignUp32(entries * 4) : topK_ * AlignUp8(batchRows_) * 4);
     if (hasScales_) {
-      pipe_.InitBuffer(scalesQ_, 1, AlignUp32(entries * sizeof(S)));
-      if constexpr (!IsSame<S, float>::value) pipe_.InitBuffer(scalesF32_, AlignUp32(entries * 4));
-      pipe_.InitBuffer(dotBuf_, AlignUp32(entries * 4));
-      pipe_.InitBuffer(gradScalesQ_, 1, AlignUp32(entries * sizeof(S)));
+      pipe_.InitBuffer(dotBuf_, UbBytes(entries, 4));
+      pipe_.InitBuffer(gradScalesQ_, 1, UbBytes(entries, sizeof(S)));
     }
-    if (hasBias_) pipe_.InitBuffer(expertQ_, 1, AlignUp32(entries * 4));
     pipe_.InitBuffer(slotMapBuf_, mapSlots_ * 4);
     pipe_.InitBuffer(reduceBuf_, 32 + kReduceScratchBytes);
     if (hasBias_) {
@@ -112,16 +81,12 @@ class MoeFinalizeRoutingGradKernel {
       if constexpr (!IsSame<T, float>::value) pipe_.InitBuffer(biasOut_, biasExperts_ * biasColsPad_ * sizeof(T));
       pipe_.InitBuffer(biasTmp_, biasColsPad_ * 4);
     }
-    eventVS_ = static_cast<int32_t>(pipe_.FetchEventID(HardEvent::V_S));
-    eventVMte3_ = static_cast<int32_t>(pipe_.FetchEventID(HardEvent::V_MTE3));
-    eventMte3V_ = static_cast<int32_t>(pipe_.FetchEventID(HardEvent::MTE3_V));
   }
 
   __aicore__ inline void Process() {
     zero_ = zeroBuf_.Get<T>();
     Duplicate(zero_.template ReinterpretCast<float>(), 0.0f, static_cast<int32_t>(hChunk_ * sizeof(T) / 4));
-    SetFlag<HardEvent::V_MTE3>(eventVMte3_);
-    WaitFlag<HardEvent::V_MTE3>(eventVMte3_);
+    OrderPipes<HardEvent::V_MTE3>(&pipe_);
 
     TokenRows();
     EmptySlots();
@@ -134,88 +99,13 @@ class MoeFinalizeRoutingGradKernel {
   }
 
  private:
-  // ---- per-batch index data -------------------------------------------------------------------
-
-  // Indices (and, when asked, scales as fp32 and expert ids) of rows [r0, r0 + nb) into UB.
-  __aicore__ inline void LoadBatch(int64_t r0, uint32_t nb, bool withScales, bool withExperts) {
-    const uint32_t entries = nb * topK_;
-    withScales_ = withScales;
-    withExperts_ = withExperts;
-    idx_ = idxQ_.AllocTensor<int32_t>();
-    if (rowMajor_) {
-      CopyIn(idx_, idxGm_[r0 * topK_], entries);
-      idxRowStride_ = topK_;
-      idxKStride_ = 1;
-    } else {
-      // Column k holds rows r0.. at k*R + r0; each lands 32-byte aligned, AlignUp8(nb) apart.
-      DataCopyPad(idx_, idxGm_[r0], DataCopyExtParams(topK_, nb * 4, uint32_t(rows_ - nb) * 4, 0, 0),
-                  DataCopyPadExtParams<int32_t>(false, 0, 0, 0));
-      idxRowStride_ = 1;
-      idxKStride_ = AlignUp8(nb);
-    }
-    idxQ_.EnQue(idx_);
-    if (withScales) {
-      LocalTensor<S> s = scalesQ_.AllocTensor<S>();
-      CopyIn(s, scalesGm_[r0 * topK_], entries);
-      scalesQ_.EnQue(s);
-    }
-    if (withExperts) {
-      expert_ = expertQ_.AllocTensor<int32_t>();
-      CopyIn(expert_, expertGm_[r0 * topK_], entries);
-      expertQ_.EnQue(expert_);
-    }
-    idx_ = idxQ_.DeQue<int32_t>();
-    if (withScales) {
-      scalesIn_ = scalesQ_.DeQue<S>();
-      if constexpr (IsSame<S, float>::value) {
-        scalesF_ = scalesIn_;
-      } else {
-        scalesF_ = scalesF32_.Get<float>();
-        Cast(scalesF_, scalesIn_, RoundMode::CAST_NONE, entries);
-        scalesQ_.FreeTensor(scalesIn_);
-      }
-    }
-    if (withExperts) expert_ = expertQ_.DeQue<int32_t>();
-    // The scalar unit reads these buffers next: wait for the copies and the cast.
-    PipeBarrier<PIPE_ALL>();
-  }
-
-  __aicore__ inline void FreeBatch() {
-    idxQ_.FreeTensor(idx_);
-    if constexpr (IsSame<S, float>::value) {
-      if (withScales_) scalesQ_.FreeTensor(scalesIn_);
-    }
-    if (withExperts_) expertQ_.FreeTensor(expert_);
-  }
-
-  // Slot of batch row i, column k; -1 when the pair contributes nothing.
-  __aicore__ inline int64_t SlotAt(uint32_t i, uint32_t k) const {
-    const int64_t j = idx_.GetValue(i * idxRowStride_ + k * idxKStride_);
-    return (j >= 0 && j < expandedRows_) ? j : -1;
-  }
-
-  __aicore__ inline uint32_t Batch(int64_t r0, int64_t end) const {
-    return static_cast<uint32_t>(Min(end - r0, batchRows_));
-  }
-  __aicore__ inline uint32_t ChunkLen(int64_t h0) const { return static_cast<uint32_t>(Min(hidden_ - h0, hChunk_)); }
-
-  // fp32 view of a UB chunk: the chunk itself for float, else its cast into `scratch`.
-  __aicore__ inline LocalTensor<float> ToFloat(const LocalTensor<T> &in, TBuf<TPosition::VECCALC> &scratch,
-                                               uint32_t len) {
-    if constexpr (IsSame<T, float>::value) {
-      return in;
-    } else {
-      LocalTensor<float> f = scratch.Get<float>();
-      Cast(f, in, RoundMode::CAST_NONE, len);
-      return f;
-    }
-  }
+  __aicore__ inline uint32_t ChunkLen(int64_t h0) const { return static_cast<uint32_t>(Min64(hidden_ - h0, hChunk_)); }
 
   template <typename U>
   __aicore__ inline void ZeroFill(const GlobalTensor<U> &dst, int64_t count) {
     const uint32_t step = hChunk_ * sizeof(T) / sizeof(U);
     const LocalTensor<U> zero = zero_.template ReinterpretCast<U>();
-    for (int64_t i = 0; i < count; i += step) CopyOut(dst[i], zero, static_cast<uint32_t>(Min(count - i, step)));
+    for (int64_t i = 0; i < count; i += step) CopyOut(dst[i], zero, static_cast<uint32_t>(Min64(count - i, step)));
   }
 
   // ---- token rows: grad_expanded_x of mapped slots, grad_scales --------------------------------
@@ -226,8 +116,8 @@ class MoeFinalizeRoutingGradKernel {
     LocalTensor<float> dots;
     if (hasScales_) dots = dotBuf_.Get<float>();
     for (int64_t r0 = begin; r0 < end; r0 += batchRows_) {
-      const uint32_t nb = Batch(r0, end), entries = nb * topK_;
-      LoadBatch(r0, nb, hasScales_, hasScales_ && hasBias_);
+      const uint32_t nb = batch_.Rows(r0, end), entries = nb * topK_;
+      batch_.Load(r0, nb, hasScales_, hasScales_ && hasBias_);
       if (hasScales_) {
         for (uint32_t e = 0; e < entries; ++e) dots.SetValue(e, 0.0f);
       }
@@ -248,7 +138,7 @@ class MoeFinalizeRoutingGradKernel {
         CopyOut(gradScalesGm_[r0 * topK_], out, entries);
         gradScalesQ_.FreeTensor(out);
       }
-      FreeBatch();
+      batch_.Free();
     }
   }
 
@@ -261,9 +151,9 @@ class MoeFinalizeRoutingGradKernel {
     gy = gradYQ_.DeQue<T>();
     const LocalTensor<float> g = ToFloat(gy, f32A_, len);
     for (uint32_t k = 0; k < topK_; ++k) {
-      const int64_t j = SlotAt(i, k);
+      const int64_t j = batch_.Slot(i, k);
       if (j < 0) continue;
-      const float scale = hasScales_ ? scalesF_.GetValue(i * topK_ + k) : 1.0f;
+      const float scale = hasScales_ ? batch_.Scale(i, k) : 1.0f;
       LocalTensor<T> out = outQ_.AllocTensor<T>();
       if constexpr (IsSame<T, float>::value) {
         Muls(out, g, scale, len);
@@ -276,41 +166,23 @@ class MoeFinalizeRoutingGradKernel {
       out = outQ_.DeQue<T>();
       CopyOut(gradXGm_[j * hidden_ + h0], out, len);
       outQ_.FreeTensor(out);
-      if (hasScales_) AddDot(dots, g, i * topK_ + k, j, h0, len);
+      if (hasScales_) AddDot(dots, g, i, k, j, h0, len);
     }
     gradYQ_.FreeTensor(gy);
   }
 
-  // dots[pair] += <expanded_x[j] + bias[expert], g> over the chunk.
-  __aicore__ inline void AddDot(const LocalTensor<float> &dots, const LocalTensor<float> &g, uint32_t pair, int64_t j,
-                                int64_t h0, uint32_t len) {
-    // The entry rejects expert ids outside bias; on the NPU a bad one must still not be read.
-    int64_t expert = -1;
-    if (hasBias_) {
-      expert = expert_.GetValue(pair);
-      if (expert >= biasRows_) expert = -1;
-    }
-    LocalTensor<T> xin = inQ_.AllocTensor<T>();
-    CopyIn(xin, xGm_[j * hidden_ + h0], len);
-    inQ_.EnQue(xin);
-    if (expert >= 0) {
-      LocalTensor<T> bin = inQ_.AllocTensor<T>();
-      CopyIn(bin, biasGm_[expert * hidden_ + h0], len);
-      inQ_.EnQue(bin);
-    }
-    xin = inQ_.DeQue<T>();
-    const LocalTensor<float> xf = ToFloat(xin, f32B_, len);
-    if (expert >= 0) {
-      LocalTensor<T> bin = inQ_.DeQue<T>();
-      Add(xf, xf, ToFloat(bin, f32C_, len), len);
-      inQ_.FreeTensor(bin);
-    }
+  // dots[pair (i, k)] += <expanded_x[j] + bias[expert], g> over the chunk.
+  __aicore__ inline void AddDot(const LocalTensor<float> &dots, const LocalTensor<float> &g, uint32_t i, uint32_t k,
+                                int64_t j, int64_t h0, uint32_t len) {
+    const int64_t expert = hasBias_ ? batch_.Expert(i, k) : -1;
+    LocalTensor<float> xf;
+    LocalTensor<T> xin = LoadSlotRow(inQ_, inQ_, f32B_, f32C_, xGm_, biasGm_, j, expert, hidden_, h0, len, xf);
     Mul(xf, xf, g, len);
     const LocalTensor<float> sum = reduceBuf_.Get<float>();
     ReduceSum(sum, xf, sum[8], len);
     inQ_.FreeTensor(xin);
-    SetFlag<HardEvent::V_S>(eventVS_);
-    WaitFlag<HardEvent::V_S>(eventVS_);
+    OrderPipes<HardEvent::V_S>(&pipe_);
+    const uint32_t pair = i * topK_ + k;
     dots.SetValue(pair, dots.GetValue(pair) + sum.GetValue(0));
   }
 
@@ -321,19 +193,19 @@ class MoeFinalizeRoutingGradKernel {
     BlockRange(expandedRows_, begin, end);
     const LocalTensor<int32_t> mapped = slotMapBuf_.Get<int32_t>();
     for (int64_t lo = begin; lo < end; lo += mapSlots_) {
-      const int64_t hi = Min(end, lo + mapSlots_);
+      const int64_t hi = Min64(end, lo + mapSlots_);
       Duplicate(mapped, int32_t(0), static_cast<int32_t>(hi - lo));
       PipeBarrier<PIPE_ALL>();
       for (int64_t r0 = 0; r0 < rows_; r0 += batchRows_) {
-        const uint32_t nb = Batch(r0, rows_);
-        LoadBatch(r0, nb, false, false);
+        const uint32_t nb = batch_.Rows(r0, rows_);
+        batch_.Load(r0, nb, false, false);
         for (uint32_t i = 0; i < nb; ++i) {
           for (uint32_t k = 0; k < topK_; ++k) {
-            const int64_t j = SlotAt(i, k);
+            const int64_t j = batch_.Slot(i, k);
             if (j >= lo && j < hi) mapped.SetValue(uint32_t(j - lo), int32_t(1));
           }
         }
-        FreeBatch();
+        batch_.Free();
       }
       for (int64_t j = lo; j < hi; ++j) {
         if (mapped.GetValue(uint32_t(j - lo)) != 0) continue;
@@ -351,8 +223,8 @@ class MoeFinalizeRoutingGradKernel {
     BlockRange(colRanges * groups, begin, end);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t h0 = (item / groups) * biasCols_, e0 = (item % groups) * biasExperts_;
-      BiasItem(h0, static_cast<uint32_t>(Min(biasCols_, hidden_ - h0)), e0,
-               static_cast<uint32_t>(Min(biasExperts_, biasRows_ - e0)));
+      BiasItem(h0, static_cast<uint32_t>(Min64(biasCols_, hidden_ - h0)), e0,
+               static_cast<uint32_t>(Min64(biasExperts_, biasRows_ - e0)));
     }
   }
 
@@ -363,15 +235,15 @@ class MoeFinalizeRoutingGradKernel {
     const LocalTensor<float> scaled = biasTmp_.Get<float>();
     Duplicate(acc, 0.0f, static_cast<int32_t>(experts * biasColsPad_));
     for (int64_t r0 = 0; r0 < rows_; r0 += batchRows_) {
-      const uint32_t nb = Batch(r0, rows_);
-      LoadBatch(r0, nb, hasScales_, true);
+      const uint32_t nb = batch_.Rows(r0, rows_);
+      batch_.Load(r0, nb, hasScales_, true);
       for (uint32_t i = 0; i < nb; ++i) {
         bool loaded = false;
         LocalTensor<T> gy;
         LocalTensor<float> g;
         for (uint32_t k = 0; k < topK_; ++k) {
-          const int64_t e = expert_.GetValue(i * topK_ + k) - e0;
-          if (e < 0 || e >= experts || SlotAt(i, k) < 0) continue;
+          const int64_t e = batch_.Expert(i, k) - e0;
+          if (e < 0 || e >= experts || batch_.Slot(i, k) < 0) continue;
           if (!loaded) {
             gy = inQ_.AllocTensor<T>();
             CopyIn(gy, gradYGm_[(r0 + i) * hidden_ + h0], cols);
@@ -382,7 +254,7 @@ class MoeFinalizeRoutingGradKernel {
           }
           const LocalTensor<float> row = acc[uint32_t(e) * biasColsPad_];
           if (hasScales_) {
-            Muls(scaled, g, scalesF_.GetValue(i * topK_ + k), cols);
+            Muls(scaled, g, batch_.Scale(i, k), cols);
             Add(row, row, scaled, cols);
           } else {
             Add(row, row, g, cols);
@@ -390,7 +262,7 @@ class MoeFinalizeRoutingGradKernel {
         }
         if (loaded) inQ_.FreeTensor(gy);
       }
-      FreeBatch();
+      batch_.Free();
     }
     LocalTensor<T> out;
     if constexpr (IsSame<T, float>::value) {
@@ -399,36 +271,30 @@ class MoeFinalizeRoutingGradKernel {
       out = biasOut_.Get<T>();
       Cast(out, acc, RoundMode::CAST_RINT, experts * biasColsPad_);
     }
-    SetFlag<HardEvent::V_MTE3>(eventVMte3_);
-    WaitFlag<HardEvent::V_MTE3>(eventVMte3_);
+    OrderPipes<HardEvent::V_MTE3>(&pipe_);
     for (uint32_t e = 0; e < experts; ++e) CopyOut(gradBiasGm_[(e0 + e) * hidden_ + h0], out[e * biasColsPad_], cols);
     // The next item overwrites these buffers.
-    SetFlag<HardEvent::MTE3_V>(eventMte3V_);
-    WaitFlag<HardEvent::MTE3_V>(eventMte3V_);
+    OrderPipes<HardEvent::MTE3_V>(&pipe_);
   }
 
   TPipe pipe_;
-  TQue<QuePosition::VECIN, 1> gradYQ_, idxQ_, scalesQ_, expertQ_;
+  TQue<QuePosition::VECIN, 1> gradYQ_;
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECOUT, 2> outQ_;
   TQue<QuePosition::VECOUT, 1> gradScalesQ_;
-  TBuf<TPosition::VECCALC> zeroBuf_, f32A_, f32B_, f32C_, scalesF32_, dotBuf_, slotMapBuf_, reduceBuf_, biasAcc_,
-      biasOut_, biasTmp_;
+  TBuf<TPosition::VECCALC> zeroBuf_, f32A_, f32B_, f32C_, dotBuf_, slotMapBuf_, reduceBuf_, biasAcc_, biasOut_,
+      biasTmp_;
+  MoeRoutingBatch<S> batch_;
 
   GlobalTensor<T> gradYGm_, xGm_, biasGm_, gradXGm_, gradBiasGm_;
-  GlobalTensor<S> scalesGm_, gradScalesGm_;
-  GlobalTensor<int32_t> idxGm_, expertGm_;
+  GlobalTensor<S> gradScalesGm_;
 
   LocalTensor<T> zero_;
-  LocalTensor<int32_t> idx_, expert_;
-  LocalTensor<S> scalesIn_;
-  LocalTensor<float> scalesF_;
 
   int64_t rows_ = 0, hidden_ = 0, expandedRows_ = 0, biasRows_ = 0, scalesNumel_ = 0, biasNumel_ = 0;
-  uint32_t topK_ = 1, hChunk_ = 0, batchRows_ = 1, mapSlots_ = 8, idxRowStride_ = 1, idxKStride_ = 1;
+  uint32_t topK_ = 1, hChunk_ = 0, batchRows_ = 1, mapSlots_ = 8;
   uint32_t biasCols_ = 1, biasColsPad_ = 16, biasExperts_ = 1;
-  int32_t eventVS_ = 0, eventVMte3_ = 0, eventMte3V_ = 0;
-  bool rowMajor_ = false, hasBias_ = false, hasScales_ = false, withScales_ = false, withExperts_ = false;
+  bool hasBias_ = false, hasScales_ = false;
 };
 
 template <typename T, typename S>

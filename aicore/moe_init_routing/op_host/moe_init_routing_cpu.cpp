@@ -45,21 +45,6 @@ MoeInitRoutingAttrs AttrsOrDefaults(mindspore::AotExtra *extra) {
   }
 }
 
-uint64_t DTypeKey(DType d) {
-  switch (d) {
-    case DType::kF32: return kMoeInitRoutingKeyFloat;
-    case DType::kF16: return kMoeInitRoutingKeyHalf;
-    case DType::kBF16: return kMoeInitRoutingKeyBFloat16;
-    default: return 0;
-  }
-}
-
-std::string ShapeStr(int ndim, const int64_t *shape) {
-  std::string s = "[";
-  for (int i = 0; i < ndim; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // Every id must index a histogram bin: [0, expert_num), or [0, the scan maximum) without expert_num.
 void CheckExpertIds(const int32_t *ids, int64_t rows, int64_t topK, int64_t expertNum) {
   const int64_t limit = expertNum > 0 ? expertNum : kMoeInitRoutingMaxScanExperts;
@@ -79,36 +64,22 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   Require(ndims[0] == 2, "x", "must be 2-D [R, H], got shape " + ShapeStr(ndims[0], shapes[0]));
   Require(ndims[1] == 2, "expert_idx", "must be 2-D [R, K], got shape " + ShapeStr(ndims[1], shapes[1]));
   const DType dtype = ParseDType(dtypes[0]);
-  Require(DTypeKey(dtype) != 0, "x", std::string("dtype must be float32, float16 or bfloat16, got ") + dtypes[0]);
+  const uint64_t key = FloatKey(dtype, kMoeInitRoutingKeyFloat, kMoeInitRoutingKeyHalf, kMoeInitRoutingKeyBFloat16);
+  Require(key != 0, "x", std::string("dtype must be float32, float16 or bfloat16, got ") + dtypes[0]);
   Require(ParseDType(dtypes[1]) == DType::kI32, "expert_idx", std::string("dtype must be int32, got ") + dtypes[1]);
   Require(shapes[1][0] == shapes[0][0], "expert_idx",
           "has " + std::to_string(shapes[1][0]) + " rows but x has " + std::to_string(shapes[0][0]));
 
   const MoeInitRoutingAttrs attrs = ReadAttrs(static_cast<mindspore::AotExtra *>(extra));
-  MoeInitRoutingArgs args;
-  args.rows = shapes[0][0];
-  args.hidden = shapes[0][1];
-  args.topK = shapes[1][1];
-  args.dtypeKey = DTypeKey(dtype);
-  args.activeNum = attrs.activeNum;
-  args.expertCapacity = attrs.expertCapacity;
-  args.expertNum = attrs.expertNum;
-  args.dropPadMode = attrs.dropPadMode;
-  args.countFlag = attrs.countFlag;
-  args.beforeCapacityFlag = attrs.beforeCapacityFlag;
+  const MoeInitRoutingArgs args{attrs, shapes[0][0], shapes[1][1], shapes[0][1], key};
   MoeInitRoutingPlan plan;
   MoeInitRoutingRefusal why;
   if (!MoeInitRoutingTiling(args, kAtlasA2, &plan, &why)) Reject(why.arg, why.reason);
 
   // The outputs were allocated from the inferred shapes; the kernel writes exactly those sizes.
   const auto want = InferMoeInitRoutingShapes({args.rows, args.hidden}, {args.rows, args.topK}, attrs);
-  for (int o = 0; o < 4; ++o) {
-    Require(Numel(ndims[2 + o], shapes[2 + o]) == Numel(static_cast<int>(want[o].size()), want[o].data()),
-            kOutputs[o], "output shape " + ShapeStr(ndims[2 + o], shapes[2 + o]) + " does not match " +
-                             ShapeStr(static_cast<int>(want[o].size()), want[o].data()));
-    Require(ParseDType(dtypes[2 + o]) == (o == 0 ? dtype : DType::kI32), kOutputs[o],
-            std::string("output dtype ") + dtypes[2 + o] + " is wrong");
-  }
+  for (int o = 0; o < 4; ++o)
+    RequireOutput(kOutputs[o], 2 + o, ndims, shapes, dtypes, want[o], o == 0 ? dtype : DType::kI32);
   CheckExpertIds(static_cast<const int32_t *>(params[1]), args.rows, args.topK, args.expertNum);
 
   auto gm = [params](int i) { return static_cast<uint8_t *>(params[i]); };

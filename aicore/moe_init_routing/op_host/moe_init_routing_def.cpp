@@ -1,6 +1,6 @@
 // CANN OpDef of MoeInitRoutingMsops (ms_ops moe_init_routing). Built only by the CANN toolchain;
 // tiling and inference are registered in moe_init_routing_tiling.cpp.
-#include "register/op_def_registry.h"
+#include "../../common/cann_op_def.h"
 
 namespace ops {
 
@@ -26,15 +26,7 @@ class MoeInitRoutingMsops : public OpDef {
     this->Attr("expert_tokens_count_or_cumsum_flag").AttrType(OPTIONAL).Int(0);
     this->Attr("expert_tokens_before_capacity_flag").AttrType(OPTIONAL).Bool(false);
 
-    OpAICoreConfig config;
-    config.DynamicCompileStaticFlag(true)
-        .DynamicFormatFlag(false)
-        .DynamicRankSupportFlag(true)
-        .DynamicShapeSupportFlag(true)
-        .NeedCheckSupportFlag(false)
-        .PrecisionReduceFlag(true)
-        .ExtendCfgInfo("opFile.value", "moe_init_routing");
-    this->AICore().AddConfig("ascend910b", config);
+    ms_ops::AddAiCoreConfig(*this, "moe_init_routing");
   }
 };
 

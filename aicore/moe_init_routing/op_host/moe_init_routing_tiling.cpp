@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <vector>
 
+#include "cann_host.h"
+#include "cann_platform.h"
 #include "moe_init_routing_infer.h"
 #include "moe_init_routing_tiling.h"
-#include "register/op_impl_registry.h"
-#include "tiling/platform/platform_ascendc.h"
 
 namespace {
 
@@ -23,27 +23,6 @@ ms_ops::MoeInitRoutingAttrs ReadAttrs(const gert::RuntimeAttrs *attrs) {
   return a;
 }
 
-uint64_t DTypeKey(ge::DataType d) {
-  switch (d) {
-    case ge::DT_FLOAT: return kMoeInitRoutingKeyFloat;
-    case ge::DT_FLOAT16: return kMoeInitRoutingKeyHalf;
-    case ge::DT_BF16: return kMoeInitRoutingKeyBFloat16;
-    default: return 0;
-  }
-}
-
-// gert keeps an unknown rank as the single dim -2, as the pure inference expects.
-std::vector<int64_t> Dims(const gert::Shape &s) {
-  std::vector<int64_t> d(s.GetDimNum());
-  for (size_t i = 0; i < d.size(); ++i) d[i] = s.GetDim(i);
-  return d;
-}
-
-void SetDims(gert::Shape *s, const std::vector<int64_t> &d) {
-  s->SetDimNum(d.size());
-  for (size_t i = 0; i < d.size(); ++i) s->SetDim(i, d[i]);
-}
-
 }  // namespace
 
 namespace optiling {
@@ -51,27 +30,15 @@ namespace optiling {
 struct MoeInitRoutingCompileInfo {};
 
 static ge::graphStatus MoeInitRoutingTilingFunc(gert::TilingContext *context) {
-  auto ascendc = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
-  uint64_t ubSize = 0, l1Size = 0;
-  ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-  ascendc.GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1Size);
-  const ms_ops::PlatformInfo plat{ascendc.GetCoreNumAiv(), ascendc.GetCoreNumAic(), static_cast<uint32_t>(ubSize),
-                                  static_cast<uint32_t>(l1Size)};
+  const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
+  const ms_ops::PlatformInfo plat = ms_ops::ReadPlatformInfo(ascendc);
 
   const gert::Shape &x = context->GetInputShape(0)->GetStorageShape();
   const gert::Shape &expertIdx = context->GetInputShape(1)->GetStorageShape();
-  const ms_ops::MoeInitRoutingAttrs attrs = ReadAttrs(context->GetAttrs());
-  ms_ops::MoeInitRoutingArgs args;
-  args.rows = x.GetDim(0);
-  args.hidden = x.GetDim(1);
-  args.topK = expertIdx.GetDim(1);
-  args.dtypeKey = DTypeKey(context->GetInputDesc(0)->GetDataType());
-  args.activeNum = attrs.activeNum;
-  args.expertCapacity = attrs.expertCapacity;
-  args.expertNum = attrs.expertNum;
-  args.dropPadMode = attrs.dropPadMode;
-  args.countFlag = attrs.countFlag;
-  args.beforeCapacityFlag = attrs.beforeCapacityFlag;
+  const uint64_t key = ms_ops::FloatKey(context->GetInputDesc(0)->GetDataType(), kMoeInitRoutingKeyFloat,
+                                        kMoeInitRoutingKeyHalf, kMoeInitRoutingKeyBFloat16);
+  const ms_ops::MoeInitRoutingArgs args{ReadAttrs(context->GetAttrs()), x.GetDim(0), expertIdx.GetDim(1), x.GetDim(1),
+                                        key};
 
   ms_ops::MoeInitRoutingPlan plan;
   ms_ops::MoeInitRoutingRefusal why;
@@ -79,12 +46,7 @@ static ge::graphStatus MoeInitRoutingTilingFunc(gert::TilingContext *context) {
     std::fprintf(stderr, "ms_ops moe_init_routing: %s: %s\n", why.arg.c_str(), why.reason.c_str());
     return ge::GRAPH_FAILED;
   }
-  *context->GetTilingData<MoeInitRoutingTilingData>() = plan.tiling;
-  context->SetBlockDim(plan.blockDim);
-  context->SetTilingKey(plan.tilingKey);
-  size_t *workspace = context->GetWorkspaceSizes(1);
-  workspace[0] = ascendc.GetLibApiWorkSpaceSize();
-  return ge::GRAPH_SUCCESS;
+  return ms_ops::SetTiling(context, ascendc, plan.tiling, plan.blockDim, plan.tilingKey);
 }
 
 static ge::graphStatus MoeInitRoutingTilingParse(gert::TilingParseContext *) { return ge::GRAPH_SUCCESS; }
@@ -98,10 +60,10 @@ IMPL_OP_OPTILING(MoeInitRoutingMsops)
 namespace ops {
 
 static ge::graphStatus MoeInitRoutingInferShape(gert::InferShapeContext *context) {
-  const auto shapes = ms_ops::InferMoeInitRoutingShapes(Dims(*context->GetInputShape(0)),
-                                                        Dims(*context->GetInputShape(1)),
+  const auto shapes = ms_ops::InferMoeInitRoutingShapes(ms_ops::Dims(*context->GetInputShape(0)),
+                                                        ms_ops::Dims(*context->GetInputShape(1)),
                                                         ReadAttrs(context->GetAttrs()));
-  for (size_t o = 0; o < shapes.size(); ++o) SetDims(context->GetOutputShape(o), shapes[o]);
+  for (size_t o = 0; o < shapes.size(); ++o) ms_ops::SetDims(context->GetOutputShape(o), shapes[o]);
   return ge::GRAPH_SUCCESS;
 }
 

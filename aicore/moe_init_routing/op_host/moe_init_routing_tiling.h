@@ -18,17 +18,12 @@
 
 namespace ms_ops {
 
-struct MoeInitRoutingArgs {
-  int64_t rows = 0;     // R
-  int64_t topK = 0;     // K
-  int64_t hidden = 0;   // H
+// The attributes plus what the shapes and dtype tell.
+struct MoeInitRoutingArgs : MoeInitRoutingAttrs {
+  int64_t rows = 0;       // R
+  int64_t topK = 0;       // K
+  int64_t hidden = 0;     // H
   uint64_t dtypeKey = 0;  // kMoeInitRoutingKey* of x's dtype
-  int64_t activeNum = 0;
-  int64_t expertCapacity = 0;
-  int64_t expertNum = 0;
-  int64_t dropPadMode = 0;
-  int64_t countFlag = 0;  // expert_tokens_count_or_cumsum_flag
-  bool beforeCapacityFlag = false;
 };
 
 struct MoeInitRoutingPlan {

@@ -8,33 +8,13 @@
 //
 // On the NPU, ids outside [0, histCapacity) are dropped (expanded_row_idx -1); the CPU entry
 // rejects them before launch.
-#include "kernel_operator.h"
+#include "../../common/kernel_utils.h"
 #include "moe_init_routing_tiling_data.h"
 
 using namespace AscendC;
+using namespace ms_ops::kernel;
 
 namespace {
-
-constexpr uint32_t kUbAlign = 32;
-
-__aicore__ inline uint32_t UbBytes(int64_t elems, uint32_t elemBytes) {
-  return static_cast<uint32_t>((elems * elemBytes + kUbAlign - 1) / kUbAlign * kUbAlign);
-}
-
-__aicore__ inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-// Orders two pipes of this core: everything issued on the first before this point completes
-// before anything issued on the second after it.
-template <HardEvent EVT>
-__aicore__ inline void OrderPipes(TPipe *pipe) {
-  const TEventID id = pipe->FetchEventID(EVT);
-  SetFlag<EVT>(id);
-  WaitFlag<EVT>(id);
-}
-
-__aicore__ inline DataCopyExtParams Contiguous(int64_t bytes) {
-  return DataCopyExtParams(1, static_cast<uint32_t>(bytes), 0, 0, 0);
-}
 
 template <typename T>
 class MoeInitRoutingKernel {
@@ -119,7 +99,7 @@ class MoeInitRoutingKernel {
 
   __aicore__ inline void LoadIds(int64_t flatBegin, uint32_t n) {
     OrderPipes<HardEvent::S_MTE2>(pipe_);
-    DataCopyPad(ids_, idsGm_[flatBegin], Contiguous(n * sizeof(int32_t)), DataCopyPadExtParams<int32_t>(false, 0, 0, 0));
+    CopyIn(ids_, idsGm_[flatBegin], n);
     OrderPipes<HardEvent::MTE2_S>(pipe_);
   }
 
@@ -155,7 +135,7 @@ class MoeInitRoutingKernel {
       OrderPipes<HardEvent::MTE3_S>(pipe_);
       for (uint32_t i = 0; i < n; ++i) rowIdx_.SetValue(i, Destination(ids_.GetValue(i)));
       OrderPipes<HardEvent::S_MTE3>(pipe_);
-      DataCopyPad(rowIdxGm_[r * t_.topK], rowIdx_, Contiguous(n * sizeof(int32_t)));
+      CopyOut(rowIdxGm_[r * t_.topK], rowIdx_, n);
       for (int64_t j = 0; j < rows; ++j) CopyRow(r + j, static_cast<uint32_t>(j * t_.topK));
     }
   }
@@ -166,14 +146,14 @@ class MoeInitRoutingKernel {
     for (int64_t k = 0; k < t_.topK && !any; ++k) any = Kept(rowIdx_.GetValue(first + k));
     if (!any) return;
     for (int64_t h = 0; h < t_.hidden; h += t_.hiddenChunk) {
-      const int64_t bytes = Min64(t_.hiddenChunk, t_.hidden - h) * sizeof(T);
+      const uint32_t len = static_cast<uint32_t>(Min64(t_.hiddenChunk, t_.hidden - h));
       LocalTensor<T> row = rowQue_.template AllocTensor<T>();
-      DataCopyPad(row, xGm_[r * t_.hidden + h], Contiguous(bytes), DataCopyPadExtParams<T>(false, 0, 0, T(0)));
+      CopyIn(row, xGm_[r * t_.hidden + h], len);
       rowQue_.EnQue(row);
       row = rowQue_.template DeQue<T>();
       for (int64_t k = 0; k < t_.topK; ++k) {
         const int32_t dest = rowIdx_.GetValue(first + k);
-        if (Kept(dest)) DataCopyPad(expandedXGm_[dest * t_.hidden + h], row, Contiguous(bytes));
+        if (Kept(dest)) CopyOut(expandedXGm_[dest * t_.hidden + h], row, len);
       }
       rowQue_.FreeTensor(row);
     }
@@ -195,7 +175,7 @@ class MoeInitRoutingKernel {
       int64_t pos = (e * t_.capacity + filled) * t_.hidden;
       const int64_t end = (e + 1) * t_.capacity * t_.hidden;
       for (; pos < end; pos += zeroElems)
-        DataCopyPad(expandedXGm_[pos], zero, Contiguous(Min64(zeroElems, end - pos) * sizeof(T)));
+        CopyOut(expandedXGm_[pos], zero, static_cast<uint32_t>(Min64(zeroElems, end - pos)));
     }
   }
 
@@ -208,7 +188,7 @@ class MoeInitRoutingKernel {
       cursor_.SetValue(e, t_.countMode == 1 ? running : count);
     }
     OrderPipes<HardEvent::S_MTE3>(pipe_);
-    DataCopyPad(countsGm_, cursor_, Contiguous(t_.expertNum * sizeof(int32_t)));
+    CopyOut(countsGm_, cursor_, static_cast<uint32_t>(t_.expertNum));
   }
 
   MoeInitRoutingTilingData t_;

@@ -17,21 +17,6 @@ namespace {
 
 constexpr const char *kOp = "moe_init_routing_grad";
 
-uint64_t DTypeKey(DType d) {
-  switch (d) {
-    case DType::kF32: return kMoeInitRoutingGradKeyFloat;
-    case DType::kF16: return kMoeInitRoutingGradKeyHalf;
-    case DType::kBF16: return kMoeInitRoutingGradKeyBFloat16;
-    default: return 0;
-  }
-}
-
-std::string ShapeStr(int ndim, const int64_t *shape) {
-  std::string s = "[";
-  for (int i = 0; i < ndim; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // Dropless indices are positions in the sorted order, [0, R*K); drop/pad ones are slots of
 // [E, C] or -1 for a dropped pair.
 void CheckRowIdx(const int32_t *idx, int64_t count, int64_t low, int64_t high) {
@@ -44,7 +29,9 @@ void CheckRowIdx(const int32_t *idx, int64_t count, int64_t low, int64_t high) {
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extra) {
   Require(nparam == 3, "params", "expected 2 inputs and 1 output, got " + std::to_string(nparam) + " tensors");
   const DType dtype = ParseDType(dtypes[0]);
-  Require(DTypeKey(dtype) != 0, "grad_expanded_x",
+  const uint64_t key =
+      FloatKey(dtype, kMoeInitRoutingGradKeyFloat, kMoeInitRoutingGradKeyHalf, kMoeInitRoutingGradKeyBFloat16);
+  Require(key != 0, "grad_expanded_x",
           std::string("dtype must be float32, float16 or bfloat16, got ") + dtypes[0]);
   Require(ndims[0] == 2 || ndims[0] == 3, "grad_expanded_x",
           "must be [A, H] or [E, C, H], got shape " + ShapeStr(ndims[0], shapes[0]));
@@ -61,7 +48,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   args.gradRows = ndims[0] == 2 ? shapes[0][0] : shapes[0][0] * shapes[0][1];
   args.hidden = shapes[0][ndims[0] - 1];
   args.flatCount = shapes[1][0];
-  args.dtypeKey = DTypeKey(dtype);
+  args.dtypeKey = key;
   args.topK = ex->Attr<int64_t>("top_k");
   args.dropPadMode = ex->Attr<int64_t>("drop_pad_mode");
   args.activeNum = ex->Attr<int64_t>("active_num");
@@ -69,10 +56,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   MoeInitRoutingGradRefusal why;
   if (!MoeInitRoutingGradTiling(args, kAtlasA2, &plan, &why)) Reject(why.arg, why.reason);
 
-  const std::vector<int64_t> want{plan.tiling.rows, plan.tiling.hidden};
-  Require(Numel(ndims[2], shapes[2]) == want[0] * want[1], "grad_x",
-          "output shape " + ShapeStr(ndims[2], shapes[2]) + " does not match " + ShapeStr(2, want.data()));
-  Require(ParseDType(dtypes[2]) == dtype, "grad_x", std::string("output dtype ") + dtypes[2] + " is wrong");
+  RequireOutput("grad_x", 2, ndims, shapes, dtypes, {plan.tiling.rows, plan.tiling.hidden}, dtype);
   if (args.dropPadMode == 0)
     CheckRowIdx(static_cast<const int32_t *>(params[1]), args.flatCount, 0, args.flatCount);
   else

@@ -1,6 +1,6 @@
 // CANN OpDef of MoeInitRoutingGradMsops (ms_ops moe_init_routing_grad). Built only by the CANN
 // toolchain; tiling and inference are registered in moe_init_routing_grad_tiling.cpp.
-#include "register/op_def_registry.h"
+#include "../../common/cann_op_def.h"
 
 namespace ops {
 
@@ -17,15 +17,7 @@ class MoeInitRoutingGradMsops : public OpDef {
     this->Attr("drop_pad_mode").AttrType(OPTIONAL).Int(0);
     this->Attr("active_num").AttrType(OPTIONAL).Int(0);
 
-    OpAICoreConfig config;
-    config.DynamicCompileStaticFlag(true)
-        .DynamicFormatFlag(false)
-        .DynamicRankSupportFlag(true)
-        .DynamicShapeSupportFlag(true)
-        .NeedCheckSupportFlag(false)
-        .PrecisionReduceFlag(true)
-        .ExtendCfgInfo("opFile.value", "moe_init_routing_grad");
-    this->AICore().AddConfig("ascend910b", config);
+    ms_ops::AddAiCoreConfig(*this, "moe_init_routing_grad");
   }
 };
 

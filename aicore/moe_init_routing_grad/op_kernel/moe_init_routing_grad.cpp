@@ -4,40 +4,13 @@
 // and indices at or past the rows of grad_expanded_x (dropless active truncation). Each block owns
 // a contiguous range of rows; a row gathers its K source rows through UB and accumulates them in
 // fp32 in k order, so the result does not depend on the tiling.
-#include "kernel_operator.h"
+#include "../../common/kernel_utils.h"
 #include "moe_init_routing_grad_tiling_data.h"
 
 using namespace AscendC;
+using namespace ms_ops::kernel;
 
 namespace {
-
-constexpr uint32_t kUbAlign = 32;
-
-__aicore__ inline uint32_t UbBytes(int64_t elems, uint32_t elemBytes) {
-  return static_cast<uint32_t>((elems * elemBytes + kUbAlign - 1) / kUbAlign * kUbAlign);
-}
-
-__aicore__ inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-template <HardEvent EVT>
-__aicore__ inline void OrderPipes(TPipe *pipe) {
-  const TEventID id = pipe->FetchEventID(EVT);
-  SetFlag<EVT>(id);
-  WaitFlag<EVT>(id);
-}
-
-__aicore__ inline DataCopyExtParams Contiguous(int64_t bytes) {
-  return DataCopyExtParams(1, static_cast<uint32_t>(bytes), 0, 0, 0);
-}
-
-template <typename A, typename B>
-struct IsSame {
-  static constexpr bool value = false;
-};
-template <typename A>
-struct IsSame<A, A> {
-  static constexpr bool value = true;
-};
 
 template <typename T>
 class MoeInitRoutingGradKernel {
@@ -73,8 +46,7 @@ class MoeInitRoutingGradKernel {
     for (int64_t r = rowBegin_; r < rowEnd_; r += t_.rowsPerChunk) {
       const int64_t rows = Min64(t_.rowsPerChunk, rowEnd_ - r);
       OrderPipes<HardEvent::S_MTE2>(pipe_);
-      DataCopyPad(ids_, idsGm_[r * t_.topK], Contiguous(rows * t_.topK * sizeof(int32_t)),
-                  DataCopyPadExtParams<int32_t>(false, 0, 0, 0));
+      CopyIn(ids_, idsGm_[r * t_.topK], static_cast<uint32_t>(rows * t_.topK));
       OrderPipes<HardEvent::MTE2_S>(pipe_);
       for (int64_t j = 0; j < rows; ++j)
         for (int64_t h = 0; h < t_.hidden; h += t_.hiddenChunk)
@@ -97,8 +69,7 @@ class MoeInitRoutingGradKernel {
       const int32_t src = ids_.GetValue(first + k);
       if (src < 0 || src >= t_.gradRows) continue;
       LocalTensor<T> in = inQue_.template AllocTensor<T>();
-      DataCopyPad(in, gradGm_[src * t_.hidden + h], Contiguous(len * sizeof(T)),
-                  DataCopyPadExtParams<T>(false, 0, 0, T(0)));
+      CopyIn(in, gradGm_[src * t_.hidden + h], len);
       inQue_.EnQue(in);
       in = inQue_.template DeQue<T>();
       PipeBarrier<PIPE_V>();
@@ -118,7 +89,7 @@ class MoeInitRoutingGradKernel {
     }
     outQue_.EnQue(out);
     out = outQue_.template DeQue<T>();
-    DataCopyPad(outGm_[r * t_.hidden + h], out, Contiguous(len * sizeof(T)));
+    CopyOut(outGm_[r * t_.hidden + h], out, len);
     outQue_.FreeTensor(out);
   }
 

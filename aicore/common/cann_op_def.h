@@ -1,0 +1,26 @@
+// The AI Core configuration every ms_ops OpDef registers (CANN-only: never compiled by the CPU
+// build). All our kernels take their shapes from the tiling at run time, so one binary per dtype
+// serves every shape and rank.
+#ifndef MS_OPS_COMMON_CANN_OP_DEF_H_
+#define MS_OPS_COMMON_CANN_OP_DEF_H_
+
+#include "register/op_def_registry.h"
+
+namespace ms_ops {
+
+// `kernelFile`: the op_kernel/<kernelFile>.cpp that implements the op.
+inline void AddAiCoreConfig(ops::OpDef &def, const char *kernelFile) {
+  ops::OpAICoreConfig config;
+  config.DynamicCompileStaticFlag(true)
+      .DynamicFormatFlag(false)
+      .DynamicRankSupportFlag(true)
+      .DynamicShapeSupportFlag(true)
+      .NeedCheckSupportFlag(false)
+      .PrecisionReduceFlag(true)
+      .ExtendCfgInfo("opFile.value", kernelFile);
+  def.AICore().AddConfig("ascend910b", config);
+}
+
+}  // namespace ms_ops
+
+#endif  // MS_OPS_COMMON_CANN_OP_DEF_H_

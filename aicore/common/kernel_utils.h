@@ -1,0 +1,72 @@
+// Small AscendC helpers shared by the op kernels (kernel code only: it includes kernel_operator.h).
+// Every GM access here still goes through GlobalTensor and DataCopyPad.
+#ifndef MS_OPS_COMMON_KERNEL_UTILS_H_
+#define MS_OPS_COMMON_KERNEL_UTILS_H_
+
+#include "kernel_operator.h"
+
+namespace ms_ops {
+namespace kernel {
+
+// Kernels have no <type_traits>.
+template <typename A, typename B>
+struct IsSame {
+  static constexpr bool value = false;
+};
+template <typename A>
+struct IsSame<A, A> {
+  static constexpr bool value = true;
+};
+
+constexpr uint32_t kUbAlign = 32;  // UB buffers start and end on 32-byte blocks
+
+// Bytes of a UB buffer holding `elems` elements of `elemBytes`, rounded up to whole blocks.
+__aicore__ inline uint32_t UbBytes(int64_t elems, uint32_t elemBytes) {
+  return static_cast<uint32_t>((elems * elemBytes + kUbAlign - 1) / kUbAlign * kUbAlign);
+}
+
+__aicore__ inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Orders two pipes of this core: everything issued on the first before this point completes
+// before anything issued on the second after it.
+template <AscendC::HardEvent EVT>
+__aicore__ inline void OrderPipes(AscendC::TPipe *pipe) {
+  const AscendC::TEventID id = pipe->FetchEventID(EVT);
+  AscendC::SetFlag<EVT>(id);
+  AscendC::WaitFlag<EVT>(id);
+}
+
+// DataCopyPad of `count` contiguous elements: unlike DataCopy it takes any byte length, so rows
+// and index runs need not be multiples of 32 bytes.
+template <typename T>
+__aicore__ inline void CopyIn(const AscendC::LocalTensor<T> &dst, const AscendC::GlobalTensor<T> &src,
+                              uint32_t count) {
+  AscendC::DataCopyPad(dst, src, AscendC::DataCopyExtParams(1, count * sizeof(T), 0, 0, 0),
+                       AscendC::DataCopyPadExtParams<T>(false, 0, 0, 0));
+}
+
+template <typename T>
+__aicore__ inline void CopyOut(const AscendC::GlobalTensor<T> &dst, const AscendC::LocalTensor<T> &src,
+                               uint32_t count) {
+  AscendC::DataCopyPad(dst, src, AscendC::DataCopyExtParams(1, count * sizeof(T), 0, 0, 0));
+}
+
+// fp32 view of a UB chunk for the arithmetic: the chunk itself for float, else its cast into
+// `scratch`.
+template <typename T>
+__aicore__ inline AscendC::LocalTensor<float> ToFloat(const AscendC::LocalTensor<T> &in,
+                                                      AscendC::TBuf<AscendC::TPosition::VECCALC> &scratch,
+                                                      uint32_t len) {
+  if constexpr (IsSame<T, float>::value) {
+    return in;
+  } else {
+    AscendC::LocalTensor<float> f = scratch.template Get<float>();
+    AscendC::Cast(f, in, AscendC::RoundMode::CAST_NONE, len);
+    return f;
+  }
+}
+
+}  // namespace kernel
+}  // namespace ms_ops
+
+#endif  // MS_OPS_COMMON_KERNEL_UTILS_H_
