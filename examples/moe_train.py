@@ -49,6 +49,7 @@ def train(args):
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_seed(args.seed)
     task = ClusterTask(args.hidden, args.clusters, args.seed)
+    # Capacity E/k slots per even share = every token fits: the loss measures routing, not drops.
     model = ms_ops.nn.MoE(args.hidden, args.ffn, args.experts, args.top_k,
                           capacity_factor=args.experts / args.top_k)
     step = nn.TrainOneStepCell(nn.WithLossCell(model, nn.MSELoss()),
