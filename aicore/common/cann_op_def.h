@@ -8,7 +8,8 @@
 
 namespace ms_ops {
 
-// `kernelFile`: the op_kernel/<kernelFile>.cpp that implements the op.
+// `kernelFile`: the op_kernel/<kernelFile>.cpp that implements the op, whose entry function has
+// the same name (without opInterface CANN would derive it from the op type, `<op>_msops`).
 inline void AddAiCoreConfig(ops::OpDef &def, const char *kernelFile) {
   ops::OpAICoreConfig config;
   config.DynamicCompileStaticFlag(true)
@@ -17,7 +18,8 @@ inline void AddAiCoreConfig(ops::OpDef &def, const char *kernelFile) {
       .DynamicShapeSupportFlag(true)
       .NeedCheckSupportFlag(false)
       .PrecisionReduceFlag(true)
-      .ExtendCfgInfo("opFile.value", kernelFile);
+      .ExtendCfgInfo("opFile.value", kernelFile)
+      .ExtendCfgInfo("opInterface.value", kernelFile);
   def.AICore().AddConfig("ascend910b", config);
 }
 

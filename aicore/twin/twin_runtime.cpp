@@ -1,6 +1,9 @@
 #include "twin_runtime.h"
 
 #include <omp.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -96,6 +99,10 @@ int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std:
       if (!failed.exchange(true)) Report(kernel, b, "exception", "unknown exception");
     }
     tlsBlock = outer;
+#if defined(__SSE2__)
+    // Streaming stores of DataCopy to GM (twin_copy.h) become visible to other threads here.
+    _mm_sfence();
+#endif
   }
   return failed.load() ? 1 : 0;
 }
