@@ -42,6 +42,11 @@ INIT_CASES = {
     "drop_large_capacity": (23, 2, 4, 123, 1, 23, 0, 0, ()),
     "no_expert_num": (19, 2, 7, 40, 0, 0, 0, 0, ()),
 }
+# The full grid (--full): LLM-like sizes and rows longer than one UB chunk.
+INIT_CASES_FULL = {
+    "R1025_K8_E64_H2048": (1025, 8, 64, 2048, 0, 0, 0, 1, (3,)),
+    "R97_K4_E7_H7001_drop": (97, 4, 7, 7001, 1, 40, 0, 0, ()),
+}
 
 
 def init_kwargs(case):
@@ -53,12 +58,17 @@ def init_kwargs(case):
     return kw
 
 
+def grid(cases, full_cases):
+    return [*cases, *(pytest.param(c, marks=pytest.mark.full) for c in full_cases)]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("case", list(INIT_CASES))
+@pytest.mark.parametrize("case", grid(INIT_CASES, INIT_CASES_FULL))
 def test_init_routing_forward_and_grad(mode, dtype, case):
     """moe_init_routing outputs are exact; d x equals the reference gather-sum."""
-    rows, top_k, experts, hidden, *_ , zero = INIT_CASES[case]
-    kw = init_kwargs(INIT_CASES[case])
+    spec = INIT_CASES.get(case) or INIT_CASES_FULL[case]
+    rows, top_k, experts, hidden, *_ , zero = spec
+    kw = init_kwargs(spec)
     x = representable((rows, hidden), dtype)
     idx = routing(rows, top_k, experts, zero)
     want = ref.moe_init_routing(x, idx, **kw)
@@ -101,6 +111,10 @@ FIN_CASES = {
     "m2_active_trunc": (19, 4, 5, 123, 2, 0, 50, False, False, True, True),
     "R1_K1_E1_noscales": (1, 1, 1, 123, 2, 0, 0, True, False, True, False),
     "m2_bare": (13, 1, 3, 32, 2, 0, 0, False, False, False, False),
+}
+FIN_CASES_FULL = {
+    "m2_R513_K8_E64_H2048": (513, 8, 64, 2048, 2, 0, 0, True, False, True, True),
+    "m3_R97_K4_E7_H7001": (97, 4, 7, 7001, 3, 30, 0, True, True, True, True),
 }
 
 
@@ -153,10 +167,11 @@ def finalize_call(expanded, row_idx, opt, mode, dtype, fp32_scales=False):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("case", list(FIN_CASES))
+@pytest.mark.parametrize("case", grid(FIN_CASES, FIN_CASES_FULL))
 def test_finalize_routing_forward_and_grad(mode, dtype, case):
     """moe_finalize_routing and d expanded_x / d x1 / d x2 / d bias / d scales vs float64."""
-    expanded, row_idx, opt, drop_mode = finalize_inputs(FIN_CASES[case], dtype)
+    spec = FIN_CASES.get(case) or FIN_CASES_FULL[case]
+    expanded, row_idx, opt, drop_mode = finalize_inputs(spec, dtype)
     fn, args, names = finalize_call(expanded, row_idx, opt, drop_mode, dtype)
     np_kw = dict(opt, drop_pad_mode=drop_mode)
     out = fn(*args)
