@@ -73,3 +73,35 @@ def test_moe_bf16_and_repr(mode):
     assert out.shape == (40, 32) and out.dtype == ms.bfloat16
     assert np.isfinite(out.astype(ms.float32).asnumpy()).all()
     assert "num_experts=8, top_k=2" in repr(cell)
+
+
+class GradCell(nn.Cell):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def construct(self, x):
+        return self.fn(x)
+
+
+def test_moe_dynamic_token_count_graph():
+    """GRAPH mode compiled once for an unknown token count (fixed capacity), forward and grads."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    cell = MoE(8, 12, num_experts=3, top_k=2, expert_capacity=16)  # >= every token count below
+    net = Loss(cell, ms.Tensor(np.zeros((1, 8)), ms.float32))
+    dense = Loss(DenseMoE(cell), ms.Tensor(np.zeros((1, 8)), ms.float32))
+    params = cell.trainable_params()
+    grad = GradCell(ms.value_and_grad(net, grad_position=0, weights=params))
+    net.set_inputs(ms.Tensor(shape=[None, 8], dtype=ms.float32))
+    grad.set_inputs(ms.Tensor(shape=[None, 8], dtype=ms.float32))
+    for tokens in (5, 16, 9):
+        np.testing.assert_allclose(net(ms.Tensor(np.ones((tokens, 8)), ms.float32)).asnumpy(),
+                                   dense(ms.Tensor(np.ones((tokens, 8)), ms.float32)).asnumpy(), rtol=1e-5)
+        x = ms.Tensor(np.random.randn(tokens, 8), ms.float32)
+        (loss, (dx, dw)), (want, (want_dx, want_dw)) = grad(x), ms.value_and_grad(
+            dense, grad_position=0, weights=params)(x)
+        np.testing.assert_allclose(loss.asnumpy(), want.asnumpy(), rtol=1e-5)
+        np.testing.assert_allclose(dx.asnumpy(), want_dx.asnumpy(), rtol=1e-4, atol=1e-6)
+        for a, b in zip(dw, want_dw):
+            np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-4, atol=1e-6)
+    ms.set_context(mode=ms.PYNATIVE_MODE)

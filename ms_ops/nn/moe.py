@@ -30,30 +30,36 @@ class MoE(nn.Cell):
         top_k (int): experts per token. Default 2.
         capacity_factor (float): slots per expert relative to an even load. Default 2.0; use
             ``num_experts / top_k`` (or more) for no dropping at all.
+        expert_capacity (int, optional): a fixed C instead of the one from ``capacity_factor``;
+            needed in GRAPH mode when the token count is dynamic (``Cell.set_inputs``).
         normalize_top_k (bool): renormalise the kept router probabilities. Default True.
         dtype (mindspore.dtype): parameter and compute dtype of the experts. Default float32
             (MindSpore's CPU batched matmul has no bfloat16 kernel; routing runs in the dtype of
             ``x`` whatever this is).
 
     Inputs:
-        x (Tensor): ``[..., H]``. In GRAPH mode the token count must be static (it sets C).
+        x (Tensor): ``[..., H]``. In GRAPH mode the token count must be static unless
+            ``expert_capacity`` is given (it sets C).
 
     Outputs:
         Tensor of the shape and dtype of ``x``.
     """
 
     def __init__(self, hidden_size, ffn_hidden_size, num_experts, top_k=2, *, capacity_factor=2.0,
-                 normalize_top_k=True, dtype=ms.float32):
+                 expert_capacity=None, normalize_top_k=True, dtype=ms.float32):
         super().__init__()
         if not 1 <= top_k <= num_experts:
             raise ValueError(f"MoE: 'top_k' must be in [1, num_experts={num_experts}], got {top_k}")
         if capacity_factor <= 0:
             raise ValueError(f"MoE: 'capacity_factor' must be > 0, got {capacity_factor}")
+        if expert_capacity is not None and expert_capacity < 1:
+            raise ValueError(f"MoE: 'expert_capacity' must be >= 1, got {expert_capacity}")
         self.hidden_size = hidden_size
         self.ffn_hidden_size = ffn_hidden_size
         self.num_experts = num_experts
         self.top_k = top_k
         self.capacity_factor = capacity_factor
+        self.expert_capacity = expert_capacity
         self.normalize_top_k = normalize_top_k
         std_in, std_out = hidden_size ** -0.5, ffn_hidden_size ** -0.5
         self.router = Parameter(initializer(Normal(std_in), (hidden_size, num_experts), ms.float32),
@@ -66,6 +72,8 @@ class MoE(nn.Cell):
             name="w_down")
 
     def capacity(self, num_tokens):
+        if self.expert_capacity is not None:
+            return self.expert_capacity
         per_expert = self.capacity_factor * num_tokens * self.top_k / self.num_experts
         return max(1, min(num_tokens, math.ceil(per_expert)))
 

@@ -52,7 +52,8 @@ def moe_init_routing(x, expert_idx, *, active_num=0, expert_capacity=0, expert_n
     Keyword Args:
         active_num (int): dropless mode only; when ``0 < active_num < R*K`` only the first
             ``active_num`` sorted rows are produced. Default 0 (all).
-        expert_capacity (int): C, slots per expert in drop/pad mode (``0 < C``). Default 0.
+        expert_capacity (int): C, slots per expert in drop/pad mode (``0 < C``; unlike CANN, C may
+            exceed R, which keeps a fixed C usable when the token count varies). Default 0.
         expert_num (int): E. Required (> 0) in drop/pad mode and when counts are requested; with 0
             the experts are the ids present (ids up to 8191).
         drop_pad_mode (int): 0 dropless; 1 drop/pad: ``expanded_x`` is ``[E, C, H]``, a pair
@@ -99,9 +100,6 @@ def moe_init_routing(x, expert_idx, *, active_num=0, expert_capacity=0, expert_n
                              f"(drop_pad_mode=1), got {expert_capacity}")
         if expert_num <= 0:
             raise ValueError(f"{op}: 'expert_num' must be > 0 in drop/pad mode, got {expert_num}")
-        if known(x.shape[0]) and expert_capacity > x.shape[0]:
-            raise ValueError(f"{op}: 'expert_capacity' must be <= the number of tokens "
-                             f"({x.shape[0]}), got {expert_capacity}")
     if expert_tokens_count_or_cumsum_flag and expert_num <= 0:
         raise ValueError(f"{op}: 'expert_num' must be > 0 when "
                          f"'expert_tokens_count_or_cumsum_flag' is set")
