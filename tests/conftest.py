@@ -33,11 +33,13 @@ def pytest_collection_modifyitems(config, items):
 def mode(request):
     """Runs the test once in GRAPH_MODE and once in PYNATIVE_MODE."""
     ms.set_context(mode=MODES[request.param])
-    yield request.param
-    ms.set_context(mode=ms.PYNATIVE_MODE)
+    return request.param
 
 
 @pytest.fixture(autouse=True)
-def _seed():
+def _seed_and_mode():
+    """Seeds every test, and puts PYNATIVE mode back even when a test that set GRAPH mode fails."""
     np.random.seed(1234)
     ms.set_seed(1234)
+    yield
+    ms.set_context(mode=ms.PYNATIVE_MODE)

@@ -248,7 +248,6 @@ def test_dynamic_shape_graph():
         dx, dsens = grad_net(ms.Tensor(x, ms.float32), ms.Tensor(idx), ms.Tensor(sens, ms.float32))
         np.testing.assert_allclose(dx.asnumpy(), sens[init[1]], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(dsens.asnumpy(), init[0], rtol=1e-6, atol=1e-6)
-    ms.set_context(mode=ms.PYNATIVE_MODE)
 
 
 class DropCombine(nn.Cell):
@@ -289,7 +288,6 @@ def test_dynamic_shape_graph_drop_pad(dtype):
         assert_close("d x", to_np(dx), want_dx, naive_dx, dtype)
         assert_close("d scales", to_np(ds), g["grad_scales"], g_naive["grad_scales"], dtype)
         assert_close("d bias", to_np(db), g["grad_bias"], g_naive["grad_bias"], dtype)
-    ms.set_context(mode=ms.PYNATIVE_MODE)
 
 
 def test_grad_of_plain_function_in_graph_mode():
@@ -305,7 +303,6 @@ def test_grad_of_plain_function_in_graph_mode():
 
     dx = ms.grad(f)(ms.Tensor(x, ms.float32), ms.Tensor(idx))
     np.testing.assert_allclose(dx.asnumpy(), np.full((10, 8), 4.0))
-    ms.set_context(mode=ms.PYNATIVE_MODE)
 
 
 def test_jit_function_and_value_and_grad(mode):

@@ -104,4 +104,3 @@ def test_moe_dynamic_token_count_graph():
         np.testing.assert_allclose(dx.asnumpy(), want_dx.asnumpy(), rtol=1e-4, atol=1e-6)
         for a, b in zip(dw, want_dw):
             np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-4, atol=1e-6)
-    ms.set_context(mode=ms.PYNATIVE_MODE)
