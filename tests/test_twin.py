@@ -5,6 +5,9 @@ import ctypes
 import glob
 import importlib.util
 import os
+import re
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -26,8 +29,11 @@ SIGNATURES = {
     "twin_strided_copy": [V, V, U, U, U, U],
     "twin_block_ids": [V, U],
     "twin_violation": [I, V, V],
-    "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U],
+    "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
+    "twin_sync_sum": [I, V, V, U, U, U],
+    "twin_sync_fail": [I, V, U, U, U, U],
+    "twin_sync_plain": [U],
 }
 
 # RoundMode values
@@ -374,6 +380,7 @@ VIOLATIONS = [
     (8, "LocalTensor::GetValue: UB access out of range: elements up to 65 of a 64-element UB buffer"),
     (9, "Add: UB address"),
     (10, "Compare: count 48 x 4 bytes = 192 bytes is not a multiple of 256 bytes (strict mode)"),
+    (11, "Matmul::IterateAll: out-of-bounds GM access: elements up to 16 of a 8-element GM buffer"),
 ]
 
 
@@ -385,6 +392,7 @@ def test_violation_is_reported_and_recovers(lib, capfd, which, message):
     err = capfd.readouterr().err
     assert f"ms_ops twin_violation: block 1: {message}" in err
     assert err.count("ms_ops twin_violation") == 1
+    assert (out == 0).all()
     if which == 2:
         assert f"exceeds the UB budget of {UB_SIZE} bytes" in err
     assert block_ids_ok(lib)
@@ -406,7 +414,7 @@ def test_count_rounds_down_when_not_strict(lib, capfd, monkeypatch):
 
 # ---- Matmul ----
 
-def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks=3):
+def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks=3, blocks_n=1, coop=0):
     rng = np.random.default_rng(M * 7 + N * 3 + K)
     a = rng.standard_normal((M, K)).astype(dtype)
     b = rng.standard_normal((K, N)).astype(dtype)
@@ -415,7 +423,7 @@ def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks
     c = c0.copy() if atomic else np.full((M, N), np.nan, np.float32)
     b_stored = np.ascontiguousarray(b.T) if trans_b else b
     rc = lib.twin_matmul(0 if dtype == np.float32 else 1, trans_b, mode, bias, atomic, P(a), P(b_stored), P(bv),
-                         P(c), M, N, K, blocks)
+                         P(c), M, N, K, blocks, blocks_n, coop)
     assert rc == 0
     ref = a.astype(np.float64) @ b.astype(np.float64)
     if bias:
@@ -437,3 +445,92 @@ def test_matmul(lib, dtype, trans_b, mode):
 def test_matmul_atomic_accumulates(lib, mode):
     matmul_case(lib, np.float32, 97, 59, 123, mode=mode, atomic=1, bias=1, blocks=2)
     matmul_case(lib, np.float16, 64, 130, 31, mode=mode, atomic=1, blocks=1)
+    # IterateAll without bias into fp32 C: sgemm accumulates in place; blocks_n 3 gives each block
+    # a C whose row stride (N) is larger than its width.
+    for trans_b in (0, 1):
+        matmul_case(lib, np.float32, 97, 59, 123, trans_b=trans_b, mode=mode, atomic=1, blocks=2, blocks_n=3)
+        matmul_case(lib, np.float32, 97, 59, 123, trans_b=trans_b, mode=mode, atomic=1, bias=1, blocks=2, blocks_n=3)
+
+
+# ---- SyncAll / LaunchCooperative ----
+
+def bounded(fn, *args, timeout=20.0):
+    """fn(*args) on a thread (ctypes releases the GIL): a launch that hangs fails the test."""
+    result = []
+    t = threading.Thread(target=lambda: result.append(fn(*args)), daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), f"{fn.__name__} did not return within {timeout} s"
+    return result[0]
+
+
+def sync_sum(lib, aiv_only, blocks, active, rounds):
+    slots = np.full(active, -1, np.int32)
+    sums = np.full((rounds, blocks), -1, np.int32)
+    rc = bounded(lib.twin_sync_sum, aiv_only, P(slots), P(sums), blocks, active, rounds)
+    return rc, sums
+
+
+@pytest.mark.parametrize("aiv_only,blocks,active", [(1, 48, 48), (0, 24, 24), (1, 24, 17)])
+def test_sync_all_between_blocks(lib, aiv_only, blocks, active):
+    rounds = 6
+    rc, sums = sync_sum(lib, aiv_only, blocks, active, rounds)
+    assert rc == 0
+    r = np.arange(rounds)[:, None]
+    expect = np.broadcast_to(np.arange(active).sum() * rounds + active * r, (rounds, active))
+    np.testing.assert_array_equal(sums[:, :active], expect)
+    assert (sums[:, active:] == -1).all()
+
+
+@pytest.mark.parametrize("aiv_only,blocks,cores", [(1, 49, "48 vector cores"), (0, 25, "24 AIC + AIV groups")])
+def test_sync_all_more_blocks_than_cores(lib, capfd, aiv_only, blocks, cores):
+    rc, _ = sync_sum(lib, aiv_only, blocks, blocks, 1)
+    assert rc == 1
+    err = capfd.readouterr().err
+    what = re.escape(f"SyncAll: blockDim {blocks} exceeds the {cores} of Atlas A2")
+    assert re.search(rf"ms_ops twin_sync_sum: block \d+: {what}", err)
+    assert err.count("ms_ops twin_sync_sum") == 1
+
+
+@pytest.mark.parametrize("kind,message", [
+    (0, "GlobalTensor::GetValue: out-of-bounds GM access: elements up to 25 of a 24-element GM buffer"),
+    (1, "exception: kernel bug"),
+])
+def test_sync_all_failed_block_releases_the_others(lib, capfd, kind, message):
+    blocks, bad, fail_at, rounds = 24, 13, 2, 50
+    done = np.full(blocks, -1, np.int32)
+    start = time.monotonic()
+    assert bounded(lib.twin_sync_fail, kind, P(done), blocks, bad, fail_at, rounds) == 1
+    assert time.monotonic() - start < 5.0
+    err = capfd.readouterr().err
+    assert f"ms_ops twin_sync_fail: block {bad}: {message}" in err
+    assert err.count("ms_ops twin_sync_fail") == 1  # the first error only, not "another block failed"
+    # every block passed the SyncAlls before the failure and stopped at the next one
+    np.testing.assert_array_equal(done, np.full(blocks, fail_at, np.int32))
+    rc, sums = sync_sum(lib, 1, blocks, blocks, 2)
+    assert rc == 0 and (sums == np.arange(blocks).sum() * 2 + blocks * np.arange(2)[:, None]).all()
+
+
+def test_sync_all_needs_cooperative_launch(lib, capfd):
+    assert lib.twin_sync_plain(3) == 1
+    err = capfd.readouterr().err
+    assert re.search(r"ms_ops twin_sync_plain: block \d: SyncAll: the blocks of Launch do not all run at once; "
+                     r"a kernel that calls SyncAll needs ms_ops::twin::LaunchCooperative "
+                     r"\(on the NPU: blockDim must not exceed the 48 vector cores\)", err)
+    assert err.count("ms_ops twin_sync_plain") == 1
+    assert lib.twin_sync_plain(1) == 0
+
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+
+
+def test_cooperative_matmul_frees_thread_state(lib):
+    # 48 fresh threads per launch, each with its UB arena and Matmul scratch, all calling sgemm.
+    for mode in (0, 1):
+        matmul_case(lib, np.float16, 97, 59, 123, mode=mode, atomic=1, blocks=16, blocks_n=3, coop=1)
+    before = rss_mb()
+    for _ in range(15):
+        matmul_case(lib, np.float32, 97, 59, 123, atomic=1, blocks=16, blocks_n=3, coop=1)
+    assert rss_mb() - before < 40  # a leak keeps 48 x (UB arena + scratch) > 9 MB per launch

@@ -16,11 +16,11 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 }
 
 void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
-           int ldc) {
+           int ldc, float beta) {
   static std::once_flag once;
   std::call_once(once, [] { scipy_openblas_set_num_threads(1); });
   scipy_cblas_sgemm(kRowMajor, transA ? kTrans : kNoTrans, transB ? kTrans : kNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
-                    0.0f, c, ldc);
+                    beta, c, ldc);
 }
 
 float *Scratch(int slot, size_t floats) {

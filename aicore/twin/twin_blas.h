@@ -8,12 +8,12 @@
 namespace ms_ops {
 namespace twin {
 
-// C[m x n] = op(A) * op(B), row-major, beta 0. OpenBLAS runs single-threaded: the blocks of a
-// launch are the parallelism.
+// C[m x n] = op(A) * op(B) + beta * C, row-major. OpenBLAS runs single-threaded: the blocks of a
+// launch are the parallelism (it is called from several threads at once).
 void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
-           int ldc);
+           int ldc, float beta = 0.0f);
 
-// Per-thread fp32 scratch for operand conversion; slot i keeps its own storage.
+// Per-thread fp32 scratch for operand conversion; slot i keeps its own storage until the thread ends.
 float *Scratch(int slot, size_t floats);
 
 }  // namespace twin

@@ -5,13 +5,19 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "platform.h"
 
@@ -46,13 +52,53 @@ bool Strict() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
+// SyncAll's generation barrier over the live blocks of a cooperative launch. A block that ends
+// (returns or fails) leaves it, so the others never wait for it; after a failure every wait
+// throws, so the remaining blocks stop at their next SyncAll.
+class Barrier {
+ public:
+  explicit Barrier(int64_t live) : live_(live) {}
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t gen = generation_;
+    if (!failed_ && ++arrived_ == live_) {
+      Release();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != gen || failed_; });
+    if (generation_ == gen) throw Violation("SyncAll", "another block failed");
+  }
+
+  void Leave(bool failed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --live_;
+    failed_ = failed_ || failed;
+    if (failed_) cv_.notify_all();
+    else if (arrived_ != 0 && arrived_ == live_) Release();
+  }
+
+ private:
+  void Release() {
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t live_, arrived_ = 0;
+  uint64_t generation_ = 0;
+  bool failed_ = false;
+};
+
 namespace {
 
 struct FreeDeleter {
   void operator()(uint8_t *p) const { std::free(p); }
 };
 
-// One UB arena per OpenMP thread, reused by every block that thread runs.
+// One UB arena per thread, reused by every block that thread runs, freed when the thread ends.
 uint8_t *ThreadArena() {
   static thread_local std::unique_ptr<uint8_t, FreeDeleter> arena;
   if (!arena) {
@@ -68,43 +114,105 @@ void Report(const char *kernel, int64_t block, const char *call, const char *wha
   std::fflush(stderr);
 }
 
-}  // namespace
+void Fence() {
+#if defined(__SSE2__)
+  // Streaming stores of DataCopy to GM (twin_copy.h) become visible to other threads here.
+  _mm_sfence();
+#endif
+}
 
-int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body) {
-  if (blockDim == 0) {
-    std::fprintf(stderr, "ms_ops %s: Launch: blockDim is 0\n", kernel);
-    std::fflush(stderr);
-    return 1;
-  }
-  const bool strict = Strict();
+bool ValidBlockDim(const char *kernel, const char *launcher, uint32_t blockDim) {
+  if (blockDim != 0) return true;
+  std::fprintf(stderr, "ms_ops %s: %s: blockDim is 0\n", kernel, launcher);
+  std::fflush(stderr);
+  return false;
+}
+
+// What the blocks of one launch share.
+struct Grid {
+  const char *kernel;
+  uint32_t blockDim;
+  uint64_t tilingKey;
+  bool strict;
+  Barrier *barrier;
+  const std::function<void()> &body;
   std::atomic<bool> failed{false};
-  const int threads = static_cast<int>(std::min<int64_t>(blockDim, omp_get_max_threads()));
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) {
-    if (failed.load(std::memory_order_relaxed)) continue;
+};
+
+// Block b of the launch on this thread: its UB and Block while the body runs, the launch's first
+// error reported (before the barrier learns of it, so no "another block failed" comes first).
+void RunBlock(Grid &g, int64_t b) {
+  bool ok = false;
+  if (!g.failed.load(std::memory_order_relaxed)) {
     Block *outer = tlsBlock;
-    Block blk{kernel, b, blockDim, tilingKey, strict, nullptr, 0, nullptr};
+    Block blk{g.kernel, b, g.blockDim, g.tilingKey, g.strict, nullptr, 0, nullptr, g.barrier};
     try {
       blk.ub = ThreadArena();
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB
       // it never wrote gets visibly wrong results instead of lucky zeros.
       std::memset(blk.ub, 0xFF, kAtlasA2.ubSize);
       tlsBlock = &blk;
-      body();
+      g.body();
+      ok = true;
     } catch (const Violation &v) {
-      if (!failed.exchange(true)) Report(kernel, b, v.call.c_str(), v.what());
+      if (!g.failed.exchange(true)) Report(g.kernel, b, v.call.c_str(), v.what());
     } catch (const std::exception &e) {
-      if (!failed.exchange(true)) Report(kernel, b, "exception", e.what());
+      if (!g.failed.exchange(true)) Report(g.kernel, b, "exception", e.what());
     } catch (...) {
-      if (!failed.exchange(true)) Report(kernel, b, "exception", "unknown exception");
+      if (!g.failed.exchange(true)) Report(g.kernel, b, "exception", "unknown exception");
     }
     tlsBlock = outer;
-#if defined(__SSE2__)
-    // Streaming stores of DataCopy to GM (twin_copy.h) become visible to other threads here.
-    _mm_sfence();
-#endif
+    Fence();
   }
-  return failed.load() ? 1 : 0;
+  if (g.barrier != nullptr) g.barrier->Leave(!ok);
+}
+
+}  // namespace
+
+int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body) {
+  if (!ValidBlockDim(kernel, "Launch", blockDim)) return 1;
+  Grid g{kernel, blockDim, tilingKey, Strict(), nullptr, body};
+  const int threads = static_cast<int>(std::min<int64_t>(blockDim, omp_get_max_threads()));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) RunBlock(g, b);
+  return g.failed.load() ? 1 : 0;
+}
+
+int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body) {
+  if (!ValidBlockDim(kernel, "LaunchCooperative", blockDim)) return 1;
+  Barrier barrier(blockDim);
+  Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body};
+  std::vector<std::thread> threads;
+  threads.reserve(blockDim);
+  for (uint32_t b = 0; b < blockDim; ++b) {
+    try {
+      threads.emplace_back(RunBlock, std::ref(g), b);
+    } catch (const std::system_error &e) {
+      // The blocks never started leave the barrier, so the started ones do not wait for them.
+      if (!g.failed.exchange(true)) Report(kernel, b, "LaunchCooperative", e.what());
+      for (uint32_t r = b; r < blockDim; ++r) barrier.Leave(true);
+      break;
+    }
+  }
+  for (std::thread &t : threads) t.join();
+  return g.failed.load() ? 1 : 0;
+}
+
+void SyncAllBlocks(bool aivOnly) {
+  Block &b = Current();
+  const uint32_t cores = aivOnly ? kAtlasA2.aivCoreNum : kAtlasA2.aicCoreNum;
+  auto coreText = [&] { return std::to_string(cores) + (aivOnly ? " vector cores" : " AIC + AIV groups"); };
+  if (b.barrier == nullptr) {
+    if (b.num == 1) return;
+    Fail("SyncAll", "the blocks of Launch do not all run at once; a kernel that calls SyncAll needs "
+                    "ms_ops::twin::LaunchCooperative (on the NPU: blockDim must not exceed the " +
+                        coreText() + ")");
+  }
+  if (b.num > cores)
+    Fail("SyncAll", "blockDim " + std::to_string(b.num) + " exceeds the " + coreText() +
+                        " of Atlas A2: the NPU would wait forever for blocks that cannot start");
+  Fence();  // this block's GM writes are seen by every block after the barrier
+  b.barrier->Wait();
 }
 
 }  // namespace twin

@@ -1,6 +1,7 @@
-// The launcher of the CPU twin and the per-block state the twin's AscendC API reads.
-// A kernel runs once per block index on an OpenMP thread; everything a block owns on the NPU
-// (its index, its UB) lives in a thread-local Block while its body runs.
+// The launchers of the CPU twin and the per-block state the twin's AscendC API reads.
+// A kernel runs once per block index, on an OpenMP thread (Launch) or on a thread of its own
+// (LaunchCooperative); everything a block owns on the NPU (its index, its UB) lives in a
+// thread-local Block while its body runs.
 #ifndef MS_OPS_TWIN_RUNTIME_H_
 #define MS_OPS_TWIN_RUNTIME_H_
 
@@ -18,6 +19,8 @@ struct Violation : std::runtime_error {
   Violation(const char *c, const std::string &what) : std::runtime_error(what), call(c) {}
 };
 
+class Barrier;
+
 struct Block {
   const char *kernel;
   int64_t idx, num;
@@ -26,6 +29,7 @@ struct Block {
   uint8_t *ub;         // this block's UB arena, kAtlasA2.ubSize bytes, 64-byte aligned
   uint32_t ubUsed;     // bytes handed out by the live TPipe
   void *pipe;          // the live AscendC::TPipe, if any (GetTPipePtr)
+  Barrier *barrier;    // SyncAll's barrier under LaunchCooperative, else null
 };
 
 extern thread_local Block *tlsBlock;
@@ -41,7 +45,15 @@ void Tolerated(const char *call, const std::string &what);
 // MS_OPS_TWIN_STRICT=1, read at each launch.
 bool Strict();
 
+// Both return 0, or 1 after reporting the first error as `ms_ops <kernel>: block <b>: <call>: <what>`.
+// Launch runs the blocks a few at a time on OpenMP threads.
 int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
+// All blocks live at once, one thread each, as on the NPU: what a kernel calling SyncAll needs.
+int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
+
+// AscendC::SyncAll: waits until every live block of the launch has arrived (aivOnly: the
+// vector cores are the blocks, else the AIC + AIV groups, which bounds blockDim on the NPU).
+void SyncAllBlocks(bool aivOnly);
 
 }  // namespace twin
 }  // namespace ms_ops

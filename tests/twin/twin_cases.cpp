@@ -1,8 +1,11 @@
 // Small AscendC kernels that exercise the CPU twin, with C entry points for tests/test_twin.py.
-// Each entry launches its kernel through ms_ops::twin::Launch over host buffers and returns the
-// launch's status (0, or 1 after a twin violation reported on stderr).
+// Each entry launches its kernel through ms_ops::twin::Launch (LaunchCooperative for the SyncAll
+// kernels) over host buffers and returns the launch's status (0, or 1 after a twin violation
+// reported on stderr).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
@@ -254,7 +257,8 @@ TWIN_EXPORT int twin_block_ids(int32_t *out, uint32_t blocks) {
 // which: 0 misaligned DataCopy, 1 DataCopy count of 10 floats (non-strict: rounds down to 8),
 // 2 UB over budget, 3 double FreeTensor, 4 DeQue of an empty queue, 5 AllocTensor beyond the
 // buffer count, 6 GM out of bounds, 7 EnQue beyond depth, 8 UB index out of range, 9 misaligned
-// vector operand, 10 Compare count not a multiple of 256 bytes.
+// vector operand, 10 Compare count not a multiple of 256 bytes, 11 accumulating Matmul into a C
+// too small for its 4 x 4 result.
 TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
   return Run("twin_violation", 2, [&] {
     const bool bad = GetBlockIdx() == GetBlockNum() - 1;
@@ -298,6 +302,19 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
       }
       case 8: t.GetValue(64); break;
       case 9: Add(t[1], t, t, 8); break;
+      case 11: {
+        using F32 = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+        TCubeTiling tiling{};
+        tiling.M = tiling.N = tiling.Ka = tiling.Kb = 4;
+        tiling.singleCoreM = tiling.singleCoreN = tiling.singleCoreK = 4;
+        tiling.baseM = tiling.baseN = tiling.baseK = 16;
+        Matmul<F32, F32, F32> mm;
+        REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
+        mm.SetTensorA(xg);
+        mm.SetTensorB(xg);
+        mm.IterateAll(og[8], 1);
+        break;
+      }
       default: {
         LocalTensor<uint8_t> m = buf.Get<uint8_t>();
         Compare(m, t, t, CMPMODE::EQ, 48);
@@ -311,23 +328,27 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
 
 namespace {
 
+// Block b computes the C block (b / blocksN, b % blocksN) of singleCoreM x singleCoreN: C's row
+// stride N exceeds the block's width when blocksN > 1.
 template <typename T, bool kTransB>
-void MatmulKernel(int mode, int useBias, int atomic, void *a, void *b, float *bias, float *c, const TCubeTiling &tiling) {
+void MatmulKernel(int mode, int useBias, int atomic, void *a, void *b, float *bias, float *c, const TCubeTiling &tiling,
+                  int blocksN) {
   using AType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
   using BType = MatmulType<TPosition::GM, CubeFormat::ND, T, kTransB>;
   using CType = MatmulType<TPosition::GM, CubeFormat::ND, float>;
   using BiasType = MatmulType<TPosition::GM, CubeFormat::ND, float>;
-  const int M = tiling.M, N = tiling.N, K = tiling.Ka, sm = tiling.singleCoreM;
-  const int row0 = static_cast<int>(GetBlockIdx()) * sm;
-  if (row0 >= M) return;
+  const int M = tiling.M, N = tiling.N, K = tiling.Ka, sm = tiling.singleCoreM, sn = tiling.singleCoreN;
+  const int idx = static_cast<int>(GetBlockIdx()), row0 = idx / blocksN * sm, col0 = idx % blocksN * sn;
+  if (row0 >= M || col0 >= N) return;
   TPipe pipe;
   Matmul<AType, BType, CType, BiasType> mm;
   REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
-  if (M - row0 < sm) mm.SetTail(M - row0);
+  const int rows = std::min(sm, M - row0), cols = std::min(sn, N - col0);
+  mm.SetTail(rows, cols);
   mm.SetTensorA(Gm<T>(a, uint64_t(M) * K)[uint64_t(row0) * K]);
-  mm.SetTensorB(Gm<T>(b, uint64_t(K) * N), kTransB);
-  if (useBias) mm.SetBias(Gm<float>(bias, N));
-  GlobalTensor<float> cg = Gm<float>(c, uint64_t(M) * N)[uint64_t(row0) * N];
+  mm.SetTensorB(Gm<T>(b, uint64_t(K) * N)[kTransB ? uint64_t(col0) * K : col0], kTransB);
+  if (useBias) mm.SetBias(Gm<float>(bias, N)[col0]);
+  GlobalTensor<float> cg = Gm<float>(c, uint64_t(M) * N)[uint64_t(row0) * N + col0];
   if (mode == 0) {
     mm.IterateAll(cg, atomic);
   } else if (mode == 1) {
@@ -336,14 +357,15 @@ void MatmulKernel(int mode, int useBias, int atomic, void *a, void *b, float *bi
     // Tiles through UB, placed by the kernel itself (iterateOrder 0: the M index moves first).
     TQue<QuePosition::VECIN, 1> q;
     pipe.InitBuffer(q, 1, tiling.baseM * tiling.baseN * 4);
-    const int rows = std::min(sm, M - row0), tilesM = (rows + tiling.baseM - 1) / tiling.baseM;
+    const int tilesM = (rows + tiling.baseM - 1) / tiling.baseM;
     for (int i = 0; mm.Iterate(); ++i) {
       LocalTensor<float> t = q.AllocTensor<float>();
       mm.GetTensorC(t, 0);
       q.EnQue(t);
       t = q.DeQue<float>();
       const int tm = i % tilesM, tn = i / tilesM;
-      const int h = std::min(tiling.baseM, rows - tm * tiling.baseM), w = std::min(tiling.baseN, N - tn * tiling.baseN);
+      const int h = std::min(tiling.baseM, rows - tm * tiling.baseM);
+      const int w = std::min(tiling.baseN, cols - tn * tiling.baseN);
       const uint32_t gap = (tiling.baseN * 4 - Bytes32(w * 4)) / 32;
       DataCopyPad(cg[uint64_t(tm) * tiling.baseM * N + tn * tiling.baseN], t,
                   DataCopyExtParams(h, w * 4, gap, (N - w) * 4, 0));
@@ -356,25 +378,29 @@ void MatmulKernel(int mode, int useBias, int atomic, void *a, void *b, float *bi
 }  // namespace
 
 // dtype: 0 float, 1 half. mode: 0 IterateAll, 1 Iterate + GetTensorC(GM), 2 Iterate + GetTensorC(UB).
+// blocksM x blocksN blocks, launched cooperatively when coop != 0.
 TWIN_EXPORT int twin_matmul(int dtype, int transB, int mode, int useBias, int atomic, void *a, void *b, float *bias,
-                            float *c, int M, int N, int K, uint32_t blocks) {
+                            float *c, int M, int N, int K, uint32_t blocksM, uint32_t blocksN, int coop) {
   TCubeTiling t{};
   t.M = M;
   t.N = N;
   t.Ka = t.Kb = K;
-  t.singleCoreM = (M + blocks - 1) / blocks;
-  t.singleCoreN = N;
+  t.singleCoreM = (M + blocksM - 1) / blocksM;
+  t.singleCoreN = (N + blocksN - 1) / blocksN;
   t.singleCoreK = K;
   t.baseM = 64;
   t.baseN = 64;
   t.baseK = 64;
-  t.usedCoreNum = blocks;
-  return Run("twin_matmul", blocks, [&] {
-    if (dtype == 0 && transB) MatmulKernel<float, true>(mode, useBias, atomic, a, b, bias, c, t);
-    else if (dtype == 0) MatmulKernel<float, false>(mode, useBias, atomic, a, b, bias, c, t);
-    else if (transB) MatmulKernel<half, true>(mode, useBias, atomic, a, b, bias, c, t);
-    else MatmulKernel<half, false>(mode, useBias, atomic, a, b, bias, c, t);
-  });
+  t.usedCoreNum = blocksM * blocksN;
+  const int bn = static_cast<int>(blocksN);
+  auto body = [&] {
+    if (dtype == 0 && transB) MatmulKernel<float, true>(mode, useBias, atomic, a, b, bias, c, t, bn);
+    else if (dtype == 0) MatmulKernel<float, false>(mode, useBias, atomic, a, b, bias, c, t, bn);
+    else if (transB) MatmulKernel<half, true>(mode, useBias, atomic, a, b, bias, c, t, bn);
+    else MatmulKernel<half, false>(mode, useBias, atomic, a, b, bias, c, t, bn);
+  };
+  if (coop) return ms_ops::twin::LaunchCooperative("twin_matmul", blocksM * blocksN, 0, body);
+  return Run("twin_matmul", blocksM * blocksN, body);
 }
 
 // GET_TILING_DATA_WITH_STRUCT and TILING_KEY_IS: out = {a, b, key is 7, key is 8, pipe ptr set}.
@@ -397,3 +423,47 @@ TWIN_EXPORT int twin_tiling(uint64_t key, void *tiling, float *out) {
     o.SetValue(4, GetTPipePtr() == &pipe ? 1.0f : 0.0f);
   });
 }
+
+// ---- SyncAll ----
+
+// rounds x (block b < active writes b * rounds + r to slot b; SyncAll; sums[r][b] = sum of the
+// active slots; SyncAll so that no slot is rewritten before every block has read it). Blocks from
+// active on return at once. aivOnly selects SyncAll<true> / SyncAll<false>.
+TWIN_EXPORT int twin_sync_sum(int aivOnly, int32_t *slots, int32_t *sums, uint32_t blocks, uint32_t active,
+                              uint32_t rounds) {
+  return ms_ops::twin::LaunchCooperative("twin_sync_sum", blocks, 0, [&] {
+    const int64_t b = GetBlockIdx();
+    if (b >= active) return;
+    GlobalTensor<int32_t> slot = Gm<int32_t>(slots, active), sum = Gm<int32_t>(sums, uint64_t(rounds) * blocks);
+    auto sync = [&] { aivOnly ? SyncAll<true>() : SyncAll<false>(); };
+    for (uint32_t r = 0; r < rounds; ++r) {
+      slot.SetValue(b, static_cast<int32_t>(b * rounds + r));
+      sync();
+      int32_t total = 0;
+      for (uint32_t i = 0; i < active; ++i) total += slot.GetValue(i);
+      sum.SetValue(uint64_t(r) * blocks + b, total);
+      sync();
+    }
+  });
+}
+
+// rounds x SyncAll, each block counting in done[b] the ones it passed; block `bad` fails before
+// round failAt: kind 0 reads past its GM buffer, 1 throws a C++ exception.
+TWIN_EXPORT int twin_sync_fail(int kind, int32_t *done, uint32_t blocks, uint32_t bad, uint32_t failAt,
+                               uint32_t rounds) {
+  return ms_ops::twin::LaunchCooperative("twin_sync_fail", blocks, 0, [&] {
+    const int64_t b = GetBlockIdx();
+    GlobalTensor<int32_t> d = Gm<int32_t>(done, blocks);
+    for (uint32_t r = 0; r < rounds; ++r) {
+      if (b == bad && r == failAt) {
+        if (kind == 0) d.GetValue(blocks);
+        else throw std::runtime_error("kernel bug");
+      }
+      SyncAll();
+      d.SetValue(b, static_cast<int32_t>(r + 1));
+    }
+  });
+}
+
+// SyncAll under the ordinary launcher.
+TWIN_EXPORT int twin_sync_plain(uint32_t blocks) { return Run("twin_sync_plain", blocks, [] { SyncAll(); }); }

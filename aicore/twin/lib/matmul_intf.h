@@ -74,6 +74,8 @@ class Matmul {
   using SrcBT = typename B_TYPE::T;
   using DstT = typename C_TYPE::T;
   using BiasT = typename BIAS_TYPE::T;
+  static_assert(std::is_same_v<SrcAT, SrcBT>, "Matmul: A_TYPE::T and B_TYPE::T must be the same type: the cube "
+                                               "multiplies A and B of one dtype only");
 
  public:
   void Init(const TCubeTiling *tiling, TPipe *tpipe = nullptr) {
@@ -132,10 +134,14 @@ class Matmul {
                   bool waitIterateAll = false, bool fakeMsg = false) {
     const char *call = "Matmul::IterateAll";
     Check(call, enAtomic);
-    float *acc = ::ms_ops::twin::Scratch(2, size_t(m_) * n_);
-    Product(call, 0, 0, m_, n_, acc);
     const int ldc = enSequentialWrite ? n_ : N_;
     twin_detail::GmMatrix(call, gm, 0, m_, n_, ldc);
+    if constexpr (std::is_same_v<DstT, float>) {
+      // Accumulating without bias: sgemm adds into C itself (beta 1), no accumulator round trip.
+      if (enAtomic == 1 && !hasBias_) return Product(call, 0, 0, m_, n_, gm.TwinData(), ldc, 1.0f);
+    }
+    float *acc = ::ms_ops::twin::Scratch(2, size_t(m_) * n_);
+    Product(call, 0, 0, m_, n_, acc, n_);
     Store(gm.TwinData(), ldc, acc, m_, n_, enAtomic == 1);
   }
 
@@ -155,7 +161,7 @@ class Matmul {
     tileM_ = std::min(t_.baseM, m_ - tm_ * t_.baseM);
     tileN_ = std::min(t_.baseN, n_ - tn_ * t_.baseN);
     tile_.resize(size_t(tileM_) * tileN_);
-    Product(call, tm_ * t_.baseM, tn_ * t_.baseN, tileM_, tileN_, tile_.data());
+    Product(call, tm_ * t_.baseM, tn_ * t_.baseN, tileM_, tileN_, tile_.data(), tileN_);
     return true;
   }
 
@@ -212,8 +218,8 @@ class Matmul {
     if (enAtomic > 1) twin_detail::Fail(call, "only enAtomic 0 (overwrite) and 1 (add) are supported by the twin");
   }
 
-  // acc[rows x cols] = A[row0.., :k] * B[:k, col0..] + bias[col0..], all in fp32.
-  void Product(const char *call, int row0, int col0, int rows, int cols, float *acc) {
+  // c[rows x cols] (row stride ldc) = A[row0.., :k] * B[:k, col0..] + bias[col0..] + beta * c, in fp32.
+  void Product(const char *call, int row0, int col0, int rows, int cols, float *c, int ldc, float beta = 0.0f) {
     if (rows == 0 || cols == 0) return;
     // Stored shapes: A is M x Ka (transposed: Ka x M), B is Kb x N (transposed: N x Kb).
     const int lda = transA_ ? M_ : Ka_, ldb = transB_ ? Kb_ : N_;
@@ -225,12 +231,12 @@ class Matmul {
     int la, lb;
     const float *a = twin_detail::AsFloat(a_.TwinData() + aOff, aRows, aCols, lda, 0, la);
     const float *b = twin_detail::AsFloat(b_.TwinData() + bOff, bRows, bCols, ldb, 1, lb);
-    ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, k_, a, la, b, lb, acc, cols);
+    ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, k_, a, la, b, lb, c, ldc, beta);
     if (!hasBias_) return;
     bias_.TwinCheck(call, col0, cols);
     const BiasT *bias = bias_.TwinData() + col0;
     for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c) acc[size_t(r) * cols + c] += static_cast<float>(bias[c]);
+      for (int j = 0; j < cols; ++j) c[size_t(r) * ldc + j] += static_cast<float>(bias[j]);
   }
 
   static void Store(DstT *c, int ldc, const float *acc, int rows, int cols, bool add) {
