@@ -14,7 +14,8 @@ def round_bf16(a):
     """Round float64 values to bfloat16 precision (round to nearest even), returned as float64."""
     f = np.asarray(a, np.float64).astype(np.float32)
     bits = f.view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    one, shift = np.uint64(1), np.uint64(16)  # typed: a 0-d array would promote plain ints to float
+    rounded = (bits + np.uint64(0x7FFF) + ((bits >> shift) & one)) & np.uint64(0xFFFF0000)
     out = rounded.astype(np.uint32).view(np.float32)
     return np.where(np.isnan(f), f, out).astype(np.float64)
 

@@ -1,4 +1,5 @@
 """Cells built on ms_ops kernels."""
+from ms_ops.nn.cross_entropy import FusedLinearCrossEntropyLoss
 from ms_ops.nn.moe import MoE
 
-__all__ = ["MoE"]
+__all__ = ["MoE", "FusedLinearCrossEntropyLoss"]

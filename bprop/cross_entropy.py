@@ -1,0 +1,101 @@
+"""Gradient wiring of the fused linear + cross-entropy.
+
+The forward is two kernels with the tensor-parallel collectives between them, so its backward
+belongs to the whole chain, not to either kernel: :class:`FusedLinearCrossEntropyFunction`
+is a Cell whose ``construct`` runs kernel 1, the collectives and kernel 2, and whose ``bprop``
+runs the gradient kernel (Megatron's ``_VocabParallelCrossEntropy`` as one autograd function).
+The input and weight arrive as Cell inputs, so their gradients reach Parameters of the caller.
+
+Forward (per token r, over the group's whole vocabulary; z = x W^T on each rank's shard):
+    M = allreduce_max(max_j z)          S = allreduce_sum(sum_j exp(z_j - M))
+    P = allreduce_sum(z_t - M on the rank owning t)    Z = allreduce_sum(sum_j z_j)
+    loss = ln S - (1 - a) P - a (Z / V - M)            (0 for ignored tokens)
+Backward (kernel fused_linear_cross_entropy_loss_grad, local to each rank):
+    dz = g (softmax(z) - (1 - a) onehot(t) - a / V),   dx = allreduce_sum(dz W),   dW = dz^T x
+"""
+import mindspore as ms
+from mindspore import nn, ops
+from mindspore.ops import ReduceOp
+
+from ms_ops._custom import custom_op
+from ms_ops.ops._cross_entropy_kernels import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
+                                               FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
+                                               FUSED_LINEAR_ONLINE_MAX_SUM)
+
+
+class FusedLinearCrossEntropyFunction(nn.Cell):
+    """``(input [N, H], weight [V_local, H], target [N]) -> (loss [N] f32, saved...)``.
+
+    Outputs after the first are what the backward needs (logits_max, sum_exp_logits,
+    target_mask, masked_target, softmax); callers use only ``loss``.
+    """
+
+    def __init__(self, vocab_start_index, vocab_end_index, vocab_size, ignore_index,
+                 label_smoothing, high_performance, group, on_failure=None):
+        super().__init__()
+        self.on_failure = on_failure
+        self.vocab_start_index = vocab_start_index
+        self.vocab_end_index = vocab_end_index
+        self.ignore_index = ignore_index
+        self.high_performance = high_performance
+        self.distributed = group is not None
+        self.max_sum_op = custom_op(FUSED_LINEAR_ONLINE_MAX_SUM, vocab_start_index=vocab_start_index,
+                                 vocab_end_index=vocab_end_index, return_logits=high_performance,
+                                 vocab_size=vocab_size, ignore_index=ignore_index)
+        self.loss_op = custom_op(FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM, label_smoothing=label_smoothing,
+                              vocab_size=vocab_size, has_logits=high_performance)
+        self.grad_op = custom_op(FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD, label_smoothing=label_smoothing,
+                              vocab_size=vocab_size, has_softmax=high_performance)
+        if self.distributed:
+            self.all_max = ops.AllReduce(ReduceOp.MAX, group)
+            self.all_sum = ops.AllReduce(ReduceOp.SUM, group)
+
+    def _placeholder_or(self, t):
+        """The [1] stand-in for an absent optional kernel input (never read)."""
+        if self.high_performance:
+            return t
+        return ops.zeros((1,), ms.float32)
+
+    def _kept(self, target):
+        """1.0 for tokens that count, 0.0 for ignored ones."""
+        return (target != self.ignore_index).astype(ms.float32)
+
+    def construct(self, input, weight, target):
+        logits_max, sum_exp, predicted, target_mask, masked_target, logits, sum_logits = \
+            self.max_sum_op(input, weight, target)
+        if self.distributed:
+            global_max = self.all_max(logits_max)
+            # Each rank's partial sums move from its local max to the global one; the target logit
+            # moves only on the rank that owns it (elsewhere it is 0). One SUM collective for all.
+            shift = logits_max - global_max
+            owned = ops.logical_and(target >= self.vocab_start_index, target < self.vocab_end_index)
+            sums = self.all_sum(ops.stack((sum_exp * ops.exp(shift),
+                                           predicted + ops.select(owned, shift, ops.zeros_like(shift)),
+                                           sum_logits)))
+            logits_max, sum_exp, predicted, sum_logits = global_max, sums[0], sums[1], sums[2]
+        loss, softmax = self.loss_op(logits_max, sum_exp, predicted, sum_logits, self._placeholder_or(logits))
+        # A product, not a select with zeros_like: MindSpore 2.10's GRAPH compiler fails on a
+        # zeros_like in the forward of a Cell that has a bprop ("The pointer[input] is null").
+        loss = loss * self._kept(target)
+        return loss, logits_max, sum_exp, target_mask, masked_target, softmax
+
+    def compile_and_run(self, *args, **kwargs):
+        """GRAPH mode, called outside a graph: this Cell runs as its own compiled graph. When a
+        kernel refuses its input (a target out of range), MindSpore marks that graph as failed
+        and refuses every later run of it; ``on_failure`` lets the owner drop this Cell so the
+        next call compiles a fresh one."""
+        try:
+            return super().compile_and_run(*args, **kwargs)
+        except RuntimeError:
+            if self.on_failure is not None:
+                self.on_failure()
+            raise
+
+    def bprop(self, input, weight, target, out, dout):
+        grad = dout[0] * self._kept(target)
+        d_input, d_weight = self.grad_op(grad, input, weight, out[3], out[4], out[1], out[2],
+                                      self._placeholder_or(out[5]))
+        if self.distributed:
+            # Every rank's shard contributes to the gradient of the replicated input.
+            d_input = self.all_sum(d_input)
+        return d_input, d_weight, ops.zeros_like(target)

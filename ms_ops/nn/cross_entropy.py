@@ -1,0 +1,81 @@
+"""Language-model head + loss built on the fused linear cross-entropy kernels."""
+import mindspore as ms
+from mindspore import Parameter, nn
+from mindspore.common.initializer import Normal, initializer
+
+from ms_ops.ops.cross_entropy import MODES, REDUCTIONS, fused_linear_cross_entropy
+
+
+class FusedLinearCrossEntropyLoss(nn.Cell):
+    r"""The output projection of a language model fused with its cross-entropy loss.
+
+    Holds the classifier ``weight [V_local, H]`` and computes
+    :func:`ms_ops.fused_linear_cross_entropy` ``(hidden, weight, target)`` without the
+    ``[N, V]`` logits (in the default ``"memory_saving"`` mode).
+
+    Vocabulary parallel: with ``group``, the vocabulary of ``vocab_size`` ids is split in equal
+    shards over the group's ranks in rank order; this rank holds ``vocab_size / group size``
+    rows. Every rank gets the full loss and input gradient.
+
+    Args:
+        hidden_size (int): H.
+        vocab_size (int): V, the whole vocabulary.
+
+    Keyword Args:
+        ignore_index (int): target value skipped by the loss. Default -100.
+        reduction (str): ``"mean"`` (over non-ignored tokens), ``"sum"`` or ``"none"``.
+            Default ``"mean"``.
+        label_smoothing (float): in ``[0, 1)``. Default 0.
+        group (str, optional): tensor-parallel communication group. Default None.
+        mode (str): ``"memory_saving"`` or ``"high_performance"``. Default ``"memory_saving"``.
+        weight_init: initializer of the weight. Default ``Normal(0.02)``.
+        dtype (mindspore.dtype): weight dtype (float32/float16/bfloat16); the hidden states must
+            have it too. Default float32.
+
+    Inputs:
+        hidden (Tensor): ``[N, H]``. target (Tensor): ``[N]`` int32/int64.
+
+    Outputs:
+        Tensor, float32: scalar loss, or ``[N]`` with ``reduction="none"``.
+    """
+
+    def __init__(self, hidden_size, vocab_size, *, ignore_index=-100, reduction="mean",
+                 label_smoothing=0.0, group=None, mode="memory_saving", weight_init=None,
+                 dtype=ms.float32):
+        super().__init__()
+        name = "FusedLinearCrossEntropyLoss"
+        for arg, value in (("hidden_size", hidden_size), ("vocab_size", vocab_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: '{arg}' must be a positive int, got {value!r}")
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"{name}: 'reduction' must be one of {REDUCTIONS}, got {reduction!r}")
+        if mode not in MODES:
+            raise ValueError(f"{name}: 'mode' must be one of {MODES}, got {mode!r}")
+        shards = 1
+        if group is not None:
+            from mindspore.communication import get_group_size
+            shards = get_group_size(group)
+            if vocab_size % shards:
+                raise ValueError(f"{name}: 'vocab_size' ({vocab_size}) must divide evenly over the "
+                                 f"{shards} ranks of group {group!r}")
+        self.hidden_size = hidden_size
+        self.vocab_size = vocab_size
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+        self.label_smoothing = label_smoothing
+        self.group = group
+        self.mode = mode
+        init = Normal(0.02) if weight_init is None else weight_init
+        self.weight = Parameter(initializer(init, (vocab_size // shards, hidden_size), dtype),
+                                name="weight")
+
+    def construct(self, hidden, target):
+        return fused_linear_cross_entropy(hidden, self.weight, target, ignore_index=self.ignore_index,
+                                          reduction=self.reduction,
+                                          label_smoothing=self.label_smoothing, group=self.group,
+                                          mode=self.mode)
+
+    def extend_repr(self):
+        return (f"hidden_size={self.hidden_size}, vocab_size={self.vocab_size}, mode={self.mode}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, group={self.group}")

@@ -1,0 +1,310 @@
+"""Vocabulary-parallel fused linear + cross-entropy.
+
+:func:`fused_linear_cross_entropy` is the training op (loss with gradients, optionally over a
+tensor-parallel group). The three kernel functions below it are the CANN ops-nn trio it is made
+of, for callers who schedule the collectives themselves; they have no gradients of their own.
+"""
+import functools
+
+import mindspore as ms
+from mindspore import ops
+from mindspore.communication import get_group_size, get_rank
+
+from ms_ops._custom import custom_op
+from ms_ops.bprop.cross_entropy import FusedLinearCrossEntropyFunction
+from ms_ops.ops._cross_entropy_kernels import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
+                                               FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
+                                               FUSED_LINEAR_ONLINE_MAX_SUM)
+from ms_ops.ops._validation import (FLOAT_DTYPES, check_dim, check_dtype, check_int, check_rank,
+                                    check_same_dtype, known)
+
+TARGET_DTYPES = (ms.int32, ms.int64)
+MODES = ("memory_saving", "high_performance")
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_float(op, name, value, low, high):
+    """``low <= value < high`` for a Python number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{op}: '{name}' must be a float, got {type(value).__name__}")
+    if not low <= value < high:
+        raise ValueError(f"{op}: '{name}' must be in [{low}, {high}), got {value}")
+
+
+def _check_linear_args(op, input, weight, target):
+    check_rank(op, "input", input, 2)
+    check_rank(op, "weight", weight, 2)
+    check_rank(op, "target", target, 1)
+    check_dtype(op, "input", input, FLOAT_DTYPES)
+    check_same_dtype(op, "weight", weight, "input", input)
+    check_dtype(op, "target", target, TARGET_DTYPES)
+    check_dim(op, "weight", weight, 1, input.shape[1], "the hidden size H of 'input'")
+    check_dim(op, "target", target, 0, input.shape[0], "the number of tokens N of 'input'")
+    vocab = weight.shape[0]
+    if not known(vocab):
+        raise ValueError(f"{op}: 'weight' must have a static vocabulary dimension (dimension 0) in "
+                         f"GRAPH mode: the vocabulary range is a kernel attribute; give it in set_inputs")
+    if vocab < 1:
+        raise ValueError(f"{op}: 'weight' must have at least one vocabulary row, got shape {weight.shape}")
+    return vocab
+
+
+def _group_layout(op, group, vocab_local, vocab_start_index):
+    """(vocab_start_index, vocab_size) of this rank: shards of equal size, in rank order by default."""
+    if group is None:
+        if vocab_start_index not in (None, 0):
+            raise ValueError(f"{op}: 'vocab_start_index' needs a 'group' (without one the weight holds "
+                             f"the whole vocabulary), got {vocab_start_index}")
+        return 0, vocab_local
+    if not isinstance(group, str):
+        raise TypeError(f"{op}: 'group' must be a communication group name (str) or None, "
+                        f"got {type(group).__name__}")
+    vocab_size = vocab_local * get_group_size(group)
+    start = get_rank(group) * vocab_local if vocab_start_index is None else vocab_start_index
+    check_int(op, "vocab_start_index", start, low=0)
+    if start + vocab_local > vocab_size:
+        raise ValueError(f"{op}: the shard [{start}, {start + vocab_local}) from 'vocab_start_index' and "
+                         f"'weight' ({vocab_local} rows) does not fit the group's vocabulary of "
+                         f"{vocab_size} (= {vocab_local} rows x {vocab_size // vocab_local} ranks)")
+    return start, vocab_size
+
+
+@functools.lru_cache(maxsize=None)
+def _function(op, vocab_local, group, vocab_start_index, ignore_index, label_smoothing,
+              high_performance):
+    """The autograd Cell of one configuration. Cached, which also makes GRAPH mode run it in
+    Python at compile time (the group queries and the Cell are compile-time constants)."""
+    start, vocab_size = _group_layout(op, group, vocab_local, vocab_start_index)
+    return FusedLinearCrossEntropyFunction(start, start + vocab_local, vocab_size, ignore_index,
+                                           label_smoothing, high_performance, group,
+                                           on_failure=_function.cache_clear)
+
+
+def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, reduction="mean",
+                               label_smoothing=0.0, group=None, vocab_start_index=None,
+                               mode="memory_saving"):
+    r"""Cross-entropy of the logits ``input @ weight^T`` without materialising them.
+
+    With logits :math:`z = x W^T`, the smoothed target distribution
+    :math:`q_r = (1-\alpha)\,\mathrm{onehot}(t_r) + \alpha / V` and ignored tokens
+    (:math:`t_r = \text{ignore\_index}`) contributing nothing:
+
+    .. math::
+        \ell_r = \log\sum_j e^{z_{rj}} - (1-\alpha)\, z_{r t_r} - \frac{\alpha}{V} \sum_j z_{rj},
+        \qquad \frac{\partial \ell_r}{\partial z_{rj}} = \mathrm{softmax}(z_r)_j - q_{rj}
+
+    In ``"memory_saving"`` mode no ``[N, V]`` buffer exists at any time: the forward keeps an
+    online max and sum over vocabulary tiles and the backward recomputes each logits tile.
+    ``"high_performance"`` keeps the ``[N, V]`` float32 softmax for the backward instead (one
+    GEMM less).
+
+    Vocabulary parallel: with ``group``, ``weight`` is this rank's shard of an ``[V, H]``
+    classifier split in equal parts, in rank order unless ``vocab_start_index`` says where it
+    starts; ``V = V_local * group size``. The ranks combine their partial results with
+    all-reduces (MAX of the row max, one SUM of the rescaled exp-sums, target logits and logit
+    sums). Every rank gets the full loss and the full input gradient (summed over the group in
+    the backward); each keeps the gradient of its own weight shard.
+
+    Args:
+        input (Tensor): hidden states ``[N, H]``, float32/float16/bfloat16.
+        weight (Tensor): classifier (shard) ``[V_local, H]``, dtype of input.
+        target (Tensor): class ids ``[N]``, int32/int64, in ``[0, V)`` or ``ignore_index``.
+
+    Keyword Args:
+        ignore_index (int): target value whose tokens are skipped. Default -100.
+        reduction (str): ``"mean"`` over the non-ignored tokens, ``"sum"``, or ``"none"``
+            (per-token losses, 0 for ignored ones). Default ``"mean"``.
+        label_smoothing (float): :math:`\alpha \in [0, 1)`. Default 0.
+        group (str, optional): tensor-parallel communication group. Default None.
+        vocab_start_index (int, optional): first vocabulary id of this rank's shard (with
+            ``group``). Default ``rank * V_local``.
+        mode (str): ``"memory_saving"`` or ``"high_performance"``. Default ``"memory_saving"``.
+
+    Returns:
+        Tensor, float32: a scalar, or ``[N]`` for ``reduction="none"``. With every token ignored,
+        ``"mean"`` gives NaN (0/0), as in PyTorch. Differentiable w.r.t. input and weight.
+    """
+    op = "fused_linear_cross_entropy"
+    vocab_local = _check_linear_args(op, input, weight, target)
+    check_int(op, "ignore_index", ignore_index)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{op}: 'reduction' must be one of {REDUCTIONS}, got {reduction!r}")
+    if mode not in MODES:
+        raise ValueError(f"{op}: 'mode' must be one of {MODES}, got {mode!r}")
+    _check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
+    function = _function(op, vocab_local, group, vocab_start_index, ignore_index,
+                         float(label_smoothing), mode == "high_performance")
+    loss = function(input, weight, target)[0]
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    return total / (target != ignore_index).astype(ms.float32).sum()
+
+
+def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_end_index, *,
+                                return_logits=False, vocab_size=None, ignore_index=-100):
+    r"""Part 1 of the forward on one vocabulary shard (CANN ``FusedLinearOnlineMaxSum``).
+
+    With :math:`z = x W^T` (``[N, V_local]``, float32 accumulation), ``s = vocab_start_index``,
+    ``e = vocab_end_index`` (exclusive, ``e - s = V_local``) and :math:`m_r = \max_j z_{rj}`:
+
+    - ``logits_max_local`` = :math:`m`; ``sum_exp_logits_local`` = :math:`\sum_j e^{z_{rj}-m_r}`
+    - ``predicted_logits_local`` = :math:`z_{r,t_r-s} - m_r` if :math:`s \le t_r < e`, else 0
+    - ``target_mask``: bit ``r % 8`` of byte ``r // 8`` is 1 when :math:`t_r` is outside
+      ``[s, e)`` (padding bits are 1); ``masked_target`` = :math:`t_r - s` inside, else 0
+    - ``vocab_parallel_logits`` = :math:`z` if ``return_logits`` else shape ``[0]``
+    - ``sum_logits_local`` = :math:`\sum_j z_{rj}` (beyond CANN: the label-smoothing term)
+
+    Args:
+        input (Tensor): ``[N, H]`` float32/float16/bfloat16. weight (Tensor): ``[V_local, H]``.
+        target (Tensor): ``[N]`` int32/int64, in ``[0, vocab_size)`` or ``ignore_index``.
+        vocab_start_index, vocab_end_index (int): this shard's vocabulary range ``[s, e)``.
+
+    Keyword Args:
+        return_logits (bool): also return the logits (high-performance mode). Default False.
+        vocab_size (int, optional): the whole vocabulary, for target checks. Default ``e``.
+        ignore_index (int): target value allowed outside the vocabulary. Default -100.
+
+    Returns:
+        tuple of 7 Tensors, in the order above (float32 except target_mask uint8
+        ``[ceil(N/8)]`` and masked_target in target's dtype).
+    """
+    op = "fused_linear_online_max_sum"
+    vocab_local = _check_linear_args(op, input, weight, target)
+    check_int(op, "vocab_start_index", vocab_start_index, low=0)
+    check_int(op, "vocab_end_index", vocab_end_index)
+    if vocab_end_index - vocab_start_index != vocab_local:
+        raise ValueError(f"{op}: the vocabulary range [{vocab_start_index}, {vocab_end_index}) must have "
+                         f"as many ids as 'weight' has rows ({vocab_local})")
+    vocab_size = vocab_end_index if vocab_size is None else vocab_size
+    check_int(op, "vocab_size", vocab_size, low=vocab_end_index)
+    check_int(op, "ignore_index", ignore_index)
+    if not isinstance(return_logits, bool):
+        raise TypeError(f"{op}: 'return_logits' must be a bool, got {type(return_logits).__name__}")
+    prim = custom_op(FUSED_LINEAR_ONLINE_MAX_SUM, vocab_start_index=vocab_start_index,
+                     vocab_end_index=vocab_end_index, return_logits=return_logits,
+                     vocab_size=vocab_size, ignore_index=ignore_index)
+    return prim(input, weight, target)
+
+
+def _check_rows(op, names_and_tensors, rows):
+    for name, t in names_and_tensors:
+        check_rank(op, name, t, 1)
+        check_dtype(op, name, t, (ms.float32,))
+        check_dim(op, name, t, 0, rows, "the number of tokens N")
+
+
+def fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp_logits, predicted_logits, *,
+                                          sum_logits=None, vocab_parallel_logits=None,
+                                          label_smoothing=0.0, vocab_size=None):
+    r"""Part 2 of the forward, after the collectives (CANN ``FusedCrossEntropyLossWithMaxSum``).
+
+    .. math::
+        \text{loss}_r = \ln S_r - (1-\alpha) P_r - \alpha\,(Z_r / V - M_r), \qquad
+        \text{softmax}_{rj} = e^{z_{rj} - M_r} / S_r
+
+    with the global row max ``M = logits_max``, ``S = sum_exp_logits`` and
+    ``P = predicted_logits`` relative to M, and ``Z = sum_logits`` (needed when
+    :math:`\alpha > 0`, with ``vocab_size`` V).
+
+    Args:
+        logits_max, sum_exp_logits, predicted_logits (Tensor): ``[N]`` float32.
+
+    Keyword Args:
+        sum_logits (Tensor, optional): ``[N]`` float32, the sum of the raw logits.
+        vocab_parallel_logits (Tensor, optional): ``[N, V_local]`` float32; gives the softmax.
+        label_smoothing (float): :math:`\alpha \in [0, 1)`. Default 0.
+        vocab_size (int, optional): V, required with label smoothing.
+
+    Returns:
+        tuple: ``loss`` ``[N]`` float32, and ``softmax`` ``[N, V_local]`` float32 (shape ``[0]``
+        without ``vocab_parallel_logits``).
+    """
+    op = "fused_cross_entropy_loss_with_max_sum"
+    rows = logits_max.shape[0] if isinstance(logits_max, ms.Tensor) else None
+    _check_rows(op, (("logits_max", logits_max), ("sum_exp_logits", sum_exp_logits),
+                     ("predicted_logits", predicted_logits)), rows)
+    _check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
+    if label_smoothing > 0:
+        if sum_logits is None or vocab_size is None:
+            raise ValueError(f"{op}: label smoothing needs 'sum_logits' and 'vocab_size'")
+        check_int(op, "vocab_size", vocab_size, low=1)
+    if sum_logits is not None:
+        _check_rows(op, (("sum_logits", sum_logits),), rows)
+    if vocab_parallel_logits is not None:
+        check_rank(op, "vocab_parallel_logits", vocab_parallel_logits, 2)
+        check_dtype(op, "vocab_parallel_logits", vocab_parallel_logits, (ms.float32,))
+        check_dim(op, "vocab_parallel_logits", vocab_parallel_logits, 0, rows, "the number of tokens N")
+    prim = custom_op(FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM, label_smoothing=label_smoothing,
+                     vocab_size=vocab_size or 1, has_logits=vocab_parallel_logits is not None)
+    placeholder = ops.zeros((1,), ms.float32)
+    return prim(logits_max, sum_exp_logits, predicted_logits,
+                placeholder if sum_logits is None else sum_logits,
+                placeholder if vocab_parallel_logits is None else vocab_parallel_logits)
+
+
+def fused_linear_cross_entropy_loss_grad(grad, input, weight, target_mask, masked_target, *,
+                                         logits_max=None, sum_exp_logits=None, softmax=None,
+                                         label_smoothing=0.0, vocab_size=None):
+    r"""The backward on one vocabulary shard (CANN ``FusedLinearCrossEntropyLossGrad``).
+
+    .. math::
+        G_{rj} = g_r \left(p_{rj} - (1-\alpha)[\text{row } r \text{ unmasked},\ j = \text{masked\_target}_r]
+                 - \alpha / V\right), \qquad
+        \text{input\_grad} = G W, \quad \text{weight\_grad} = G^T x
+
+    where ``p`` is ``softmax`` (high-performance mode) or is recomputed tile by tile as
+    :math:`e^{x_r W_j^T - M_r} / S_r` from ``logits_max`` and ``sum_exp_logits``
+    (memory-saving mode, no ``[N, V_local]`` buffer). Accumulation in float32; deterministic.
+
+    Args:
+        grad (Tensor): ``[N]`` float32, d loss per token. input (Tensor): ``[N, H]``.
+        weight (Tensor): ``[V_local, H]``, dtype of input.
+        target_mask (Tensor): ``[ceil(N/8)]`` uint8, from :func:`fused_linear_online_max_sum`.
+        masked_target (Tensor): ``[N]`` int32/int64, idem.
+
+    Keyword Args:
+        logits_max, sum_exp_logits (Tensor): ``[N]`` float32, global; needed without softmax.
+        softmax (Tensor, optional): ``[N, V_local]`` float32.
+        label_smoothing (float): :math:`\alpha \in [0, 1)`. Default 0.
+        vocab_size (int, optional): the whole vocabulary V. Default ``V_local``.
+
+    Returns:
+        tuple: ``input_grad`` ``[N, H]`` and ``weight_grad`` ``[V_local, H]``, dtype of input.
+    """
+    op = "fused_linear_cross_entropy_loss_grad"
+    check_rank(op, "input", input, 2)
+    check_rank(op, "weight", weight, 2)
+    check_dtype(op, "input", input, FLOAT_DTYPES)
+    check_same_dtype(op, "weight", weight, "input", input)
+    check_dim(op, "weight", weight, 1, input.shape[1], "the hidden size H of 'input'")
+    rows = input.shape[0]
+    _check_rows(op, (("grad", grad),), rows)
+    check_rank(op, "target_mask", target_mask, 1)
+    check_dtype(op, "target_mask", target_mask, (ms.uint8,))
+    check_rank(op, "masked_target", masked_target, 1)
+    check_dtype(op, "masked_target", masked_target, TARGET_DTYPES)
+    check_dim(op, "masked_target", masked_target, 0, rows, "the number of tokens N")
+    _check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
+    vocab_local = weight.shape[0]
+    vocab_size = vocab_local if vocab_size is None else vocab_size
+    check_int(op, "vocab_size", vocab_size, low=1)
+    placeholder = ops.zeros((1,), ms.float32)
+    if softmax is None:
+        if logits_max is None or sum_exp_logits is None:
+            raise ValueError(f"{op}: without 'softmax' (memory-saving mode) 'logits_max' and "
+                             f"'sum_exp_logits' are required")
+        _check_rows(op, (("logits_max", logits_max), ("sum_exp_logits", sum_exp_logits)), rows)
+    else:
+        check_rank(op, "softmax", softmax, 2)
+        check_dtype(op, "softmax", softmax, (ms.float32,))
+        check_dim(op, "softmax", softmax, 0, rows, "the number of tokens N")
+        check_dim(op, "softmax", softmax, 1, vocab_local, "the vocabulary rows of 'weight'")
+    prim = custom_op(FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD, label_smoothing=label_smoothing,
+                     vocab_size=vocab_size, has_softmax=softmax is not None)
+    return prim(grad, input, weight, target_mask, masked_target,
+                placeholder if logits_max is None else logits_max,
+                placeholder if sum_exp_logits is None else sum_exp_logits,
+                placeholder if softmax is None else softmax)
