@@ -7,7 +7,7 @@ runs the gradient kernel (Megatron's ``_VocabParallelCrossEntropy`` as one autog
 The input and weight arrive as Cell inputs, so their gradients reach Parameters of the caller.
 
 Forward (per token r, over the group's whole vocabulary; z = x W^T on each rank's shard):
-    M = allreduce_max(max_j z)          S = allreduce_sum(sum_j exp(z_j - M))
+    M = allreduce_max(max_j z)          (all-gather + max on CPU)          S = allreduce_sum(sum_j exp(z_j - M))
     P = allreduce_sum(z_t - M on the rank owning t)    Z = allreduce_sum(sum_j z_j)
     loss = ln S - (1 - a) P - a (Z / V - M)            (0 for ignored tokens)
 Backward (kernel fused_linear_cross_entropy_loss_grad, local to each rank):
@@ -15,6 +15,7 @@ Backward (kernel fused_linear_cross_entropy_loss_grad, local to each rank):
 """
 import mindspore as ms
 from mindspore import nn, ops
+from mindspore.communication import get_group_size
 from mindspore.ops import ReduceOp
 
 from ms_ops._custom import custom_op
@@ -47,7 +48,11 @@ class FusedLinearCrossEntropyFunction(nn.Cell):
         self.grad_op = custom_op(FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD, label_smoothing=label_smoothing,
                               vocab_size=vocab_size, has_softmax=high_performance)
         if self.distributed:
-            self.all_max = ops.AllReduce(ReduceOp.MAX, group)
+            self.ranks = get_group_size(group)
+            # MindSpore's CPU AllReduce only sums ("AllReduce only support reduce sum on CPU"):
+            # there the row maxima are all-gathered and reduced locally.
+            self.gather_max = ms.get_context("device_target") == "CPU"
+            self.all_max = ops.AllGather(group) if self.gather_max else ops.AllReduce(ReduceOp.MAX, group)
             self.all_sum = ops.AllReduce(ReduceOp.SUM, group)
 
     def _placeholder_or(self, t):
@@ -65,17 +70,19 @@ class FusedLinearCrossEntropyFunction(nn.Cell):
             self.max_sum_op(input, weight, target)
         if self.distributed:
             global_max = self.all_max(logits_max)
+            if self.gather_max:
+                global_max = global_max.reshape(self.ranks, -1).max(axis=0)
             # Each rank's partial sums move from its local max to the global one; the target logit
             # moves only on the rank that owns it (elsewhere it is 0). One SUM collective for all.
             shift = logits_max - global_max
-            owned = ops.logical_and(target >= self.vocab_start_index, target < self.vocab_end_index)
-            sums = self.all_sum(ops.stack((sum_exp * ops.exp(shift),
-                                           predicted + ops.select(owned, shift, ops.zeros_like(shift)),
+            owned = ops.logical_and(target >= self.vocab_start_index,
+                                    target < self.vocab_end_index).astype(ms.float32)
+            sums = self.all_sum(ops.stack((sum_exp * ops.exp(shift), predicted + shift * owned,
                                            sum_logits)))
             logits_max, sum_exp, predicted, sum_logits = global_max, sums[0], sums[1], sums[2]
         loss, softmax = self.loss_op(logits_max, sum_exp, predicted, sum_logits, self._placeholder_or(logits))
-        # A product, not a select with zeros_like: MindSpore 2.10's GRAPH compiler fails on a
-        # zeros_like in the forward of a Cell that has a bprop ("The pointer[input] is null").
+        # Masks are products, not selects with zeros_like: MindSpore 2.10's GRAPH compiler fails on
+        # a zeros_like in the forward of a Cell that has a bprop ("The pointer[input] is null").
         loss = loss * self._kept(target)
         return loss, logits_max, sum_exp, target_mask, masked_target, softmax
 
