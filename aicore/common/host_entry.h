@@ -115,6 +115,43 @@ inline bool Known(int64_t d) { return d >= 0; }
 // Product of dims that stays -1 when any factor is unknown.
 inline int64_t DimMul(int64_t a, int64_t b) { return (Known(a) && Known(b)) ? a * b : kDynDim; }
 
+// One tensor argument of an entry, named as the user knows it.
+struct Arg {
+  const char *name;
+  std::vector<int64_t> shape;
+  DType dtype;
+  const char *dtypeName;
+  uint8_t *data;
+};
+
+inline std::vector<Arg> Args(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                             const char *const *names) {
+  std::vector<Arg> args;
+  for (int i = 0; i < nparam; ++i)
+    args.push_back({names[i], std::vector<int64_t>(shapes[i], shapes[i] + ndims[i]), ParseDType(dtypes[i]), dtypes[i],
+                    static_cast<uint8_t *>(params[i])});
+  return args;
+}
+
+inline void RequireShape(const Arg &a, const std::vector<int64_t> &want, const std::string &what) {
+  Require(a.shape == want, a.name, "must have shape " + ShapeStr(want) + " (" + what + "), got " + ShapeStr(a.shape));
+}
+
+inline void RequireDType(const Arg &a, DType want, const char *wantName) {
+  Require(a.dtype == want, a.name, std::string("must be ") + wantName + ", got " + a.dtypeName);
+}
+
+inline void RequireFloat(const Arg &a) {
+  Require(a.dtype == DType::kF32 || a.dtype == DType::kF16 || a.dtype == DType::kBF16, a.name,
+          std::string("must be float32, float16 or bfloat16, got ") + a.dtypeName);
+}
+
+template <typename V>
+V ReadAttr(mindspore::AotExtra *extra, const char *name) {
+  Require(extra != nullptr && extra->HasAttr(name), name, "attribute missing");
+  return extra->Attr<V>(name);
+}
+
 }  // namespace ms_ops
 
 #endif  // MS_OPS_COMMON_HOST_ENTRY_H_

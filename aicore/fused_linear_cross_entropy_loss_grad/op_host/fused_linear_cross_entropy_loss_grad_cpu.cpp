@@ -12,7 +12,6 @@
 #include "fused_linear_cross_entropy_loss_grad/op_host/fused_linear_cross_entropy_loss_grad_infer.h"
 #include "fused_linear_cross_entropy_loss_grad/op_host/fused_linear_cross_entropy_loss_grad_tiling.h"
 #include "host_entry.h"
-#include "moe_finalize_routing/op_host/moe_finalize_routing_entry.h"
 #include "platform.h"
 #include "twin_runtime.h"
 
@@ -23,11 +22,7 @@ extern "C" void fused_linear_cross_entropy_loss_grad(uint8_t *grad, uint8_t *inp
 
 namespace {
 
-using namespace ms_ops::moe_entry;
-using ms_ops::DType;
-using ms_ops::Reject;
-using ms_ops::Require;
-using ms_ops::ShapeStr;
+using namespace ms_ops;
 
 constexpr const char *kOp = "fused_linear_cross_entropy_loss_grad";
 const char *const kArgNames[] = {"grad",       "input",          "weight",  "target_mask", "masked_target",

@@ -20,10 +20,7 @@ extern "C" void moe_finalize_routing(uint8_t *expandedX, uint8_t *expandedRowIdx
 namespace {
 
 using namespace ms_ops::moe_entry;
-using ms_ops::DType;
-using ms_ops::Reject;
-using ms_ops::Require;
-using ms_ops::ShapeStr;
+using namespace ms_ops;
 
 constexpr int kNumInputs = 7;
 const char *const kArgNames[] = {"expanded_x", "expanded_row_idx", "x1", "x2", "bias", "scales", "expert_idx", "out"};

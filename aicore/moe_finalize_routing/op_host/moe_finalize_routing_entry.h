@@ -1,5 +1,5 @@
-// Argument checks shared by the CPU entries of moe_finalize_routing and its gradient: tensor
-// views with named errors, attribute reads, and the value checks of the routing index.
+// Argument checks shared by the CPU entries of moe_finalize_routing and its gradient: the
+// drop/pad mode, expanded_x's layout and the value checks of the routing index.
 #ifndef MS_OPS_MOE_FINALIZE_ROUTING_ENTRY_H_
 #define MS_OPS_MOE_FINALIZE_ROUTING_ENTRY_H_
 
@@ -14,37 +14,6 @@
 namespace ms_ops {
 namespace moe_entry {
 
-// One tensor argument of an entry, named as the user knows it.
-struct Arg {
-  const char *name;
-  std::vector<int64_t> shape;
-  DType dtype;
-  const char *dtypeName;
-  uint8_t *data;
-};
-
-inline std::vector<Arg> Args(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
-                             const char *const *names) {
-  std::vector<Arg> args;
-  for (int i = 0; i < nparam; ++i)
-    args.push_back({names[i], std::vector<int64_t>(shapes[i], shapes[i] + ndims[i]), ParseDType(dtypes[i]), dtypes[i],
-                    static_cast<uint8_t *>(params[i])});
-  return args;
-}
-
-inline void RequireShape(const Arg &a, const std::vector<int64_t> &want, const std::string &what) {
-  Require(a.shape == want, a.name, "must have shape " + ShapeStr(want) + " (" + what + "), got " + ShapeStr(a.shape));
-}
-
-inline void RequireDType(const Arg &a, DType want, const char *wantName) {
-  Require(a.dtype == want, a.name, std::string("must be ") + wantName + ", got " + a.dtypeName);
-}
-
-inline void RequireFloat(const Arg &a) {
-  Require(a.dtype == DType::kF32 || a.dtype == DType::kF16 || a.dtype == DType::kBF16, a.name,
-          std::string("must be float32, float16 or bfloat16, got ") + a.dtypeName);
-}
-
 // scales (or its placeholder): the dtype of the data `ref` or float32.
 inline void RequireScalesDType(const Arg &scales, const Arg &ref) {
   const std::string want = ref.dtype == DType::kF32 ? "float32" : std::string(ref.dtypeName) + " or float32";
@@ -54,12 +23,6 @@ inline void RequireScalesDType(const Arg &scales, const Arg &ref) {
 
 inline MoeFloat ToMoeFloat(DType d) {
   return d == DType::kF32 ? MoeFloat::kF32 : d == DType::kF16 ? MoeFloat::kF16 : MoeFloat::kBF16;
-}
-
-template <typename V>
-V ReadAttr(mindspore::AotExtra *extra, const char *name) {
-  Require(extra != nullptr && extra->HasAttr(name), name, "attribute missing");
-  return extra->Attr<V>(name);
 }
 
 inline int64_t ReadDropPadMode(mindspore::AotExtra *extra) {

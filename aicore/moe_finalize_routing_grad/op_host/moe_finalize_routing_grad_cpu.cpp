@@ -22,10 +22,7 @@ extern "C" void moe_finalize_routing_grad(uint8_t *gradY, uint8_t *expandedRowId
 namespace {
 
 using namespace ms_ops::moe_entry;
-using ms_ops::DType;
-using ms_ops::Reject;
-using ms_ops::Require;
-using ms_ops::ShapeStr;
+using namespace ms_ops;
 
 constexpr int kNumInputs = 6, kNumOutputs = 3;
 const char *const kArgNames[] = {"grad_y", "expanded_row_idx", "expanded_x",  "scales",     "expert_idx",
