@@ -47,6 +47,9 @@ struct FusedLinearCrossEntropyLossGradTiling {
 // Tile sizes: large enough for efficient cube work per step (each block's products are
 // mt x nt x H, nt x H x mt and mt x H x nt), small enough that the per-block scratch stays a few MiB.
 constexpr int64_t kFlceMaxTileCols = 512;
+// fp16/bf16 keep each block's weight_grad tile in an fp32 workspace of nt x H: narrower tiles
+// halve that memory (24 blocks x 2 MiB at H = 2048) for little loss of cube efficiency.
+constexpr int64_t kFlceMaxTileColsHalf = 256;
 constexpr int64_t kFlceMaxChunkRows = 256;
 constexpr int64_t kFlceMinChunkRows = 128;
 constexpr uint64_t kFlceWorkspaceAlign = 512;  // cube-friendly GM alignment of every workspace region
@@ -100,7 +103,7 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   const uint32_t elemBytes = p.dataType == CeFloat::kF32 ? 4u : 2u;
   const uint32_t targetBytes = p.int64Target ? 8u : 4u;
 
-  const int64_t tiles0 = CeilDiv(p.vocab, kFlceMaxTileCols);
+  const int64_t tiles0 = CeilDiv(p.vocab, p.dataType == CeFloat::kF32 ? kFlceMaxTileCols : kFlceMaxTileColsHalf);
   const int64_t nt = AlignUp(CeilDiv(p.vocab, tiles0), 16);
   const int64_t tiles = CeilDiv(p.vocab, nt);
   // As many chunks as blocks could use, with chunks of 128..256 tokens (fewer only to give a
