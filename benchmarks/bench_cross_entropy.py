@@ -1,0 +1,573 @@
+"""Fused linear + cross-entropy benchmark: ms_ops vs composed MindSpore vs PyTorch CPU.
+
+Forward+backward of ``loss = cross_entropy(input @ weight.T, target)`` (mean reduction) w.r.t.
+input [BT, H] and weight [V, H], fp32 and bf16, at BT=4096, H=2048, V=32000 and V=128256, in one
+run. Implementations (``--impl``):
+
+- ``ms_saving`` / ``ms_perf``: ``ms_ops.fused_linear_cross_entropy(..., mode="memory_saving" /
+  "high_performance")`` under ``ms.jit(ms.value_and_grad(...))`` (GRAPH mode: PyNative's
+  dispatcher busy-waits and steals a core).
+- ``composed``: ``ops.cross_entropy(MatMul(transpose_b=True)(x, w), target)``, the same graph
+  mode and ``value_and_grad``. ``transpose_b`` is how ``nn.Dense`` multiplies: ``x @ w.T`` would
+  also materialise a transposed copy of the weight.
+- ``torch``: ``F.linear_cross_entropy`` with ``LinearCrossEntropyOptions()`` (its chunked,
+  memory-efficient path; the resolved policy and chunk size are printed) if the installed torch
+  has it, else ``F.cross_entropy(F.linear(...))``; ``loss.backward()``, 2 threads.
+
+Every (implementation, V, dtype) case runs in its own process (this script with ``--worker``),
+so each case's peak memory is its own. The worker builds the inputs (seeded; input ~N(0, 1),
+weight ~0.02 N(0, 1), so the loss is ~ln V), reads its resident memory (base), runs the warmup
+(the first call compiles), resets the kernel's peak-RSS mark (``5`` into
+``/proc/self/clear_refs``), runs the timed repeats and reads the peak (``VmHWM``). Extra peak
+memory = peak - base - the bytes of the two gradients: what a training step costs beyond the
+tensors it must hold anyway. It includes what the first call left behind (compiled graph, a
+framework's cached memory), which a training loop pays too. The parent polls each worker's RSS
+every 0.1 s and kills it above ``--mem-limit-gib`` (the machine has 24 GiB and no swap;
+RLIMIT_AS is useless against MindSpore's large virtual reservations), or when the machine has
+under 1 GiB available: that row then reads "out of memory". Before each case the parent waits
+(``--patience``) for other processes to go quiet, and measures again (``--retries``) when they
+took > 25% CPU during the timed runs; every row records that share.
+
+GFLOP/s counts the useful work of every implementation alike: 3 GEMMs of 2*BT*H*V (forward
+logits, grad_input, grad_weight), although a memory-saving path recomputes the logits (a 4th).
+The reference is numpy's float32 sgemm, 4096x2048 @ 2048x4096 on both cores, in its own process
+(the best of 7 runs: a peak, and the least disturbed by other load).
+
+Run (repo installed, e.g. ``pip install -e .``; torch optional, ``pip install torch==2.13.0``):
+    python benchmarks/bench_cross_entropy.py          # full sizes, ~1 h on an idle machine
+    python benchmarks/bench_cross_entropy.py --quick  # BT=512 H=256 V=4000,16032: a smoke run
+"""
+import argparse
+import csv
+import datetime
+import gc
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+IMPLS = ("ms_saving", "ms_perf", "composed", "torch")
+MS_OPS_MODES = {"ms_saving": "memory_saving", "ms_perf": "high_performance"}
+DTYPE_BYTES = {"fp32": 4, "bf16": 2}
+GIB = 2**30
+CSV_COLUMNS = ["timestamp", "impl", "dtype", "BT", "H", "V", "median_s", "min_s", "gflops",
+               "pct_sgemm", "extra_peak_gib", "status", "note"]
+SGEMM_SHAPE = (4096, 2048, 4096)
+MIN_AVAILABLE_GIB = 1
+
+
+@dataclass(frozen=True)
+class Sizes:
+    bt: int
+    hidden: int
+    vocab: tuple
+
+
+FULL = Sizes(4096, 2048, (32000, 128256))
+QUICK = Sizes(512, 256, (4000, 16032))  # the same 4x step in V as the full run
+
+
+def useful_flop(bt, hidden, vocab):
+    return 3 * 2 * bt * hidden * vocab
+
+
+def proc_status_kib(field, pid="self"):
+    """A ``VmRSS``/``VmHWM`` line of /proc/<pid>/status in KiB; None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def mem_available_kib():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1])
+    raise RuntimeError("no MemAvailable in /proc/meminfo")
+
+
+def busy_cpu_seconds():
+    """CPU seconds all processes have used (/proc/stat): other load skews the timings."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds():
+    t = os.times()
+    return t.user + t.system
+
+
+def cpu_snapshot():
+    return own_cpu_seconds(), busy_cpu_seconds(), time.perf_counter()
+
+
+def cpu_usage(snap0, snap1):
+    """This process's CPU % and other processes' CPU % between two snapshots (100 = one core)."""
+    own, busy, wall = (b - a for a, b in zip(snap0, snap1))
+    return 100 * own / wall, 100 * max(0.0, busy - own) / wall
+
+
+def wait_until_idle(patience):
+    """Waits up to ``patience`` s for a second in which other processes use < 15% CPU: a build
+    or test run beside a case of many seconds would skew its time."""
+    start = time.monotonic()
+    while time.monotonic() - start < patience:
+        busy0, own0 = busy_cpu_seconds(), own_cpu_seconds()
+        time.sleep(1.0)
+        if busy_cpu_seconds() - busy0 - (own_cpu_seconds() - own0) < 0.15:
+            return
+
+
+# ---------------------------------------------------------------- worker side (one case each)
+
+class Unavailable(Exception):
+    """The implementation cannot run here; its message is the row's status."""
+
+
+def make_arrays(bt, hidden, vocab):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((bt, hidden), np.float32)
+    w = rng.standard_normal((vocab, hidden), np.float32)
+    w *= 0.02
+    return x, w, rng.integers(0, vocab, bt).astype(np.int32)
+
+
+def build_mindspore(impl, dtype, arrays):
+    """A step running fwd+bwd to completion, and a description of the implementation."""
+    if impl in MS_OPS_MODES:
+        try:
+            import ms_ops
+        except Exception as exc:  # a broken build must read as this row's status, not a crash
+            raise Unavailable(f"ms_ops import failed: {type(exc).__name__}: {exc}") from exc
+        fused = getattr(ms_ops, "fused_linear_cross_entropy", None)
+        if fused is None:
+            raise Unavailable("ms_ops.fused_linear_cross_entropy not available")
+    import mindspore as ms
+    from mindspore import ops
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    ms_dtype = {"fp32": ms.float32, "bf16": ms.bfloat16}[dtype]
+    x_np, w_np, t_np = arrays
+    x, w = ms.Tensor(x_np).astype(ms_dtype), ms.Tensor(w_np).astype(ms_dtype)
+    t = ms.Tensor(t_np)
+
+    if impl in MS_OPS_MODES:
+        mode = MS_OPS_MODES[impl]
+
+        def loss_fn(x, w, t):
+            return fused(x, w, t, mode=mode)
+
+        desc = f"ms_ops.fused_linear_cross_entropy(mode={mode!r}), GRAPH mode"
+    else:
+        matmul_nt = ops.MatMul(transpose_b=True)
+
+        def composed(x, w, t):
+            return ops.cross_entropy(matmul_nt(x, w), t)
+
+        loss_fn, desc = composed, "ops.cross_entropy(MatMul(transpose_b=True)), GRAPH mode"
+        if dtype == "bf16":
+            def loss_fn(x, w, t):
+                # CPU MatMul (and Transpose) have no bf16 kernels: compute in fp32; the Cast's
+                # gradient brings the grads back to bf16.
+                return composed(x.astype(ms.float32), w.astype(ms.float32), t)
+
+            desc += ", bf16 cast to fp32 (no bf16 MatMul on CPU)"
+
+    fwd_bwd = ms.jit(ms.value_and_grad(loss_fn, grad_position=(0, 1)))
+
+    def step():
+        loss, (d_x, d_w) = fwd_bwd(x, w, t)
+        # GRAPH-mode calls may return before the kernels finish; asnumpy waits (zero-copy on CPU).
+        d_w.asnumpy()
+        d_x.asnumpy()
+        return float(loss.asnumpy())
+
+    return step, desc
+
+
+def torch_options_desc(options, bt, hidden, vocab, dtype):
+    """The chunking policy torch resolves for this call ('auto' if this torch cannot say)."""
+    import torch
+    adjust = getattr(options, "_adjust", None)
+    if adjust is None:
+        return "auto"
+    r = adjust(bt, hidden, vocab, dtype, torch.device("cpu"))
+    return (f"acc_policy={r.acc_policy}, chunking={r.chunking_method}, "
+            f"batch_chunk_size={r.batch_chunk_size}, acc_dtype={r.acc_dtype}")
+
+
+def build_torch(dtype, arrays):
+    if importlib.util.find_spec("torch") is None:
+        raise Unavailable("skipped: torch not installed")
+    import warnings
+
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(2)
+    t_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    x_np, w_np, t_np = arrays
+    x = torch.from_numpy(x_np).to(t_dtype).requires_grad_()
+    w = torch.from_numpy(w_np).to(t_dtype).requires_grad_()
+    t = torch.from_numpy(t_np).long()  # the chunked path needs int64 targets
+
+    if hasattr(F, "linear_cross_entropy"):
+        options = torch.nn.LinearCrossEntropyOptions()
+        # Falling back to the reference path is a warning in torch; here it must not go unseen.
+        warnings.filterwarnings("error", message="linear_cross_entropy: ``options`` ignored")
+
+        def loss_fn():
+            return F.linear_cross_entropy(x, w, t, options=options)
+
+        desc = (f"torch {torch.__version__} F.linear_cross_entropy, chunked "
+                f"(LinearCrossEntropyOptions(): "
+                f"{torch_options_desc(options, *x.shape, w.shape[0], t_dtype)})")
+    else:
+        def loss_fn():
+            return F.cross_entropy(F.linear(x, w).float(), t)
+
+        desc = f"torch {torch.__version__} F.cross_entropy(F.linear(...)) (no linear_cross_entropy)"
+
+    def step():
+        x.grad = w.grad = None  # the last step's grads must not add to this step's peak
+        loss = loss_fn()
+        loss.backward()
+        return float(loss)
+
+    return step, desc
+
+
+def reset_peak_rss():
+    """Resets VmHWM to the current RSS; False where the kernel does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def run_case(spec):
+    bt, hidden, vocab, dtype = spec["bt"], spec["hidden"], spec["vocab"], spec["dtype"]
+    arrays = make_arrays(bt, hidden, vocab)
+    if spec["impl"] == "torch":
+        step, desc = build_torch(dtype, arrays)
+    else:
+        step, desc = build_mindspore(spec["impl"], dtype, arrays)
+    del arrays
+    gc.collect()
+    base = proc_status_kib("VmRSS") * 1024
+    for _ in range(spec["warmup"]):
+        step()
+    warm = proc_status_kib("VmRSS") * 1024
+    hwm_reset = reset_peak_rss()
+    times = []
+    snap = cpu_snapshot()
+    for _ in range(spec["repeats"]):
+        start = time.perf_counter()
+        loss = step()
+        times.append(time.perf_counter() - start)
+    cpu_pct, others_pct = cpu_usage(snap, cpu_snapshot())
+    return dict(status="ok", desc=desc, times=times, loss=loss, base=base, warm=warm,
+                peak=proc_status_kib("VmHWM") * 1024, hwm_reset=hwm_reset,
+                grad_bytes=(bt + vocab) * hidden * DTYPE_BYTES[dtype],
+                cpu_pct=cpu_pct, others_pct=others_pct)
+
+
+def run_sgemm():
+    import numpy as np
+    m, k, n = SGEMM_SHAPE
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
+    a @ b
+    times = []
+    snap = cpu_snapshot()
+    for _ in range(7):
+        start = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - start)
+    cpu_pct, others_pct = cpu_usage(snap, cpu_snapshot())
+    return dict(status="ok", times=times, cpu_pct=cpu_pct, others_pct=others_pct)
+
+
+def worker(spec):
+    """Runs one case and prints its result as the last stdout line, JSON after 'RESULT '."""
+    try:
+        result = run_sgemm() if spec["impl"] == "sgemm" else run_case(spec)
+    except Unavailable as exc:
+        result = dict(status=str(exc))
+    except Exception as exc:
+        traceback.print_exc()
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        result = dict(status=f"error: {type(exc).__name__}: {first_line}"[:300])
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+# ---------------------------------------------------------------- parent side
+
+def spawn(spec, mem_limit_gib, timeout):
+    """Runs a worker, killing it above ``mem_limit_gib`` of RSS, when the machine runs short of
+    memory, or after ``timeout`` s."""
+    env = dict(os.environ, GLOG_v=os.environ.get("GLOG_v", "3"))
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)]
+    limit_kib = mem_limit_gib * 2**20
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        start, max_rss, killed = time.monotonic(), 0, None
+        while proc.poll() is None:
+            rss = proc_status_kib("VmRSS", proc.pid) or 0
+            max_rss = max(max_rss, rss)
+            elapsed = time.monotonic() - start
+            if rss > limit_kib:
+                killed = (f"out of memory (> {mem_limit_gib:g} GiB RSS; killed after "
+                          f"{elapsed:.0f} s)")
+            elif mem_available_kib() < MIN_AVAILABLE_GIB * 2**20:
+                # Other processes hold memory too: the kernel's OOM killer must not have to choose.
+                killed = (f"out of memory (machine below {MIN_AVAILABLE_GIB} GiB available at "
+                          f"{rss / 2**20:.1f} GiB RSS; killed after {elapsed:.0f} s)")
+            elif elapsed > timeout:
+                killed = f"timed out (> {timeout:g} s)"
+            if killed:
+                proc.kill()
+                proc.wait()
+                break
+            time.sleep(0.1)
+        if killed:
+            return dict(status=killed, max_rss=max_rss * 1024)
+        out.seek(0)
+        results = [line[7:] for line in out.read().splitlines() if line.startswith("RESULT ")]
+        if results:
+            return json.loads(results[-1])
+        err.seek(0)
+        tail = [line for line in err.read().splitlines() if line.strip()][-1:]
+        return dict(status=f"worker exited with code {proc.returncode}: {' '.join(tail)}"[:300])
+
+
+def measure(spec, args, patience, retries):
+    """``spawn`` on a quiet machine if possible: when other processes took > 25% CPU during the
+    timed runs, waits for quiet and measures again (``retries`` times; keeps the least
+    disturbed)."""
+    best = None
+    for _ in range(1 + retries):
+        wait_until_idle(patience)
+        result = spawn(spec, args.mem_limit_gib, args.timeout)
+        if result["status"] != "ok":
+            return result
+        if best is None or result["others_pct"] < best["others_pct"]:
+            best = result
+        if best["others_pct"] <= 25:
+            break
+    return best
+
+
+def median(values):
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def make_row(spec, result, sgemm_gflops):
+    row = dict(impl=spec["impl"], dtype=spec["dtype"], bt=spec["bt"], hidden=spec["hidden"],
+               vocab=spec["vocab"], status=result["status"], note="")
+    if result["status"] != "ok":
+        if "max_rss" in result:
+            row["note"] = f"max RSS seen {result['max_rss'] / GIB:.1f} GiB"
+        return row
+    logits = spec["bt"] * spec["vocab"] * 4
+    row.update(median_s=median(result["times"]), min_s=min(result["times"]),
+               extra_gib=(result["peak"] - result["base"] - result["grad_bytes"]) / GIB)
+    row["gflops"] = useful_flop(spec["bt"], spec["hidden"], spec["vocab"]) / row["median_s"] / 1e9
+    row["pct_sgemm"] = 100 * row["gflops"] / sgemm_gflops
+    row["x_logits"] = row["extra_gib"] * GIB / logits
+    row["desc"], row["others_pct"] = result["desc"], result["others_pct"]
+    peak_scope = "timed runs" if result["hwm_reset"] else "whole process (VmHWM not resettable)"
+    row["note"] = (f"{result['desc']}; loss {result['loss']:.4f}; base {result['base'] / GIB:.2f}"
+                   f" GiB, after warmup {result['warm'] / GIB:.2f}, peak {result['peak'] / GIB:.2f}"
+                   f" over {peak_scope}, grads {result['grad_bytes'] / GIB:.2f}; extra = "
+                   f"{row['x_logits']:.1f}x the fp32 logits; CPU {result['cpu_pct']:.0f}%, "
+                   f"other processes {result['others_pct']:.0f}%; GFLOP/s on 3 GEMMs")
+    return row
+
+
+def write_csv(path, stamp, rows):
+    """Appends rows as they are measured: a run of an hour that dies keeps what it measured."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    new = not os.path.exists(path)
+
+    def fmt(r, key, spec):
+        return format(r[key], spec) if key in r else ""
+
+    with open(path, "a", newline="") as f:
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(CSV_COLUMNS)
+        for r in rows:
+            writer.writerow([stamp, r["impl"], r["dtype"], r["bt"], r["hidden"], r["vocab"],
+                             fmt(r, "median_s", ".3f"), fmt(r, "min_s", ".3f"),
+                             fmt(r, "gflops", ".1f"), fmt(r, "pct_sgemm", ".1f"),
+                             fmt(r, "extra_gib", ".3f"), r["status"], r["note"]])
+
+
+def print_table(rows):
+    head = (f"{'impl':10s} {'dtype':5s} {'V':>7s} {'median s':>9s} {'min s':>8s} "
+            f"{'GFLOP/s':>8s} {'%sgemm':>7s} {'extra GiB':>10s} {'x logits':>9s} {'other%':>6s}  "
+            f"status")
+    print("\n" + head + "\n" + "-" * len(head))
+    for r in rows:
+        if r["status"] == "ok":
+            print(f"{r['impl']:10s} {r['dtype']:5s} {r['vocab']:7d} {r['median_s']:9.2f} "
+                  f"{r['min_s']:8.2f} {r['gflops']:8.1f} {r['pct_sgemm']:6.0f}% "
+                  f"{r['extra_gib']:10.3f} {r['x_logits']:9.2f} {r['others_pct']:6.0f}  ok")
+        else:
+            print(f"{r['impl']:10s} {r['dtype']:5s} {r['vocab']:7d} {'':55s}  {r['status']}")
+
+
+def report_goals(rows, sizes):
+    """The issue's goals, at the smallest V of the run (flatness: against the largest)."""
+    ok = {(r["impl"], r["dtype"], r["vocab"]): r for r in rows if r["status"] == "ok"}
+    small, large = min(sizes.vocab), max(sizes.vocab)
+    flat = f"; 'flat in V' compares V={large}" if large != small else ""
+    print(f"\nGoals (at V={small}{flat}):")
+
+    def verdict(label, needed, test, shown):
+        missing = [f"{i} {d} V={v}" for i, d, v in needed if (i, d, v) not in ok]
+        if missing:
+            print(f"  {label}: not measured (no result for {', '.join(missing)})")
+            return
+        got = [ok[k] for k in needed]
+        print(f"  {label}: {'met' if test(*got) else 'NOT MET'} ({shown(*got)})")
+
+    for dtype in sorted({r["dtype"] for r in rows}):
+        sav, perf, comp, tor = (("ms_saving", dtype, small), ("ms_perf", dtype, small),
+                                ("composed", dtype, small), ("torch", dtype, small))
+        verdict(f"{dtype} memory-saving extra peak <= 1/8 of torch's", [sav, tor],
+                lambda s, t: s["extra_gib"] <= t["extra_gib"] / 8,
+                lambda s, t: f"{s['extra_gib']:.3f} vs {t['extra_gib']:.3f} GiB")
+        if small == large:
+            print(f"  {dtype} memory-saving extra flat in V: not measured (one V in this run)")
+        else:
+            verdict(f"{dtype} memory-saving extra flat in V (<= 1.5x)",
+                    [sav, ("ms_saving", dtype, large)],
+                    lambda s, b: b["extra_gib"] <= 1.5 * s["extra_gib"],
+                    lambda s, b: f"{s['extra_gib']:.3f} -> {b['extra_gib']:.3f} GiB")
+        verdict(f"{dtype} memory-saving time <= torch's", [sav, tor],
+                lambda s, t: s["median_s"] <= t["median_s"],
+                lambda s, t: f"{s['median_s']:.2f} vs {t['median_s']:.2f} s")
+        verdict(f"{dtype} memory-saving time <= 1.1x composed", [sav, comp],
+                lambda s, c: s["median_s"] <= 1.1 * c["median_s"],
+                lambda s, c: f"{s['median_s']:.2f} vs {c['median_s']:.2f} s")
+        verdict(f"{dtype} high-performance >= 1.25x faster than torch", [perf, tor],
+                lambda p, t: t["median_s"] >= 1.25 * p["median_s"],
+                lambda p, t: f"{t['median_s'] / p['median_s']:.2f}x")
+
+
+def parse_list(text, allowed=None, cast=str):
+    items = [cast(s) for s in text.split(",") if s.strip()]
+    bad = [i for i in items if allowed is not None and i not in allowed]
+    if bad:
+        raise SystemExit(f"unknown value(s) {bad}; choose from {', '.join(allowed)}")
+    return items
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"BT={QUICK.bt} H={QUICK.hidden} V={QUICK.vocab} (smoke run)")
+    parser.add_argument("--impl", default=",".join(IMPLS), help="comma-separated: " +
+                        ",".join(IMPLS))
+    parser.add_argument("--vocab", help="comma-separated V values (default: the size set's)")
+    parser.add_argument("--dtypes", default="fp32,bf16", help="comma-separated: fp32,bf16")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per case (median)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (1st compiles)")
+    parser.add_argument("--mem-limit-gib", type=float, default=20.0,
+                        help="kill a case whose RSS exceeds this (the machine has 24 GiB)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
+    parser.add_argument("--patience", type=float, default=None,
+                        help="seconds to wait for other processes to go quiet before each case "
+                             "(default 120, 0 with --quick)")
+    parser.add_argument("--retries", type=int, default=None,
+                        help="re-measurements of a case disturbed by other processes (> 25%% "
+                             "CPU) (default 2, 0 with --quick)")
+    parser.add_argument("--csv", default=os.path.join(HERE, "results", "cross_entropy.csv"),
+                        help="results CSV to append to")
+    args = parser.parse_args()
+    if args.worker:
+        worker(json.loads(args.worker))
+        return
+
+    sizes = QUICK if args.quick else FULL
+    if args.vocab:
+        sizes = Sizes(sizes.bt, sizes.hidden, tuple(parse_list(args.vocab, cast=int)))
+    impls = parse_list(args.impl, IMPLS)
+    dtypes = parse_list(args.dtypes, tuple(DTYPE_BYTES))
+    if "torch" in impls and importlib.util.find_spec("torch") is None:
+        print("PyTorch is not installed: the torch rows are skipped "
+              "(pip install torch==2.13.0 for the CPU build)")
+
+    patience = args.patience if args.patience is not None else (0 if args.quick else 120)
+    if args.retries is None:
+        args.retries = 0 if args.quick else 2
+    # A few seconds per try: worth more tries than a case to get an undisturbed reference.
+    stamp = datetime.datetime.now().isoformat(timespec="seconds")
+    sgemm = measure(dict(impl="sgemm"), args, patience, max(args.retries, 5))
+    if sgemm["status"] != "ok":
+        raise SystemExit(f"sgemm reference failed: {sgemm['status']}")
+    m, k, n = SGEMM_SHAPE
+    sgemm_s = median(sgemm["times"])
+    sgemm_gflops = 2 * m * k * n / min(sgemm["times"]) / 1e9
+    print(f"numpy sgemm {m}x{k} @ {k}x{n} fp32: peak {sgemm_gflops:.1f} GFLOP/s (best of 7; "
+          f"median {2 * m * k * n / sgemm_s / 1e9:.1f}; other processes "
+          f"{sgemm['others_pct']:.0f}% CPU)", flush=True)
+    rows = [dict(impl="numpy_sgemm", dtype="fp32", bt=m, hidden=k, vocab=n, median_s=sgemm_s,
+                 min_s=min(sgemm["times"]), gflops=sgemm_gflops, pct_sgemm=100.0, status="ok",
+                 note=f"reference: GFLOP/s of the best of 7 runs on 2 threads; BT/H/V columns "
+                      f"are M/K/N; other processes {sgemm['others_pct']:.0f}% CPU")]
+    write_csv(args.csv, stamp, rows)
+
+    for vocab in sizes.vocab:
+        for dtype in dtypes:
+            for impl in impls:
+                spec = dict(impl=impl, dtype=dtype, bt=sizes.bt, hidden=sizes.hidden,
+                            vocab=vocab, repeats=args.repeats, warmup=args.warmup)
+                print(f"{impl} {dtype} BT={sizes.bt} H={sizes.hidden} V={vocab} ...", end=" ",
+                      flush=True)
+                row = make_row(spec, measure(spec, args, patience, args.retries), sgemm_gflops)
+                rows.append(row)
+                write_csv(args.csv, stamp, [row])
+                if row["status"] == "ok":
+                    print(f"{row['median_s']:.2f} s, {row['gflops']:.1f} GFLOP/s, extra "
+                          f"{row['extra_gib']:.3f} GiB  [{row['note']}]", flush=True)
+                else:
+                    print(f"{row['status']} {row['note']}", flush=True)
+
+    case_rows = rows[1:]
+    print_table(case_rows)
+    print(f"\nBT={sizes.bt}, H={sizes.hidden}; forward+backward; median of {args.repeats} after "
+          f"{args.warmup} warmup. GFLOP/s = 3 GEMMs of 2*BT*H*V / median time for every row (a "
+          f"memory-saving path's recompute is not counted); %sgemm against numpy's "
+          f"{sgemm_gflops:.1f} GFLOP/s. Extra GiB = peak RSS over the timed runs - RSS with the "
+          f"inputs built - gradient bytes; 'x logits' relates it to a BT x V fp32 logits tensor. "
+          f"other%: CPU used by other processes during the timed runs (100 = one core). "
+          f"Appended to {args.csv}")
+    for desc in sorted({r["desc"] for r in case_rows if "desc" in r}):
+        print(f"  {desc}")
+    report_goals(case_rows, sizes)
+
+
+if __name__ == "__main__":
+    main()
