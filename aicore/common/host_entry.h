@@ -91,6 +91,13 @@ inline uint64_t FloatKey(DType d, uint64_t f32, uint64_t f16, uint64_t bf16) {
   }
 }
 
+// A tiling's float enum (MoeFloat, CeFloat: kF32, kF16, kBF16) for a dtype the entry has
+// already checked to be float32, float16 or bfloat16.
+template <class FloatEnum>
+FloatEnum ToFloatEnum(DType d) {
+  return d == DType::kF32 ? FloatEnum::kF32 : d == DType::kF16 ? FloatEnum::kF16 : FloatEnum::kBF16;
+}
+
 inline int64_t Numel(int ndim, const int64_t *shape) {
   int64_t n = 1;
   for (int i = 0; i < ndim; ++i) n *= shape[i];

@@ -3,6 +3,7 @@ import mindspore as ms
 from mindspore import Parameter, nn
 from mindspore.common.initializer import Normal, initializer
 
+from ms_ops.ops._validation import check_choice
 from ms_ops.ops.cross_entropy import MODES, REDUCTIONS, fused_linear_cross_entropy
 
 
@@ -47,10 +48,8 @@ class FusedLinearCrossEntropyLoss(nn.Cell):
         for arg, value in (("hidden_size", hidden_size), ("vocab_size", vocab_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: '{arg}' must be a positive int, got {value!r}")
-        if reduction not in REDUCTIONS:
-            raise ValueError(f"{name}: 'reduction' must be one of {REDUCTIONS}, got {reduction!r}")
-        if mode not in MODES:
-            raise ValueError(f"{name}: 'mode' must be one of {MODES}, got {mode!r}")
+        check_choice(name, "reduction", reduction, REDUCTIONS)
+        check_choice(name, "mode", mode, MODES)
         shards = 1
         if group is not None:
             from mindspore.communication import get_group_size

@@ -56,3 +56,16 @@ def check_int(op, name, value, low=None, allowed=None):
         raise ValueError(f"{op}: '{name}' must be one of {allowed}, got {value}")
     if low is not None and value < low:
         raise ValueError(f"{op}: '{name}' must be >= {low}, got {value}")
+
+
+def check_choice(op, name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{op}: '{name}' must be one of {choices}, got {value!r}")
+
+
+def check_float(op, name, value, low, high):
+    """``low <= value < high`` for a Python number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{op}: '{name}' must be a float, got {type(value).__name__}")
+    if not low <= value < high:
+        raise ValueError(f"{op}: '{name}' must be in [{low}, {high}), got {value}")

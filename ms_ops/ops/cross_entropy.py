@@ -15,20 +15,12 @@ from ms_ops.bprop.cross_entropy import FusedLinearCrossEntropyFunction
 from ms_ops.ops._cross_entropy_kernels import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
                                                FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
                                                FUSED_LINEAR_ONLINE_MAX_SUM)
-from ms_ops.ops._validation import (FLOAT_DTYPES, check_dim, check_dtype, check_int, check_rank,
-                                    check_same_dtype, known)
+from ms_ops.ops._validation import (FLOAT_DTYPES, check_choice, check_dim, check_dtype, check_float,
+                                    check_int, check_rank, check_same_dtype, known)
 
 TARGET_DTYPES = (ms.int32, ms.int64)
 MODES = ("memory_saving", "high_performance")
 REDUCTIONS = ("mean", "sum", "none")
-
-
-def _check_float(op, name, value, low, high):
-    """``low <= value < high`` for a Python number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{op}: '{name}' must be a float, got {type(value).__name__}")
-    if not low <= value < high:
-        raise ValueError(f"{op}: '{name}' must be in [{low}, {high}), got {value}")
 
 
 def _check_linear_args(op, input, weight, target):
@@ -127,11 +119,9 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
     op = "fused_linear_cross_entropy"
     vocab_local = _check_linear_args(op, input, weight, target)
     check_int(op, "ignore_index", ignore_index)
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"{op}: 'reduction' must be one of {REDUCTIONS}, got {reduction!r}")
-    if mode not in MODES:
-        raise ValueError(f"{op}: 'mode' must be one of {MODES}, got {mode!r}")
-    _check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
+    check_choice(op, "reduction", reduction, REDUCTIONS)
+    check_choice(op, "mode", mode, MODES)
+    check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
     function = _function(op, vocab_local, group, vocab_start_index, ignore_index,
                          float(label_smoothing), mode == "high_performance")
     loss = function(input, weight, target)[0]
@@ -226,7 +216,7 @@ def fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp_logits, predicted_
     rows = logits_max.shape[0] if isinstance(logits_max, ms.Tensor) else None
     _check_rows(op, (("logits_max", logits_max), ("sum_exp_logits", sum_exp_logits),
                      ("predicted_logits", predicted_logits)), rows)
-    _check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
+    check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
     if label_smoothing > 0:
         if sum_logits is None or vocab_size is None:
             raise ValueError(f"{op}: label smoothing needs 'sum_logits' and 'vocab_size'")
@@ -287,7 +277,7 @@ def fused_linear_cross_entropy_loss_grad(grad, input, weight, target_mask, maske
     check_rank(op, "masked_target", masked_target, 1)
     check_dtype(op, "masked_target", masked_target, TARGET_DTYPES)
     check_dim(op, "masked_target", masked_target, 0, rows, "the number of tokens N")
-    _check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
+    check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
     vocab_local = weight.shape[0]
     vocab_size = vocab_local if vocab_size is None else vocab_size
     check_int(op, "vocab_size", vocab_size, low=1)

@@ -99,8 +99,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   prob.vocabSize = vocabSize;
   prob.labelSmoothing = smoothing;
   prob.hasSoftmax = hasSoftmax;
-  prob.dataType = dt == DType::kF32 ? ms_ops::CeFloat::kF32 : dt == DType::kF16 ? ms_ops::CeFloat::kF16
-                                                                                 : ms_ops::CeFloat::kBF16;
+  prob.dataType = ToFloatEnum<CeFloat>(dt);
   prob.int64Target = target.dtype == DType::kI64;
   ms_ops::FusedLinearCrossEntropyLossGradTiling t =
       ms_ops::ComputeFusedLinearCrossEntropyLossGradTiling(prob, ms_ops::kAtlasA2);

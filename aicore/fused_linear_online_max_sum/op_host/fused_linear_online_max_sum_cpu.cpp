@@ -47,8 +47,6 @@ Attrs ReadAttrs(mindspore::AotExtra *extra) {
   return a;
 }
 
-CeFloat ToCeFloat(DType d) { return d == DType::kF32 ? CeFloat::kF32 : d == DType::kF16 ? CeFloat::kF16 : CeFloat::kBF16; }
-
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
   Require(nparam == kNumInputs + kFlomsNumOutputs, "params",
           "expected 3 inputs and 7 outputs, got " + std::to_string(nparam) + " tensors");
@@ -95,7 +93,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   p.vocab = vocab;
   p.vocabStart = a.vocabStart;
   p.returnLogits = a.returnLogits;
-  p.dataType = ToCeFloat(dt);
+  p.dataType = ToFloatEnum<CeFloat>(dt);
   p.int64Target = targetType == DType::kI64;
   FusedLinearOnlineMaxSumTiling t = ComputeFusedLinearOnlineMaxSumTiling(p, kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);

@@ -78,8 +78,8 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   prob.hasX2 = hasX2;
   prob.hasBias = hasBias;
   prob.hasScales = hasScales;
-  prob.dataType = ToMoeFloat(dt);
-  prob.scalesType = ToMoeFloat(hasScales ? scales.dtype : dt);
+  prob.dataType = ToFloatEnum<MoeFloat>(dt);
+  prob.scalesType = ToFloatEnum<MoeFloat>(hasScales ? scales.dtype : dt);
   ms_ops::MoeFinalizeRoutingTiling t = ms_ops::ComputeMoeFinalizeRoutingTiling(prob, ms_ops::kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
   return ms_ops::twin::Launch("moe_finalize_routing", t.blockDim, t.tilingKey, [&] {

@@ -21,10 +21,6 @@ inline void RequireScalesDType(const Arg &scales, const Arg &ref) {
           "must be " + want + ", got " + scales.dtypeName);
 }
 
-inline MoeFloat ToMoeFloat(DType d) {
-  return d == DType::kF32 ? MoeFloat::kF32 : d == DType::kF16 ? MoeFloat::kF16 : MoeFloat::kBF16;
-}
-
 inline int64_t ReadDropPadMode(mindspore::AotExtra *extra) {
   const int64_t mode = ReadAttr<int64_t>(extra, "drop_pad_mode");
   Require(mode >= 0 && mode <= 3, "drop_pad_mode", "must be 0, 1, 2 or 3, got " + std::to_string(mode));

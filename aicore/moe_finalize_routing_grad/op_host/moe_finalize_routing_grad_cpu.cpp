@@ -84,8 +84,8 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   prob.dropPadMode = mode;
   prob.hasBias = hasBias;
   prob.hasScales = hasScales;
-  prob.dataType = ToMoeFloat(dt);
-  prob.scalesType = ToMoeFloat(scales.dtype);
+  prob.dataType = ToFloatEnum<MoeFloat>(dt);
+  prob.scalesType = ToFloatEnum<MoeFloat>(scales.dtype);
   ms_ops::MoeFinalizeRoutingGradTiling t = ms_ops::ComputeMoeFinalizeRoutingGradTiling(prob, ms_ops::kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
   return ms_ops::twin::Launch("moe_finalize_routing_grad", t.blockDim, t.tilingKey, [&] {
