@@ -414,15 +414,18 @@ def test_count_rounds_down_when_not_strict(lib, capfd, monkeypatch):
 
 # ---- Matmul ----
 
-def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks=3, blocks_n=1, coop=0):
+def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks=3, blocks_n=1, coop=0,
+                trans_a=0):
     rng = np.random.default_rng(M * 7 + N * 3 + K)
     a = rng.standard_normal((M, K)).astype(dtype)
     b = rng.standard_normal((K, N)).astype(dtype)
     bv = rng.standard_normal(N).astype(np.float32)
     c0 = rng.standard_normal((M, N)).astype(np.float32)
     c = c0.copy() if atomic else np.full((M, N), np.nan, np.float32)
+    a_stored = np.ascontiguousarray(a.T) if trans_a else a
     b_stored = np.ascontiguousarray(b.T) if trans_b else b
-    rc = lib.twin_matmul(0 if dtype == np.float32 else 1, trans_b, mode, bias, atomic, P(a), P(b_stored), P(bv),
+    rc = lib.twin_matmul(0 if dtype == np.float32 else 1, trans_b + 2 * trans_a, mode, bias, atomic, P(a_stored),
+                         P(b_stored), P(bv),
                          P(c), M, N, K, blocks, blocks_n, coop)
     assert rc == 0
     ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -439,6 +442,11 @@ def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks
 def test_matmul(lib, dtype, trans_b, mode):
     matmul_case(lib, dtype, 97, 150, 123, trans_b=trans_b, mode=mode, bias=1)
     matmul_case(lib, dtype, 97, 59, 123, trans_b=trans_b, mode=mode)
+    # K = 600: fp16 operands are widened in three K panels (256, 256, 88), summed by sgemm
+    for trans_a in (0, 1):
+        matmul_case(lib, dtype, 45, 70, 600, trans_b=trans_b, mode=mode, trans_a=trans_a)
+        matmul_case(lib, dtype, 45, 70, 600, trans_b=trans_b, mode=mode, trans_a=trans_a, bias=1,
+                    atomic=int(mode != 2), blocks=2, blocks_n=2)  # mode 2 places tiles itself
 
 
 @pytest.mark.parametrize("mode", [0, 1])
@@ -526,11 +534,40 @@ def rss_mb():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
+def peak_rss_mb(fn):
+    """How far fn() takes the resident memory above what it was when fn started (VmHWM reset)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    start = rss_mb()
+    fn()
+    with open("/proc/self/status") as f:
+        hwm_kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    return hwm_kib / 1024 - start
+
+
 def test_cooperative_matmul_frees_thread_state(lib):
-    # 48 fresh threads per launch, each with its UB arena and Matmul scratch, all calling sgemm.
+    # 48 fresh threads per launch, each with its UB arena, all calling sgemm.
     for mode in (0, 1):
         matmul_case(lib, np.float16, 97, 59, 123, mode=mode, atomic=1, blocks=16, blocks_n=3, coop=1)
     before = rss_mb()
     for _ in range(15):
         matmul_case(lib, np.float32, 97, 59, 123, atomic=1, blocks=16, blocks_n=3, coop=1)
     assert rss_mb() - before < 40  # a leak keeps 48 x (UB arena + scratch) > 9 MB per launch
+
+
+def test_cooperative_matmul_scratch_is_bounded_by_cores(lib):
+    # 16 blocks of an fp16 1024 x 1024 x 4096 product, all live at once. Widening whole operands per
+    # block would hold 16 x (256 + 256) x 4096 fp32 = 128 MiB; the twin's cube units run as many
+    # products at once as there are cores and widen K in panels of 256.
+    m, n, k = 1024, 1024, 4096
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    bias = np.zeros(n, np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+
+    def launch():
+        assert lib.twin_matmul(1, 0, 0, 0, 0, P(a), P(b), P(bias), P(c), m, n, k, 4, 4, 1) == 0
+
+    assert peak_rss_mb(launch) < 40
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)

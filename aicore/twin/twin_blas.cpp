@@ -1,7 +1,13 @@
 #include "twin_blas.h"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <condition_variable>
 #include <mutex>
 #include <vector>
+
+#include "twin_memory.h"
 
 extern "C" {
 void scipy_cblas_sgemm(int order, int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
@@ -13,7 +19,47 @@ namespace ms_ops {
 namespace twin {
 namespace {
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+
+struct Unit {
+  Pages scratch[CubeUnit::kSlots];
+};
+
+// The free units and their scratch; created on first use with omp_get_max_threads() units
+// (OMP_NUM_THREADS, else the cores), the width Launch runs at.
+class Units {
+ public:
+  Units() : units_(std::max(1, omp_get_max_threads())) {
+    for (int i = static_cast<int>(units_.size()) - 1; i >= 0; --i) free_.push_back(i);
+  }
+  int Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !free_.empty(); });
+    const int u = free_.back();
+    free_.pop_back();
+    return u;
+  }
+  void Release(int u) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(u);
+    }
+    cv_.notify_one();
+  }
+  Unit &operator[](int u) { return units_[u]; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Unit> units_;
+  std::vector<int> free_;
+};
+
+Units &AllUnits() {
+  static Units *units = new Units();  // never destroyed: blocks may still run at exit
+  return *units;
 }
+
+}  // namespace
 
 void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
            int ldc, float beta) {
@@ -23,11 +69,14 @@ void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int ld
                     beta, c, ldc);
 }
 
-float *Scratch(int slot, size_t floats) {
-  static thread_local std::vector<float> buffers[4];
-  std::vector<float> &v = buffers[slot];
-  if (v.size() < floats) v.resize(floats);
-  return v.data();
+CubeUnit::CubeUnit() : unit_(AllUnits().Acquire()) {}
+
+CubeUnit::~CubeUnit() { AllUnits().Release(unit_); }
+
+float *CubeUnit::Scratch(int slot, size_t floats) {
+  Pages &p = AllUnits()[unit_].scratch[slot];
+  p.Reserve(floats * sizeof(float));
+  return p.as<float>();
 }
 
 }  // namespace twin

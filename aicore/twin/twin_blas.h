@@ -1,5 +1,5 @@
 // The BLAS behind the twin's Matmul: sgemm from scipy-openblas32, resolved at load time (Python
-// loads that library with RTLD_GLOBAL before ours).
+// loads that library with RTLD_GLOBAL before ours), and the cube units that run it.
 #ifndef MS_OPS_TWIN_BLAS_H_
 #define MS_OPS_TWIN_BLAS_H_
 
@@ -13,8 +13,26 @@ namespace twin {
 void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
            int ldc, float beta = 0.0f);
 
-// Per-thread fp32 scratch for operand conversion; slot i keeps its own storage until the thread ends.
-float *Scratch(int slot, size_t floats);
+// One of the machine's cores, held while a Matmul computes (operand widening, sgemm, store):
+// at most as many products run at once as there are OpenMP threads, each with fp32 scratch of
+// its own that lives as long as the process. A cooperative launch has a thread per block, more
+// than the cores; unbounded, every block would run sgemm at once, each with its own OpenBLAS
+// buffer and scratch resident, sharing the cores anyway. A unit is never held across a SyncAll
+// (a Matmul call does not wait on other blocks), so the bound cannot deadlock a launch.
+class CubeUnit {
+ public:
+  CubeUnit();  // waits for a free unit
+  ~CubeUnit();
+  CubeUnit(const CubeUnit &) = delete;
+  CubeUnit &operator=(const CubeUnit &) = delete;
+
+  // At least `floats` of scratch, slot 0..kSlots-1 (contents not kept across calls).
+  float *Scratch(int slot, size_t floats);
+  static constexpr int kSlots = 3;
+
+ private:
+  int unit_;
+};
 
 }  // namespace twin
 }  // namespace ms_ops

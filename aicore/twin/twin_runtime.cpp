@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "platform.h"
+#include "twin_memory.h"
 
 namespace ms_ops {
 namespace twin {
@@ -94,19 +94,11 @@ class Barrier {
 
 namespace {
 
-struct FreeDeleter {
-  void operator()(uint8_t *p) const { std::free(p); }
-};
-
-// One UB arena per thread, reused by every block that thread runs, freed when the thread ends.
+// One UB arena per thread, reused by every block that thread runs, unmapped when the thread ends.
 uint8_t *ThreadArena() {
-  static thread_local std::unique_ptr<uint8_t, FreeDeleter> arena;
-  if (!arena) {
-    void *p = std::aligned_alloc(64, AlignUp(kAtlasA2.ubSize, 64));
-    if (p == nullptr) throw std::bad_alloc();
-    arena.reset(static_cast<uint8_t *>(p));
-  }
-  return arena.get();
+  static thread_local Pages arena;
+  arena.Reserve(AlignUp(kAtlasA2.ubSize, 64));
+  return arena.data();
 }
 
 void Report(const char *kernel, int64_t block, const char *call, const char *what) {

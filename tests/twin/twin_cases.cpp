@@ -330,10 +330,10 @@ namespace {
 
 // Block b computes the C block (b / blocksN, b % blocksN) of singleCoreM x singleCoreN: C's row
 // stride N exceeds the block's width when blocksN > 1.
-template <typename T, bool kTransB>
+template <typename T, bool kTransA, bool kTransB>
 void MatmulKernel(int mode, int useBias, int atomic, void *a, void *b, float *bias, float *c, const TCubeTiling &tiling,
                   int blocksN) {
-  using AType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
+  using AType = MatmulType<TPosition::GM, CubeFormat::ND, T, kTransA>;
   using BType = MatmulType<TPosition::GM, CubeFormat::ND, T, kTransB>;
   using CType = MatmulType<TPosition::GM, CubeFormat::ND, float>;
   using BiasType = MatmulType<TPosition::GM, CubeFormat::ND, float>;
@@ -345,7 +345,7 @@ void MatmulKernel(int mode, int useBias, int atomic, void *a, void *b, float *bi
   REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
   const int rows = std::min(sm, M - row0), cols = std::min(sn, N - col0);
   mm.SetTail(rows, cols);
-  mm.SetTensorA(Gm<T>(a, uint64_t(M) * K)[uint64_t(row0) * K]);
+  mm.SetTensorA(Gm<T>(a, uint64_t(M) * K)[kTransA ? uint64_t(row0) : uint64_t(row0) * K], kTransA);
   mm.SetTensorB(Gm<T>(b, uint64_t(K) * N)[kTransB ? uint64_t(col0) * K : col0], kTransB);
   if (useBias) mm.SetBias(Gm<float>(bias, N)[col0]);
   GlobalTensor<float> cg = Gm<float>(c, uint64_t(M) * N)[uint64_t(row0) * N + col0];
@@ -379,7 +379,19 @@ void MatmulKernel(int mode, int useBias, int atomic, void *a, void *b, float *bi
 
 // dtype: 0 float, 1 half. mode: 0 IterateAll, 1 Iterate + GetTensorC(GM), 2 Iterate + GetTensorC(UB).
 // blocksM x blocksN blocks, launched cooperatively when coop != 0.
-TWIN_EXPORT int twin_matmul(int dtype, int transB, int mode, int useBias, int atomic, void *a, void *b, float *bias,
+template <typename T>
+void MatmulKernelOf(int trans, int mode, int useBias, int atomic, void *a, void *b, float *bias, float *c,
+                    const TCubeTiling &tiling, int blocksN) {
+  switch (trans) {
+    case 0: return MatmulKernel<T, false, false>(mode, useBias, atomic, a, b, bias, c, tiling, blocksN);
+    case 1: return MatmulKernel<T, false, true>(mode, useBias, atomic, a, b, bias, c, tiling, blocksN);
+    case 2: return MatmulKernel<T, true, false>(mode, useBias, atomic, a, b, bias, c, tiling, blocksN);
+    default: return MatmulKernel<T, true, true>(mode, useBias, atomic, a, b, bias, c, tiling, blocksN);
+  }
+}
+
+// trans: bit 0 = B stored transposed (N x K), bit 1 = A stored transposed (K x M).
+TWIN_EXPORT int twin_matmul(int dtype, int trans, int mode, int useBias, int atomic, void *a, void *b, float *bias,
                             float *c, int M, int N, int K, uint32_t blocksM, uint32_t blocksN, int coop) {
   TCubeTiling t{};
   t.M = M;
@@ -394,10 +406,8 @@ TWIN_EXPORT int twin_matmul(int dtype, int transB, int mode, int useBias, int at
   t.usedCoreNum = blocksM * blocksN;
   const int bn = static_cast<int>(blocksN);
   auto body = [&] {
-    if (dtype == 0 && transB) MatmulKernel<float, true>(mode, useBias, atomic, a, b, bias, c, t, bn);
-    else if (dtype == 0) MatmulKernel<float, false>(mode, useBias, atomic, a, b, bias, c, t, bn);
-    else if (transB) MatmulKernel<half, true>(mode, useBias, atomic, a, b, bias, c, t, bn);
-    else MatmulKernel<half, false>(mode, useBias, atomic, a, b, bias, c, t, bn);
+    if (dtype == 0) MatmulKernelOf<float>(trans, mode, useBias, atomic, a, b, bias, c, t, bn);
+    else MatmulKernelOf<half>(trans, mode, useBias, atomic, a, b, bias, c, t, bn);
   };
   if (coop) return ms_ops::twin::LaunchCooperative("twin_matmul", blocksM * blocksN, 0, body);
   return Run("twin_matmul", blocksM * blocksN, body);

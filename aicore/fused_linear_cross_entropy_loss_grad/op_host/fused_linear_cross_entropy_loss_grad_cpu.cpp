@@ -5,7 +5,6 @@
 // outputs: input_grad, weight_grad. The inputs the mode does not read (logits_max and
 // sum_exp_logits with has_softmax, softmax without) may be [1] placeholders.
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "fused_linear_cross_entropy_loss_grad/op_host/fused_linear_cross_entropy_loss_grad_tiling.h"
 #include "host_entry.h"
 #include "platform.h"
+#include "twin_memory.h"
 #include "twin_runtime.h"
 
 extern "C" void fused_linear_cross_entropy_loss_grad(uint8_t *grad, uint8_t *input, uint8_t *weight,
@@ -105,11 +105,10 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
       ms_ops::ComputeFusedLinearCrossEntropyLossGradTiling(prob, ms_ops::kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
   if (t.blockDim == 0) return 0;  // H == 0: both gradients are empty
-  // Left uninitialised, as GM workspace is on the NPU: a kernel that reads what it never wrote shows.
-  std::unique_ptr<uint8_t[]> workspace(new uint8_t[t.workspaceBytes]);
+  const ms_ops::twin::Pages workspace = ms_ops::twin::DeviceWorkspace(t.workspaceBytes);
   return ms_ops::twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
     fused_linear_cross_entropy_loss_grad(grad.data, input.data, weight.data, mask.data, target.data, logitsMax.data,
-                                         sumExp.data, softmax.data, inputGrad.data, weightGrad.data, workspace.get(),
+                                         sumExp.data, softmax.data, inputGrad.data, weightGrad.data, workspace.data(),
                                          reinterpret_cast<uint8_t *>(&t.data));
   });
 }

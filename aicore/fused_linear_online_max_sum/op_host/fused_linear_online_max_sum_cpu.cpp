@@ -4,7 +4,6 @@
 // Inputs: input, weight, target; outputs: logits_max_local, sum_exp_logits_local,
 // predicted_logits_local, target_mask, masked_target, vocab_parallel_logits, sum_logits_local.
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "fused_linear_online_max_sum/op_host/fused_linear_online_max_sum_tiling.h"
 #include "host_entry.h"
 #include "platform.h"
+#include "twin_memory.h"
 #include "twin_runtime.h"
 
 extern "C" void fused_linear_online_max_sum(uint8_t *input, uint8_t *weight, uint8_t *target, uint8_t *logitsMax,
@@ -97,13 +97,13 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   p.int64Target = targetType == DType::kI64;
   FusedLinearOnlineMaxSumTiling t = ComputeFusedLinearOnlineMaxSumTiling(p, kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
-  // The blocks' logits tiles (memory-saving mode), left uninitialised: every tile is written by
-  // its Matmul before the vector pass reads it.
-  std::unique_ptr<float[]> workspace(t.workspaceBytes == 0 ? nullptr : new float[t.workspaceBytes / 4]);
+  // The blocks' logits tiles (memory-saving mode), poisoned: every tile is written by its Matmul
+  // before the vector pass reads it.
+  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
   auto gm = [params](int i) { return static_cast<uint8_t *>(params[i]); };
   return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
     fused_linear_online_max_sum(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), gm(6), gm(7), gm(8), gm(9),
-                                reinterpret_cast<uint8_t *>(workspace.get()), reinterpret_cast<uint8_t *>(&t.data));
+                                workspace.data(), reinterpret_cast<uint8_t *>(&t.data));
   });
 }
 

@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "kernel_operator.h"
 #include "twin_blas.h"
 #include "twin_cube_tiling.h"
+#include "twin_memory.h"
 
 namespace AscendC {
 
@@ -43,6 +43,8 @@ namespace twin_detail {
 
 // L0 buffer sizes of Atlas A2 that one base tile must fit (L0C holds the fp32 baseM x baseN).
 constexpr uint64_t kL0ABytes = 64 * 1024, kL0BBytes = 64 * 1024, kL0CBytes = 128 * 1024;
+// K columns of fp16/bf16 operands widened to fp32 per sgemm call.
+constexpr int kWidenPanel = 256;
 
 // rows x cols of a row-major operand with row stride ld must lie in g.
 template <typename T>
@@ -51,14 +53,16 @@ inline void GmMatrix(const char *call, const GlobalTensor<T> &g, uint64_t offset
   if (rows != 0 && cols != 0) g.TwinCheck(call, 0, offset + (rows - 1) * ld + cols);
 }
 
-// Operand rows x cols (row stride ld) as fp32: the GM memory itself for float, else a widened copy.
+// Operand rows x cols (row stride ld) as fp32: the GM memory itself for float, else a widened copy
+// in the unit's scratch.
 template <typename T>
-inline const float *AsFloat(const T *p, int rows, int cols, int ld, int slot, int &ldOut) {
+inline const float *AsFloat(::ms_ops::twin::CubeUnit &unit, const T *p, int rows, int cols, int ld, int slot,
+                            int &ldOut) {
   if constexpr (std::is_same_v<T, float>) {
     ldOut = ld;
     return p;
   } else {
-    float *f = ::ms_ops::twin::Scratch(slot, size_t(rows) * cols);
+    float *f = unit.Scratch(slot, size_t(rows) * cols);
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < cols; ++c) f[size_t(r) * cols + c] = static_cast<float>(p[size_t(r) * ld + c]);
     ldOut = cols;
@@ -136,12 +140,14 @@ class Matmul {
     Check(call, enAtomic);
     const int ldc = enSequentialWrite ? n_ : N_;
     twin_detail::GmMatrix(call, gm, 0, m_, n_, ldc);
+    ::ms_ops::twin::CubeUnit unit;
     if constexpr (std::is_same_v<DstT, float>) {
-      // Accumulating without bias: sgemm adds into C itself (beta 1), no accumulator round trip.
-      if (enAtomic == 1 && !hasBias_) return Product(call, 0, 0, m_, n_, gm.TwinData(), ldc, 1.0f);
+      // fp32 C without bias: sgemm writes it (beta 0) or adds into it (beta 1) in place, with no
+      // accumulator round trip.
+      if (!hasBias_) return Product(unit, call, 0, 0, m_, n_, gm.TwinData(), ldc, enAtomic == 1 ? 1.0f : 0.0f);
     }
-    float *acc = ::ms_ops::twin::Scratch(2, size_t(m_) * n_);
-    Product(call, 0, 0, m_, n_, acc, n_);
+    float *acc = unit.Scratch(2, size_t(m_) * n_);
+    Product(unit, call, 0, 0, m_, n_, acc, n_);
     Store(gm.TwinData(), ldc, acc, m_, n_, enAtomic == 1);
   }
 
@@ -160,8 +166,9 @@ class Matmul {
     if (!iterating_) return false;
     tileM_ = std::min(t_.baseM, m_ - tm_ * t_.baseM);
     tileN_ = std::min(t_.baseN, n_ - tn_ * t_.baseN);
-    tile_.resize(size_t(tileM_) * tileN_);
-    Product(call, tm_ * t_.baseM, tn_ * t_.baseN, tileM_, tileN_, tile_.data(), tileN_);
+    tile_.Reserve(size_t(tileM_) * tileN_ * sizeof(float));
+    ::ms_ops::twin::CubeUnit unit;
+    Product(unit, call, tm_ * t_.baseM, tn_ * t_.baseN, tileM_, tileN_, tile_.as<float>(), tileN_);
     return true;
   }
 
@@ -174,7 +181,7 @@ class Matmul {
     const uint64_t off = enSequentialWrite ? 0 : uint64_t(tm_) * t_.baseM * N_ + uint64_t(tn_) * t_.baseN;
     const int ldc = enSequentialWrite ? t_.baseN : N_;
     twin_detail::GmMatrix(call, gm, off, tileM_, tileN_, ldc);
-    Store(gm.TwinData() + off, ldc, tile_.data(), tileM_, tileN_, enAtomic == 1);
+    Store(gm.TwinData() + off, ldc, tile_.as<float>(), tileM_, tileN_, enAtomic == 1);
   }
   // The current tile into UB, baseM x baseN row-major (row stride baseN).
   template <bool sync = true>
@@ -184,7 +191,7 @@ class Matmul {
     twin_detail::UbAligned(call, c.TwinData());
     if (uint64_t(c.TwinCap()) < uint64_t(t_.baseM) * t_.baseN)
       twin_detail::UbOutOfRange(call, uint64_t(t_.baseM) * t_.baseN, c.TwinCap());
-    Store(c.TwinData(), t_.baseN, tile_.data(), tileM_, tileN_, enAtomic == 1);
+    Store(c.TwinData(), t_.baseN, tile_.as<float>(), tileM_, tileN_, enAtomic == 1);
   }
 
   void End() {
@@ -219,7 +226,8 @@ class Matmul {
   }
 
   // c[rows x cols] (row stride ldc) = A[row0.., :k] * B[:k, col0..] + bias[col0..] + beta * c, in fp32.
-  void Product(const char *call, int row0, int col0, int rows, int cols, float *c, int ldc, float beta = 0.0f) {
+  void Product(::ms_ops::twin::CubeUnit &unit, const char *call, int row0, int col0, int rows, int cols, float *c,
+               int ldc, float beta = 0.0f) {
     if (rows == 0 || cols == 0) return;
     // Stored shapes: A is M x Ka (transposed: Ka x M), B is Kb x N (transposed: N x Kb).
     const int lda = transA_ ? M_ : Ka_, ldb = transB_ ? Kb_ : N_;
@@ -228,10 +236,20 @@ class Matmul {
     const int bRows = transB_ ? cols : k_, bCols = transB_ ? k_ : cols;
     twin_detail::GmMatrix(call, a_, aOff, aRows, aCols, lda);
     twin_detail::GmMatrix(call, b_, bOff, bRows, bCols, ldb);
-    int la, lb;
-    const float *a = twin_detail::AsFloat(a_.TwinData() + aOff, aRows, aCols, lda, 0, la);
-    const float *b = twin_detail::AsFloat(b_.TwinData() + bOff, bRows, bCols, ldb, 1, lb);
-    ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, k_, a, la, b, lb, c, ldc, beta);
+    // fp32 operands are read in place by one sgemm; fp16/bf16 ones are widened kWidenPanel columns
+    // of K at a time, so a unit's scratch stays (rows + cols) x kWidenPanel floats.
+    const int panel = std::is_same_v<SrcAT, float> ? k_ : std::min(k_, twin_detail::kWidenPanel);
+    for (int k0 = 0; k0 < k_; k0 += panel) {
+      const int kk = std::min(panel, k_ - k0);
+      // Column k0 of op(A): element k0 of each row of A, or row k0 of a transposed A (Ka x M).
+      const uint64_t aK = transA_ ? uint64_t(k0) * lda : uint64_t(k0), bK = transB_ ? uint64_t(k0) : uint64_t(k0) * ldb;
+      const int aR = transA_ ? kk : rows, aC = transA_ ? rows : kk;
+      const int bR = transB_ ? cols : kk, bC = transB_ ? kk : cols;
+      int la, lb;
+      const float *a = twin_detail::AsFloat(unit, a_.TwinData() + aOff + aK, aR, aC, lda, 0, la);
+      const float *b = twin_detail::AsFloat(unit, b_.TwinData() + bOff + bK, bR, bC, ldb, 1, lb);
+      ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, kk, a, la, b, lb, c, ldc, k0 == 0 ? beta : 1.0f);
+    }
     if (!hasBias_) return;
     bias_.TwinCheck(call, col0, cols);
     const BiasT *bias = bias_.TwinData() + col0;
@@ -257,7 +275,7 @@ class Matmul {
   GlobalTensor<SrcAT> a_;
   GlobalTensor<SrcBT> b_;
   GlobalTensor<BiasT> bias_;
-  std::vector<float> tile_;
+  ::ms_ops::twin::Pages tile_;  // the current tile (L0C on the NPU), page-backed: see twin_memory.h
 };
 
 namespace twin_detail {

@@ -1,0 +1,53 @@
+// Host memory the twin takes from the OS page by page (mmap) and returns when done (munmap).
+//
+// Why not malloc: after a freed block of a few MiB, glibc raises its mmap threshold to that size,
+// and from then on keeps freed blocks below it in the arena of the thread that freed them. A
+// launch runs on many threads (one per block in LaunchCooperative), so workspaces and scratch
+// freed through malloc would stay resident in every arena for the life of the process. Pages
+// cost exactly what is live.
+#ifndef MS_OPS_TWIN_MEMORY_H_
+#define MS_OPS_TWIN_MEMORY_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ms_ops {
+namespace twin {
+
+class Pages {
+ public:
+  Pages() = default;
+  explicit Pages(size_t bytes) { Reserve(bytes); }
+  ~Pages() { Release(); }
+  Pages(Pages &&other) noexcept : data_(other.data_), bytes_(other.bytes_) {
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+  }
+  Pages &operator=(Pages &&other) noexcept;
+  Pages(const Pages &) = delete;
+  Pages &operator=(const Pages &) = delete;
+
+  // At least `bytes`, page-aligned; what it held before is not kept. Throws std::bad_alloc.
+  void Reserve(size_t bytes);
+  void Release();
+
+  uint8_t *data() const { return data_; }
+  size_t size() const { return bytes_; }
+  template <typename T>
+  T *as() const {
+    return reinterpret_cast<T *>(data_);
+  }
+
+ private:
+  uint8_t *data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// A launch's GM workspace: `bytes` filled with 0xFF like stale device memory (NaN for floats,
+// -1 for integers), so a kernel reading workspace it never wrote gets visibly wrong results.
+Pages DeviceWorkspace(size_t bytes);
+
+}  // namespace twin
+}  // namespace ms_ops
+
+#endif  // MS_OPS_TWIN_MEMORY_H_
