@@ -16,12 +16,17 @@ run. Implementations (``--impl``):
 
 Every (implementation, V, dtype) case runs in its own process (this script with ``--worker``),
 so each case's peak memory is its own. The worker builds the inputs (seeded; input ~N(0, 1),
-weight ~0.02 N(0, 1), so the loss is ~ln V), reads its resident memory (base), runs the warmup
-(the first call compiles), resets the kernel's peak-RSS mark (``5`` into
-``/proc/self/clear_refs``), runs the timed repeats and reads the peak (``VmHWM``). Extra peak
-memory = peak - base - the bytes of the two gradients: what a training step costs beyond the
-tensors it must hold anyway. It includes what the first call left behind (compiled graph, a
-framework's cached memory), which a training loop pays too. The parent polls each worker's RSS
+weight ~0.02 N(0, 1), so the loss is ~ln V), reads its resident memory (cold base), starts the
+framework with a tiny unrelated forward+backward (8x8, compiled in GRAPH mode for MindSpore),
+reads its resident memory again (base), runs the warmup (the first call compiles), resets the
+kernel's peak-RSS mark (``5`` into ``/proc/self/clear_refs``), runs the timed repeats and reads
+the peak (``VmHWM``). Extra peak memory = peak - base - the bytes of the two gradients: what a
+training step costs beyond the tensors it must hold anyway, in a process whose framework is up,
+as in any training run. It includes what the case's first call left behind (its compiled graph,
+a framework's cached memory), which a training loop pays too. The framework's one-time start-up
+(runtime and compiler code paged in, memory and thread pools created: about 15 MiB for
+MindSpore, whatever the graph) is not the loss's cost; the cold extra (peak - cold base -
+gradients) includes it and is recorded too. The parent polls each worker's RSS
 every 0.1 s and kills it above ``--mem-limit-gib`` (the machine has 24 GiB and no swap;
 RLIMIT_AS is useless against MindSpore's large virtual reservations), or when the machine has
 under 1 GiB available: that row then reads "out of memory". Before each case the parent waits
@@ -57,7 +62,7 @@ MS_OPS_MODES = {"ms_saving": "memory_saving", "ms_perf": "high_performance"}
 DTYPE_BYTES = {"fp32": 4, "bf16": 2}
 GIB = 2**30
 CSV_COLUMNS = ["timestamp", "impl", "dtype", "BT", "H", "V", "median_s", "min_s", "gflops",
-               "pct_sgemm", "extra_peak_gib", "status", "note"]
+               "pct_sgemm", "extra_peak_gib", "extra_cold_gib", "status", "note"]
 SGEMM_SHAPE = (4096, 2048, 4096)
 MIN_AVAILABLE_GIB = 1
 
@@ -251,6 +256,25 @@ def build_torch(dtype, arrays):
     return step, desc
 
 
+def start_framework(impl):
+    """A tiny forward+backward unrelated to the case, in the case's framework and mode: what any
+    training process has run before its loss (see the module docstring)."""
+    import numpy as np
+    if impl == "torch":
+        import torch
+        a = torch.ones(8, 8, requires_grad=True)
+        (a * a).sum().backward()
+        return
+    import mindspore as ms
+
+    def tiny(a, b):
+        return (a * b).sum()
+
+    a = ms.Tensor(np.ones((8, 8), np.float32))
+    _, (d_a, _) = ms.jit(ms.value_and_grad(tiny, grad_position=(0, 1)))(a, a)
+    d_a.asnumpy()
+
+
 def reset_peak_rss():
     """Resets VmHWM to the current RSS; False where the kernel does not allow it."""
     try:
@@ -270,6 +294,9 @@ def run_case(spec):
         step, desc = build_mindspore(spec["impl"], dtype, arrays)
     del arrays
     gc.collect()
+    cold_base = proc_status_kib("VmRSS") * 1024
+    start_framework(spec["impl"])
+    gc.collect()
     base = proc_status_kib("VmRSS") * 1024
     for _ in range(spec["warmup"]):
         step()
@@ -282,7 +309,7 @@ def run_case(spec):
         loss = step()
         times.append(time.perf_counter() - start)
     cpu_pct, others_pct = cpu_usage(snap, cpu_snapshot())
-    return dict(status="ok", desc=desc, times=times, loss=loss, base=base, warm=warm,
+    return dict(status="ok", desc=desc, times=times, loss=loss, cold_base=cold_base, base=base, warm=warm,
                 peak=proc_status_kib("VmHWM") * 1024, hwm_reset=hwm_reset,
                 grad_bytes=(bt + vocab) * hidden * DTYPE_BYTES[dtype],
                 cpu_pct=cpu_pct, others_pct=others_pct)
@@ -389,14 +416,15 @@ def make_row(spec, result, sgemm_gflops):
         return row
     logits = spec["bt"] * spec["vocab"] * 4
     row.update(median_s=median(result["times"]), min_s=min(result["times"]),
-               extra_gib=(result["peak"] - result["base"] - result["grad_bytes"]) / GIB)
+               extra_gib=(result["peak"] - result["base"] - result["grad_bytes"]) / GIB,
+               extra_cold_gib=(result["peak"] - result["cold_base"] - result["grad_bytes"]) / GIB)
     row["gflops"] = useful_flop(spec["bt"], spec["hidden"], spec["vocab"]) / row["median_s"] / 1e9
     row["pct_sgemm"] = 100 * row["gflops"] / sgemm_gflops
     row["x_logits"] = row["extra_gib"] * GIB / logits
     row["desc"], row["others_pct"] = result["desc"], result["others_pct"]
     peak_scope = "timed runs" if result["hwm_reset"] else "whole process (VmHWM not resettable)"
     row["note"] = (f"{result['desc']}; loss {result['loss']:.4f}; base {result['base'] / GIB:.2f}"
-                   f" GiB, after warmup {result['warm'] / GIB:.2f}, peak {result['peak'] / GIB:.2f}"
+                   f" GiB (cold {result['cold_base'] / GIB:.2f}), after warmup {result['warm'] / GIB:.2f}, peak {result['peak'] / GIB:.2f}"
                    f" over {peak_scope}, grads {result['grad_bytes'] / GIB:.2f}; extra = "
                    f"{row['x_logits']:.1f}x the fp32 logits; CPU {result['cpu_pct']:.0f}%, "
                    f"other processes {result['others_pct']:.0f}%; GFLOP/s on 3 GEMMs")
@@ -419,7 +447,8 @@ def write_csv(path, stamp, rows):
             writer.writerow([stamp, r["impl"], r["dtype"], r["bt"], r["hidden"], r["vocab"],
                              fmt(r, "median_s", ".3f"), fmt(r, "min_s", ".3f"),
                              fmt(r, "gflops", ".1f"), fmt(r, "pct_sgemm", ".1f"),
-                             fmt(r, "extra_gib", ".3f"), r["status"], r["note"]])
+                             fmt(r, "extra_gib", ".3f"), fmt(r, "extra_cold_gib", ".3f"), r["status"],
+                             r["note"]])
 
 
 def print_table(rows):
@@ -561,7 +590,8 @@ def main():
           f"{args.warmup} warmup. GFLOP/s = 3 GEMMs of 2*BT*H*V / median time for every row (a "
           f"memory-saving path's recompute is not counted); %sgemm against numpy's "
           f"{sgemm_gflops:.1f} GFLOP/s. Extra GiB = peak RSS over the timed runs - RSS with the "
-          f"inputs built - gradient bytes; 'x logits' relates it to a BT x V fp32 logits tensor. "
+          f"inputs built and the framework started - gradient bytes (the CSV's extra_cold_gib "
+          f"counts the framework's start-up too); 'x logits' relates it to a BT x V fp32 logits tensor. "
           f"other%: CPU used by other processes during the timed runs (100 = one core). "
           f"Appended to {args.csv}")
     for desc in sorted({r["desc"] for r in case_rows if "desc" in r}):
