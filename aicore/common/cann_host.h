@@ -33,6 +33,13 @@ inline uint64_t FloatKey(ge::DataType d, uint64_t f32, uint64_t f16, uint64_t bf
   }
 }
 
+// A float dtype as an op's float enum (CeFloat, MoeFloat: kF32/kF16/kBF16). The OpDefs admit
+// only these three dtypes, so anything else does not reach a TilingFunc.
+template <typename FloatEnum>
+FloatEnum ToFloatEnum(ge::DataType d) {
+  return d == ge::DT_FLOAT ? FloatEnum::kF32 : d == ge::DT_FLOAT16 ? FloatEnum::kF16 : FloatEnum::kBF16;
+}
+
 }  // namespace ms_ops
 
 #endif  // MS_OPS_COMMON_CANN_HOST_H_

@@ -15,11 +15,6 @@ namespace {
 
 enum AttrIndex : size_t { kLabelSmoothing, kVocabSize, kHasSoftmax };
 
-ms_ops::CeFloat ToCeFloat(ge::DataType d) {
-  return d == ge::DT_FLOAT ? ms_ops::CeFloat::kF32 : d == ge::DT_FLOAT16 ? ms_ops::CeFloat::kF16
-                                                                         : ms_ops::CeFloat::kBF16;
-}
-
 matmul_tiling::DataType ToCubeType(ms_ops::CeFloat t) {
   return t == ms_ops::CeFloat::kF32 ? matmul_tiling::DataType::DT_FLOAT
          : t == ms_ops::CeFloat::kF16 ? matmul_tiling::DataType::DT_FLOAT16
@@ -64,7 +59,7 @@ static ge::graphStatus FusedLinearCrossEntropyLossGradTilingFunc(gert::TilingCon
   p.rows = input.GetDim(0);
   p.hidden = input.GetDim(1);
   p.vocab = weight.GetDim(0);
-  p.dataType = ToCeFloat(context->GetInputDesc(ms_ops::kFlcegInput)->GetDataType());
+  p.dataType = ms_ops::ToFloatEnum<ms_ops::CeFloat>(context->GetInputDesc(ms_ops::kFlcegInput)->GetDataType());
   p.int64Target = context->GetInputDesc(ms_ops::kFlcegMaskedTarget)->GetDataType() == ge::DT_INT64;
 
   ms_ops::FusedLinearCrossEntropyLossGradTiling t = ms_ops::ComputeFusedLinearCrossEntropyLossGradTiling(p, plat);

@@ -17,11 +17,6 @@ namespace {
 enum Input : size_t { kInput, kWeight, kTarget };
 enum AttrIndex : size_t { kVocabStart, kVocabEnd, kReturnLogits, kVocabSize, kIgnoreIndex };
 
-ms_ops::CeFloat ToCeFloat(ge::DataType d) {
-  return d == ge::DT_FLOAT ? ms_ops::CeFloat::kF32 : d == ge::DT_FLOAT16 ? ms_ops::CeFloat::kF16
-                                                                         : ms_ops::CeFloat::kBF16;
-}
-
 matmul_tiling::DataType ToMatmulType(ge::DataType d) {
   return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT : d == ge::DT_FLOAT16 ? matmul_tiling::DataType::DT_FLOAT16
                                                                                     : matmul_tiling::DataType::DT_BF16;
@@ -61,7 +56,7 @@ static ge::graphStatus FusedLinearOnlineMaxSumTilingFunc(gert::TilingContext *co
   p.vocab = context->GetInputShape(kWeight)->GetStorageShape().GetDim(0);
   p.vocabStart = *attrs->GetAttrPointer<int64_t>(kVocabStart);
   p.returnLogits = *attrs->GetAttrPointer<bool>(kReturnLogits);
-  p.dataType = ToCeFloat(dtype);
+  p.dataType = ms_ops::ToFloatEnum<ms_ops::CeFloat>(dtype);
   p.int64Target = context->GetInputDesc(kTarget)->GetDataType() == ge::DT_INT64;
   const int64_t vocabEnd = *attrs->GetAttrPointer<int64_t>(kVocabEnd);
   if (vocabEnd - p.vocabStart != p.vocab || vocabEnd > *attrs->GetAttrPointer<int64_t>(kVocabSize)) {

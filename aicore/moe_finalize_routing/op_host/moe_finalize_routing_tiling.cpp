@@ -13,11 +13,6 @@ namespace {
 enum Input : size_t { kExpandedX, kRowIdx, kX1, kX2, kBias, kScales, kExpertIdx };
 enum AttrIndex : size_t { kDropPadMode, kHasX1, kHasX2, kHasBias, kHasScales };
 
-ms_ops::MoeFloat ToMoeFloat(ge::DataType d) {
-  return d == ge::DT_FLOAT ? ms_ops::MoeFloat::kF32 : d == ge::DT_FLOAT16 ? ms_ops::MoeFloat::kF16
-                                                                          : ms_ops::MoeFloat::kBF16;
-}
-
 }  // namespace
 
 namespace optiling {
@@ -47,8 +42,8 @@ static ge::graphStatus MoeFinalizeRoutingTilingFunc(gert::TilingContext *context
     p.topK = 1;
   }
   if (p.hasBias) p.biasRows = context->GetInputShape(kBias)->GetStorageShape().GetDim(0);
-  p.dataType = ToMoeFloat(context->GetInputDesc(kExpandedX)->GetDataType());
-  p.scalesType = ToMoeFloat(context->GetInputDesc(kScales)->GetDataType());
+  p.dataType = ms_ops::ToFloatEnum<ms_ops::MoeFloat>(context->GetInputDesc(kExpandedX)->GetDataType());
+  p.scalesType = ms_ops::ToFloatEnum<ms_ops::MoeFloat>(context->GetInputDesc(kScales)->GetDataType());
 
   ms_ops::MoeFinalizeRoutingTiling t = ms_ops::ComputeMoeFinalizeRoutingTiling(p, plat);
   if (!t.error.empty()) {

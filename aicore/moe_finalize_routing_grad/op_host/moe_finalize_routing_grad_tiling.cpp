@@ -13,11 +13,6 @@ namespace {
 enum AttrIndex : size_t { kDropPadMode, kHasBias, kHasScales };
 constexpr size_t kNumInputs = 6, kNumOutputs = 3;
 
-ms_ops::MoeFloat ToMoeFloat(ge::DataType d) {
-  return d == ge::DT_FLOAT ? ms_ops::MoeFloat::kF32 : d == ge::DT_FLOAT16 ? ms_ops::MoeFloat::kF16
-                                                                          : ms_ops::MoeFloat::kBF16;
-}
-
 }  // namespace
 
 namespace optiling {
@@ -44,8 +39,8 @@ static ge::graphStatus MoeFinalizeRoutingGradTilingFunc(gert::TilingContext *con
   p.biasRows = p.hasBias ? bias.GetDim(0) : 0;
   p.scalesNumel = scales.GetShapeSize();
   p.biasNumel = bias.GetShapeSize();
-  p.dataType = ToMoeFloat(context->GetInputDesc(ms_ops::kMfrgGradY)->GetDataType());
-  p.scalesType = ToMoeFloat(context->GetInputDesc(ms_ops::kMfrgScales)->GetDataType());
+  p.dataType = ms_ops::ToFloatEnum<ms_ops::MoeFloat>(context->GetInputDesc(ms_ops::kMfrgGradY)->GetDataType());
+  p.scalesType = ms_ops::ToFloatEnum<ms_ops::MoeFloat>(context->GetInputDesc(ms_ops::kMfrgScales)->GetDataType());
 
   ms_ops::MoeFinalizeRoutingGradTiling t = ms_ops::ComputeMoeFinalizeRoutingGradTiling(p, plat);
   if (!t.error.empty()) {
