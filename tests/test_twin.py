@@ -555,10 +555,10 @@ def test_cooperative_matmul_frees_thread_state(lib):
     assert rss_mb() - before < 40  # a leak keeps 48 x (UB arena + scratch) > 9 MB per launch
 
 
-def test_cooperative_matmul_scratch_is_bounded_by_cores(lib):
+def test_cooperative_matmul_scratch_is_bounded(lib):
     # 16 blocks of an fp16 1024 x 1024 x 4096 product, all live at once. Widening whole operands per
-    # block would hold 16 x (256 + 256) x 4096 fp32 = 128 MiB; the twin's cube units run as many
-    # products at once as there are cores and widen K in panels of 256.
+    # block would hold 16 x (256 + 256) x 4096 fp32 = 128 MiB; the twin's cube units (two per core)
+    # bound the products running at once and widen K in panels of 256.
     m, n, k = 1024, 1024, 4096
     rng = np.random.default_rng(5)
     a = rng.standard_normal((m, k)).astype(np.float16)

@@ -24,11 +24,11 @@ struct Unit {
   Pages scratch[CubeUnit::kSlots];
 };
 
-// The free units and their scratch; created on first use with omp_get_max_threads() units
-// (OMP_NUM_THREADS, else the cores), the width Launch runs at.
+// The free units and their scratch; created on first use, two per OpenMP thread
+// (OMP_NUM_THREADS, else the cores).
 class Units {
  public:
-  Units() : units_(std::max(1, omp_get_max_threads())) {
+  Units() : units_(2 * std::max(1, omp_get_max_threads())) {
     for (int i = static_cast<int>(units_.size()) - 1; i >= 0; --i) free_.push_back(i);
   }
   int Acquire() {
