@@ -259,13 +259,13 @@ def build_torch(dtype, arrays):
 def start_framework(impl):
     """A tiny forward+backward unrelated to the case, in the case's framework and mode: what any
     training process has run before its loss (see the module docstring)."""
-    import numpy as np
     if impl == "torch":
         import torch
         a = torch.ones(8, 8, requires_grad=True)
         (a * a).sum().backward()
         return
     import mindspore as ms
+    import numpy as np
 
     def tiny(a, b):
         return (a * b).sum()
@@ -309,8 +309,8 @@ def run_case(spec):
         loss = step()
         times.append(time.perf_counter() - start)
     cpu_pct, others_pct = cpu_usage(snap, cpu_snapshot())
-    return dict(status="ok", desc=desc, times=times, loss=loss, cold_base=cold_base, base=base, warm=warm,
-                peak=proc_status_kib("VmHWM") * 1024, hwm_reset=hwm_reset,
+    return dict(status="ok", desc=desc, times=times, loss=loss, cold_base=cold_base, base=base,
+                warm=warm, peak=proc_status_kib("VmHWM") * 1024, hwm_reset=hwm_reset,
                 grad_bytes=(bt + vocab) * hidden * DTYPE_BYTES[dtype],
                 cpu_pct=cpu_pct, others_pct=others_pct)
 

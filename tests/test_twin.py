@@ -425,8 +425,7 @@ def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks
     a_stored = np.ascontiguousarray(a.T) if trans_a else a
     b_stored = np.ascontiguousarray(b.T) if trans_b else b
     rc = lib.twin_matmul(0 if dtype == np.float32 else 1, trans_b + 2 * trans_a, mode, bias, atomic, P(a_stored),
-                         P(b_stored), P(bv),
-                         P(c), M, N, K, blocks, blocks_n, coop)
+                         P(b_stored), P(bv), P(c), M, N, K, blocks, blocks_n, coop)
     assert rc == 0
     ref = a.astype(np.float64) @ b.astype(np.float64)
     if bias:

@@ -17,7 +17,6 @@ namespace twin {
 class Pages {
  public:
   Pages() = default;
-  explicit Pages(size_t bytes) { Reserve(bytes); }
   ~Pages() { Release(); }
   Pages(Pages &&other) noexcept : data_(other.data_), bytes_(other.bytes_) {
     other.data_ = nullptr;
@@ -32,7 +31,6 @@ class Pages {
   void Release();
 
   uint8_t *data() const { return data_; }
-  size_t size() const { return bytes_; }
   template <typename T>
   T *as() const {
     return reinterpret_cast<T *>(data_);
