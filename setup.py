@@ -32,7 +32,7 @@ setup(
     version="0.1.0",
     description="Fused LLM-training kernels (MoE routing, ...) for MindSpore on Ascend and CPU",
     python_requires=">=3.9",
-    packages=["ms_ops", "ms_ops.ops", "ms_ops.nn", "ms_ops.reference", "ms_ops.bprop"],
+    packages=["ms_ops", "ms_ops.ops", "ms_ops.nn", "ms_ops.reference", "ms_ops.kernels", "ms_ops.bprop"],
     package_dir={"ms_ops.bprop": "bprop"},
     package_data={"ms_ops": ["lib/*.so"]},
     install_requires=["mindspore==2.10.0", "numpy<2", "scipy-openblas32"],

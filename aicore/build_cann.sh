@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Ascend side of ms_ops: every aicore/<op> into one CANN custom OPP package (vendor
+# Builds the Ascend side of ms_ops: every aicore/<family>/<op> into one CANN custom OPP package (vendor
 # "ms_ops", op types <Op>Msops), build_cann/custom_opp_<os>_<arch>.run.
 #
 # Needs a CANN toolkit (8.x, with the ASC CMake modules) and CMake >= 3.19; the CPU-only machines

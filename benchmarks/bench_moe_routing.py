@@ -40,7 +40,7 @@ from mindspore import ops  # noqa: E402
 
 import ms_ops  # noqa: E402
 from ms_ops._custom import custom_op  # noqa: E402
-from ms_ops.bprop.moe_routing import MOE_FINALIZE_ROUTING_GRAD, MOE_INIT_ROUTING_GRAD  # noqa: E402
+from ms_ops.kernels.moe_routing import MOE_FINALIZE_ROUTING_GRAD, MOE_INIT_ROUTING_GRAD  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DTYPES = {"fp32": ms.float32, "bf16": ms.bfloat16}

@@ -19,9 +19,11 @@ from mindspore.communication import get_group_size
 from mindspore.ops import ReduceOp
 
 from ms_ops._custom import custom_op
-from ms_ops.ops._cross_entropy_kernels import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
-                                               FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
-                                               FUSED_LINEAR_ONLINE_MAX_SUM)
+from ms_ops.kernels.cross_entropy import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
+                                          FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
+                                          FUSED_LINEAR_ONLINE_MAX_SUM)
+
+API = "fused_linear_cross_entropy"
 
 
 class FusedLinearCrossEntropyFunction(nn.Cell):
@@ -40,12 +42,12 @@ class FusedLinearCrossEntropyFunction(nn.Cell):
         self.ignore_index = ignore_index
         self.high_performance = high_performance
         self.distributed = group is not None
-        self.max_sum_op = custom_op(FUSED_LINEAR_ONLINE_MAX_SUM, vocab_start_index=vocab_start_index,
+        self.max_sum_op = custom_op(FUSED_LINEAR_ONLINE_MAX_SUM, api=API, vocab_start_index=vocab_start_index,
                                  vocab_end_index=vocab_end_index, return_logits=high_performance,
                                  vocab_size=vocab_size, ignore_index=ignore_index)
-        self.loss_op = custom_op(FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM, label_smoothing=label_smoothing,
+        self.loss_op = custom_op(FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM, api=API, label_smoothing=label_smoothing,
                               vocab_size=vocab_size, has_logits=high_performance)
-        self.grad_op = custom_op(FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD, label_smoothing=label_smoothing,
+        self.grad_op = custom_op(FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD, api=API, label_smoothing=label_smoothing,
                               vocab_size=vocab_size, has_softmax=high_performance)
         if self.distributed:
             self.ranks = get_group_size(group)

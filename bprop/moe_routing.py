@@ -13,31 +13,15 @@ Integer inputs (indices) get zeros.
 """
 from mindspore import ops
 
-from ms_ops._custom import BF16, F16, F32, I32, OpDesc, custom_op
-
-MOE_INIT_ROUTING_GRAD = OpDesc(
-    name="moe_init_routing_grad",
-    inputs=("grad_expanded_x", "expanded_row_idx"),
-    outputs=("grad_x",),
-    attrs=(("top_k", "int"), ("drop_pad_mode", "int"), ("active_num", "int")),
-    dtype_rows=tuple((t, I32, t) for t in (F32, F16, BF16)),
-)
-
-MOE_FINALIZE_ROUTING_GRAD = OpDesc(
-    name="moe_finalize_routing_grad",
-    inputs=("grad_y", "expanded_row_idx", "expanded_x", "scales", "expert_idx", "bias"),
-    outputs=("grad_expanded_x", "grad_scales", "grad_bias"),
-    attrs=(("drop_pad_mode", "int"), ("has_bias", "bool"), ("has_scales", "bool")),
-    dtype_rows=tuple((t, I32, t, s, I32, t, t, s, t)
-                     for t in (F32, F16, BF16) for s in dict.fromkeys((t, F32))),
-)
+from ms_ops._custom import custom_op
+from ms_ops.kernels.moe_routing import MOE_FINALIZE_ROUTING_GRAD, MOE_INIT_ROUTING_GRAD
 
 
 def make_moe_init_routing_bprop(*, active_num, expert_capacity, expert_num, drop_pad_mode,
                                 expert_tokens_count_or_cumsum_flag,
                                 expert_tokens_before_capacity_flag):
     def bprop(x, expert_idx, out, dout):
-        grad_op = custom_op(MOE_INIT_ROUTING_GRAD, top_k=expert_idx.shape[1],
+        grad_op = custom_op(MOE_INIT_ROUTING_GRAD, api="moe_init_routing", top_k=expert_idx.shape[1],
                             drop_pad_mode=drop_pad_mode, active_num=active_num)
         return grad_op(dout[0], out[1]), ops.zeros_like(expert_idx)
 
@@ -45,7 +29,8 @@ def make_moe_init_routing_bprop(*, active_num, expert_capacity, expert_num, drop
 
 
 def make_moe_finalize_routing_bprop(*, drop_pad_mode, has_x1, has_x2, has_bias, has_scales):
-    grad_op = custom_op(MOE_FINALIZE_ROUTING_GRAD, drop_pad_mode=drop_pad_mode,
+    grad_op = custom_op(MOE_FINALIZE_ROUTING_GRAD, api="moe_finalize_routing",
+                        drop_pad_mode=drop_pad_mode,
                         has_bias=has_bias, has_scales=has_scales)
 
     def bprop(expanded_x, expanded_row_idx, x1, x2, bias, scales, expert_idx, out, dout):

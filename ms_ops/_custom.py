@@ -19,6 +19,11 @@ from ms_ops._lib import cpu_library_path
 
 _PY_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 
+# Every primitive carries the name of the public function it runs for, so that a kernel's error
+# message names what the user called (a kernel can serve another function: the cross-entropy
+# kernels run for fused_linear_cross_entropy, gradient kernels for their forward op).
+API_ATTR = "api"
+
 F32 = DataType.F32_Default
 F16 = DataType.F16_Default
 BF16 = DataType.BF16_Default
@@ -59,7 +64,7 @@ def _reg_info(desc, func, target):
         reg = reg.input(i, name, "required")
     for i, name in enumerate(desc.outputs):
         reg = reg.output(i, name, "required")
-    for name, kind in desc.attrs:
+    for name, kind in (*desc.attrs, (API_ATTR, "str")):
         reg = reg.attr(name, "required", kind)
     for row in desc.dtype_rows:
         reg = reg.dtype_format(*row)
@@ -67,12 +72,14 @@ def _reg_info(desc, func, target):
 
 
 @functools.lru_cache(maxsize=None)
-def custom_op(desc: OpDesc, bprop_factory: Optional[Callable] = None, **attrs):
+def custom_op(desc: OpDesc, bprop_factory: Optional[Callable] = None, api: Optional[str] = None,
+              **attrs):
     """The ``ops.Custom`` for ``desc`` with attribute values ``attrs``, built once per distinct call.
 
-    Every declared attribute must be given. ``bprop_factory(**attrs)`` builds the bprop. The
-    cache wrapper also makes MindSpore's GRAPH-mode compiler run this function in Python at
-    compile time instead of parsing it (arguments are compile-time constants).
+    Every declared attribute must be given. ``bprop_factory(**attrs)`` builds the bprop. ``api``
+    is the public function the kernel runs for (default: the kernel's own name); its errors name
+    it. The cache wrapper also makes MindSpore's GRAPH-mode compiler run this function in Python
+    at compile time instead of parsing it (arguments are compile-time constants).
     """
     missing = [n for n, _ in desc.attrs if n not in attrs]
     extra = sorted(set(attrs) - {n for n, _ in desc.attrs})
@@ -85,6 +92,6 @@ def custom_op(desc: OpDesc, bprop_factory: Optional[Callable] = None, **attrs):
     bprop = bprop_factory(**values) if bprop_factory is not None else None
     prim = ops.Custom(func, out_shape=None, out_dtype=None, func_type="aot", bprop=bprop,
                       reg_info=_reg_info(desc, func, target))
-    for name, value in values.items():
+    for name, value in (*values.items(), (API_ATTR, api or desc.name)):
         prim.add_prim_attr(name, value)
     return prim

@@ -102,9 +102,10 @@ uint8_t *ThreadArena() {
   return arena.data();
 }
 
-void Report(const char *kernel, int64_t block, const char *call, const char *what) {
-  std::fprintf(stderr, "ms_ops %s: block %lld: %s: %s\n", kernel, static_cast<long long>(block), call, what);
-  std::fflush(stderr);
+thread_local std::string tlsLastFailure;
+
+std::string Describe(const char *kernel, int64_t block, const char *call, const char *what) {
+  return std::string(kernel) + ": block " + std::to_string(block) + ": " + call + ": " + what;
 }
 
 void Fence() {
@@ -116,8 +117,7 @@ void Fence() {
 
 bool ValidBlockDim(const char *kernel, const char *launcher, uint32_t blockDim) {
   if (blockDim != 0) return true;
-  std::fprintf(stderr, "ms_ops %s: %s: blockDim is 0\n", kernel, launcher);
-  std::fflush(stderr);
+  tlsLastFailure = std::string(kernel) + ": " + launcher + ": blockDim is 0";
   return false;
 }
 
@@ -130,10 +130,21 @@ struct Grid {
   Barrier *barrier;
   const std::function<void()> &body;
   std::atomic<bool> failed{false};
+  std::string firstError{};  // written once, by the block whose exchange set `failed`
+
+  void Record(int64_t block, const char *call, const char *what) {
+    if (!failed.exchange(true)) firstError = Describe(kernel, block, call, what);
+  }
+  // The launching thread, after every block has ended.
+  int Result() {
+    if (!failed.load()) return 0;
+    tlsLastFailure = firstError;
+    return 1;
+  }
 };
 
 // Block b of the launch on this thread: its UB and Block while the body runs, the launch's first
-// error reported (before the barrier learns of it, so no "another block failed" comes first).
+// error recorded (before the barrier learns of it, so no "another block failed" comes first).
 void RunBlock(Grid &g, int64_t b) {
   bool ok = false;
   if (!g.failed.load(std::memory_order_relaxed)) {
@@ -148,11 +159,11 @@ void RunBlock(Grid &g, int64_t b) {
       g.body();
       ok = true;
     } catch (const Violation &v) {
-      if (!g.failed.exchange(true)) Report(g.kernel, b, v.call.c_str(), v.what());
+      g.Record(b, v.call.c_str(), v.what());
     } catch (const std::exception &e) {
-      if (!g.failed.exchange(true)) Report(g.kernel, b, "exception", e.what());
+      g.Record(b, "exception", e.what());
     } catch (...) {
-      if (!g.failed.exchange(true)) Report(g.kernel, b, "exception", "unknown exception");
+      g.Record(b, "exception", "unknown exception");
     }
     tlsBlock = outer;
     Fence();
@@ -168,7 +179,7 @@ int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std:
   const int threads = static_cast<int>(std::min<int64_t>(blockDim, omp_get_max_threads()));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) RunBlock(g, b);
-  return g.failed.load() ? 1 : 0;
+  return g.Result();
 }
 
 int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body) {
@@ -182,14 +193,16 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
       threads.emplace_back(RunBlock, std::ref(g), b);
     } catch (const std::system_error &e) {
       // The blocks never started leave the barrier, so the started ones do not wait for them.
-      if (!g.failed.exchange(true)) Report(kernel, b, "LaunchCooperative", e.what());
+      g.Record(b, "LaunchCooperative", e.what());
       for (uint32_t r = b; r < blockDim; ++r) barrier.Leave(true);
       break;
     }
   }
   for (std::thread &t : threads) t.join();
-  return g.failed.load() ? 1 : 0;
+  return g.Result();
 }
+
+const std::string &LastFailure() { return tlsLastFailure; }
 
 void SyncAllBlocks(bool aivOnly) {
   Block &b = Current();

@@ -45,11 +45,15 @@ void Tolerated(const char *call, const std::string &what);
 // MS_OPS_TWIN_STRICT=1, read at each launch.
 bool Strict();
 
-// Both return 0, or 1 after reporting the first error as `ms_ops <kernel>: block <b>: <call>: <what>`.
+// Both return 0, or 1 after recording the launch's first error for LastFailure.
 // Launch runs the blocks a few at a time on OpenMP threads.
 int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
 // All blocks live at once, one thread each, as on the NPU: what a kernel calling SyncAll needs.
 int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
+
+// The first error of the last failed launch started from this thread, as
+// `<kernel>: block <b>: <call>: <what>`.
+const std::string &LastFailure();
 
 // AscendC::SyncAll: waits until every live block of the launch has arrived (aivOnly: the
 // vector cores are the blocks, else the AIC + AIV groups, which bounds blockDim on the NPU).

@@ -12,9 +12,9 @@ from mindspore.communication import get_group_size, get_rank
 
 from ms_ops._custom import custom_op
 from ms_ops.bprop.cross_entropy import FusedLinearCrossEntropyFunction
-from ms_ops.ops._cross_entropy_kernels import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
-                                               FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
-                                               FUSED_LINEAR_ONLINE_MAX_SUM)
+from ms_ops.kernels.cross_entropy import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
+                                          FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
+                                          FUSED_LINEAR_ONLINE_MAX_SUM)
 from ms_ops.ops._validation import (FLOAT_DTYPES, check_choice, check_dim, check_dtype, check_float,
                                     check_int, check_rank, check_same_dtype, known)
 

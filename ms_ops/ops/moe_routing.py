@@ -6,31 +6,11 @@ Semantics are CANN's MoeInitRoutingV2 / MoeFinalizeRoutingV2; keyword names foll
 import mindspore as ms
 from mindspore import ops
 
-from ms_ops._custom import BF16, F16, F32, I32, OpDesc, custom_op
+from ms_ops._custom import custom_op
 from ms_ops.bprop.moe_routing import make_moe_finalize_routing_bprop, make_moe_init_routing_bprop
+from ms_ops.kernels.moe_routing import MOE_FINALIZE_ROUTING, MOE_INIT_ROUTING
 from ms_ops.ops._validation import (FLOAT_DTYPES, check_dim, check_dtype, check_int, check_rank,
                                     check_same_dtype, known)
-
-MOE_INIT_ROUTING = OpDesc(
-    name="moe_init_routing",
-    inputs=("x", "expert_idx"),
-    outputs=("expanded_x", "expanded_row_idx", "expert_tokens_count_or_cumsum",
-             "expert_tokens_before_capacity"),
-    attrs=(("active_num", "int"), ("expert_capacity", "int"), ("expert_num", "int"),
-           ("drop_pad_mode", "int"), ("expert_tokens_count_or_cumsum_flag", "int"),
-           ("expert_tokens_before_capacity_flag", "bool")),
-    dtype_rows=tuple((t, I32, t, I32, I32, I32) for t in (F32, F16, BF16)),
-)
-
-MOE_FINALIZE_ROUTING = OpDesc(
-    name="moe_finalize_routing",
-    inputs=("expanded_x", "expanded_row_idx", "x1", "x2", "bias", "scales", "expert_idx"),
-    outputs=("out",),
-    attrs=(("drop_pad_mode", "int"), ("has_x1", "bool"), ("has_x2", "bool"), ("has_bias", "bool"),
-           ("has_scales", "bool")),
-    dtype_rows=tuple((t, I32, t, t, t, s, I32, t)
-                     for t in (F32, F16, BF16) for s in dict.fromkeys((t, F32))),
-)
 
 
 def moe_init_routing(x, expert_idx, *, active_num=0, expert_capacity=0, expert_num=0,

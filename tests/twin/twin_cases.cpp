@@ -1,9 +1,10 @@
 // Small AscendC kernels that exercise the CPU twin, with C entry points for tests/test_twin.py.
 // Each entry launches its kernel through ms_ops::twin::Launch (LaunchCooperative for the SyncAll
-// kernels) over host buffers and returns the launch's status (0, or 1 after a twin violation
-// reported on stderr).
+// kernels) over host buffers and returns the launch's status (0, or 1 after a twin violation,
+// which it prints on stderr as `ms_ops <kernel>: block <b>: <call>: <what>`).
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <stdexcept>
 
@@ -36,8 +37,14 @@ void Store(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint32_t n) {
   DataCopyPad(dst, src, DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
 }
 
+// The launch's status, its failure printed for the test to read.
+int Reported(int status) {
+  if (status != 0) std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str());
+  return status;
+}
+
 int Run(const char *name, uint32_t blocks, const std::function<void()> &body) {
-  return ms_ops::twin::Launch(name, blocks, 0, body);
+  return Reported(ms_ops::twin::Launch(name, blocks, 0, body));
 }
 
 // ---- vector ops: dst = op(x, y) / op(x) / op(x, s) for n elements ----
@@ -409,7 +416,7 @@ TWIN_EXPORT int twin_matmul(int dtype, int trans, int mode, int useBias, int ato
     if (dtype == 0) MatmulKernelOf<float>(trans, mode, useBias, atomic, a, b, bias, c, t, bn);
     else MatmulKernelOf<half>(trans, mode, useBias, atomic, a, b, bias, c, t, bn);
   };
-  if (coop) return ms_ops::twin::LaunchCooperative("twin_matmul", blocksM * blocksN, 0, body);
+  if (coop) return Reported(ms_ops::twin::LaunchCooperative("twin_matmul", blocksM * blocksN, 0, body));
   return Run("twin_matmul", blocksM * blocksN, body);
 }
 
@@ -422,7 +429,7 @@ struct CaseTiling {
 }  // namespace
 
 TWIN_EXPORT int twin_tiling(uint64_t key, void *tiling, float *out) {
-  return ms_ops::twin::Launch("twin_tiling", 1, key, [&] {
+  return Reported(ms_ops::twin::Launch("twin_tiling", 1, key, [&] {
     GET_TILING_DATA_WITH_STRUCT(CaseTiling, td, reinterpret_cast<GM_ADDR>(tiling));
     TPipe pipe;
     GlobalTensor<float> o = Gm<float>(out, 5);
@@ -431,7 +438,7 @@ TWIN_EXPORT int twin_tiling(uint64_t key, void *tiling, float *out) {
     o.SetValue(2, TILING_KEY_IS(7) ? 1.0f : 0.0f);
     o.SetValue(3, TILING_KEY_IS(8) ? 1.0f : 0.0f);
     o.SetValue(4, GetTPipePtr() == &pipe ? 1.0f : 0.0f);
-  });
+  }));
 }
 
 // ---- SyncAll ----
@@ -441,7 +448,7 @@ TWIN_EXPORT int twin_tiling(uint64_t key, void *tiling, float *out) {
 // active on return at once. aivOnly selects SyncAll<true> / SyncAll<false>.
 TWIN_EXPORT int twin_sync_sum(int aivOnly, int32_t *slots, int32_t *sums, uint32_t blocks, uint32_t active,
                               uint32_t rounds) {
-  return ms_ops::twin::LaunchCooperative("twin_sync_sum", blocks, 0, [&] {
+  return Reported(ms_ops::twin::LaunchCooperative("twin_sync_sum", blocks, 0, [&] {
     const int64_t b = GetBlockIdx();
     if (b >= active) return;
     GlobalTensor<int32_t> slot = Gm<int32_t>(slots, active), sum = Gm<int32_t>(sums, uint64_t(rounds) * blocks);
@@ -454,14 +461,14 @@ TWIN_EXPORT int twin_sync_sum(int aivOnly, int32_t *slots, int32_t *sums, uint32
       sum.SetValue(uint64_t(r) * blocks + b, total);
       sync();
     }
-  });
+  }));
 }
 
 // rounds x SyncAll, each block counting in done[b] the ones it passed; block `bad` fails before
 // round failAt: kind 0 reads past its GM buffer, 1 throws a C++ exception.
 TWIN_EXPORT int twin_sync_fail(int kind, int32_t *done, uint32_t blocks, uint32_t bad, uint32_t failAt,
                                uint32_t rounds) {
-  return ms_ops::twin::LaunchCooperative("twin_sync_fail", blocks, 0, [&] {
+  return Reported(ms_ops::twin::LaunchCooperative("twin_sync_fail", blocks, 0, [&] {
     const int64_t b = GetBlockIdx();
     GlobalTensor<int32_t> d = Gm<int32_t>(done, blocks);
     for (uint32_t r = 0; r < rounds; ++r) {
@@ -472,7 +479,7 @@ TWIN_EXPORT int twin_sync_fail(int kind, int32_t *done, uint32_t blocks, uint32_
       SyncAll();
       d.SetValue(b, static_cast<int32_t>(r + 1));
     }
-  });
+  }));
 }
 
 // SyncAll under the ordinary launcher.

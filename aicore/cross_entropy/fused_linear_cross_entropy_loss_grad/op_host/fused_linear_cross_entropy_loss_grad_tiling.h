@@ -1,0 +1,167 @@
+// Tiling of fused_linear_cross_entropy_loss_grad as a pure function of shapes, attributes, dtypes
+// and the platform, shared by the CANN TilingFunc and the CPU entry.
+//
+// V is cut into tiles of nt vocabulary rows, BT into M chunks of mt tokens. In round r block b
+// owns V tile r*B + b; in step s of a round it takes BT chunk (s + b) mod M, and all blocks meet
+// at SyncAll after each step. Within a step the blocks touch distinct chunks and distinct tiles,
+// so no two write the same input_grad or weight_grad row, and the order in which contributions
+// reach a row is fixed by (round, step, block): the result is deterministic. B <= M makes the
+// chunk rotation collision-free; B <= tiles leaves no block idle in the first round.
+//
+// Workspace: an fp32 [BT, H] input_grad accumulator (fp16/bf16 inputs only) and, per block, an
+// fp32 [mt, nt] logits tile (memory-saving mode), a [mt, nt] G tile in the input dtype (the cube
+// needs A and B of one dtype; for fp32 it is the logits tile itself) and an fp32 [nt, H]
+// weight_grad tile accumulator (fp16/bf16 only). Nothing grows with V.
+#ifndef MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD_TILING_H_
+#define MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD_TILING_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "../../cross_entropy_common.h"
+#include "../../../common/platform.h"
+#include "../op_kernel/fused_linear_cross_entropy_loss_grad_tiling_data.h"
+
+namespace ms_ops {
+
+struct FusedLinearCrossEntropyLossGradProblem {
+  int64_t rows = 0;       // BT
+  int64_t hidden = 0;     // H
+  int64_t vocab = 0;      // V (local shard)
+  int64_t vocabSize = 0;  // Vg (whole vocabulary), for label_smoothing / Vg
+  float labelSmoothing = 0.0f;
+  bool hasSoftmax = false;
+  CeFloat dataType = CeFloat::kF32;
+  bool int64Target = false;  // masked_target is int64 (else int32)
+};
+
+struct FusedLinearCrossEntropyLossGradTiling {
+  FusedLinearCrossEntropyLossGradTilingData data{};
+  uint32_t blockDim = 0;        // 0: nothing to compute (H == 0)
+  uint64_t tilingKey = 0;
+  uint64_t workspaceBytes = 0;  // user workspace the kernel needs
+  std::string error;            // why the problem cannot run; empty when it can
+};
+
+// Tile sizes: large enough for efficient cube work per step (each block's products are
+// mt x nt x H, nt x H x mt and mt x H x nt), small enough that the per-block workspace stays small:
+// every block holds an [mt, nt] logits tile and, for fp16/bf16, an fp32 [nt, H] weight_grad tile
+// (24 blocks x 2 MiB at H = 2048 with nt = 256). Measured on the CPU twin at BT = 4096, H = 2048,
+// V = 32000 fp32: nt = 256 costs 2% of time against nt = 512 and halves the logits tiles.
+constexpr int64_t kFlceMaxTileCols = 256;
+constexpr int64_t kFlceMaxChunkRows = 256;
+constexpr int64_t kFlceMinChunkRows = 128;
+constexpr uint64_t kFlceWorkspaceAlign = 512;  // cube-friendly GM alignment of every workspace region
+
+// UB bytes of one BT chunk's row data: grad, logits_max and sum_exp_logits (memory-saving mode),
+// masked_target and the target_mask bytes. The kernel's InitBuffer calls follow this formula.
+inline uint64_t FlceGradUbRowData(uint64_t mt, uint32_t targetBytes, bool hasSoftmax) {
+  const uint64_t f32 = AlignUp(mt * 4, kBlockBytes);
+  return f32 * (hasSoftmax ? 1 : 3) + AlignUp(mt * targetBytes, kBlockBytes) +
+         AlignUp(TargetMaskBytes(static_cast<int64_t>(mt)), kBlockBytes);
+}
+
+// The Matmul tiling of one m x n x k product (the largest a step issues; tails set smaller single
+// shapes at run time). Base tiles fit L0A/L0B (64 KiB) and L0C (128 KiB) with room to double-buffer.
+// The twin runs with these; the CANN TilingFunc replaces them with the tiling API's for the same shapes.
+inline FlceCubeTiling FlceCube(int64_t m, int64_t n, int64_t k, uint32_t elemBytes, uint32_t blockDim) {
+  FlceCubeTiling c{};
+  c.usedCoreNum = static_cast<int32_t>(blockDim);
+  c.M = c.singleCoreM = static_cast<int32_t>(m);
+  c.N = c.singleCoreN = static_cast<int32_t>(n);
+  c.Ka = c.Kb = c.singleCoreK = static_cast<int32_t>(k);
+  c.baseM = static_cast<int32_t>(std::min<uint64_t>(128, AlignUp(m, 16)));
+  c.baseN = static_cast<int32_t>(std::min<uint64_t>(128, AlignUp(n, 16)));
+  c.baseK = static_cast<int32_t>(std::min<uint64_t>(elemBytes == 4 ? 64 : 128, AlignUp(k, 16)));
+  c.depthA1 = c.depthB1 = c.stepM = c.stepN = c.stepKa = c.stepKb = 1;
+  c.dbL0A = c.dbL0B = 2;
+  c.dbL0C = 1;
+  return c;
+}
+
+inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossGradTiling(
+    const FusedLinearCrossEntropyLossGradProblem &p, const PlatformInfo &platform) {
+  FusedLinearCrossEntropyLossGradTiling t;
+  if (p.rows < 0 || p.hidden < 0 || p.vocab < 1) {
+    t.error = "needs BT >= 0, H >= 0 and V >= 1 (got BT=" + std::to_string(p.rows) + ", H=" +
+              std::to_string(p.hidden) + ", V=" + std::to_string(p.vocab) + ")";
+    return t;
+  }
+  if (p.vocabSize < p.vocab) {
+    t.error = "vocab_size " + std::to_string(p.vocabSize) + " is smaller than the shard's V=" + std::to_string(p.vocab);
+    return t;
+  }
+  if (!(p.labelSmoothing >= 0.0f && p.labelSmoothing < 1.0f)) {
+    t.error = "label_smoothing " + std::to_string(p.labelSmoothing) + " is outside [0, 1)";
+    return t;
+  }
+  if (p.hidden > INT32_MAX || p.vocab > INT32_MAX) {
+    t.error = "H and V must fit the int32 shapes of the Matmul tiling";
+    return t;
+  }
+  const uint32_t elemBytes = p.dataType == CeFloat::kF32 ? 4u : 2u;
+  const uint32_t targetBytes = p.int64Target ? 8u : 4u;
+
+  const int64_t tiles0 = CeilDiv(p.vocab, kFlceMaxTileCols);
+  const int64_t nt = AlignUp(CeilDiv(p.vocab, tiles0), 16);
+  const int64_t tiles = CeilDiv(p.vocab, nt);
+  // As many chunks as blocks could use, with chunks of 128..256 tokens (fewer only to give a
+  // small BT two chunks), then evened out.
+  const int64_t want = std::min<int64_t>(platform.aicCoreNum, tiles);
+  const int64_t rows = p.rows > 0 ? p.rows : 1;
+  const int64_t lo = std::min<int64_t>(kFlceMinChunkRows, AlignUp(CeilDiv(rows, 2), 16));
+  int64_t mt = std::clamp<int64_t>(AlignUp(CeilDiv(rows, want), 16), lo, kFlceMaxChunkRows);
+  const int64_t chunks = p.rows == 0 ? 0 : CeilDiv(p.rows, mt);
+  if (chunks > 0) mt = AlignUp(CeilDiv(p.rows, chunks), 16);
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>({platform.aicCoreNum, tiles, chunks}));
+
+  const uint64_t rowData = FlceGradUbRowData(mt, targetBytes, p.hasSoftmax);
+  const uint64_t ubChunk = rowData >= platform.ubSize ? 0 : (platform.ubSize - rowData) / 4 / kBlockBytes * kBlockBytes;
+  const uint64_t ubRow = AlignUp(uint64_t(nt) * 4, kBlockBytes);
+  if (ubChunk < ubRow) {
+    t.error = "the " + std::to_string(platform.ubSize) + "-byte UB cannot hold a " + std::to_string(nt) + "-column row";
+    return t;
+  }
+
+  FusedLinearCrossEntropyLossGradTilingData &d = t.data;
+  const bool f32 = p.dataType == CeFloat::kF32;
+  uint64_t ws = 0;
+  d.inputAccOffset = 0;
+  if (!f32) ws += AlignUp(uint64_t(p.rows) * p.hidden * 4, kFlceWorkspaceAlign);
+  d.blockOffset = ws;
+  uint64_t block = 0;
+  d.logitsOffset = 0;
+  if (!p.hasSoftmax) block += AlignUp(uint64_t(mt) * nt * 4, kFlceWorkspaceAlign);
+  d.gOffset = (f32 && !p.hasSoftmax) ? d.logitsOffset : block;
+  if (!(f32 && !p.hasSoftmax)) block += AlignUp(uint64_t(mt) * nt * elemBytes, kFlceWorkspaceAlign);
+  d.weightAccOffset = block;
+  if (!f32) block += AlignUp(uint64_t(nt) * p.hidden * 4, kFlceWorkspaceAlign);
+  d.blockBytes = block;
+  ws += uint64_t(blocks) * block;
+
+  d.rows = p.rows;
+  d.hidden = p.hidden;
+  d.vocab = p.vocab;
+  d.chunkRows = mt;
+  d.tileCols = nt;
+  d.chunks = chunks;
+  d.tiles = tiles;
+  d.rounds = CeilDiv(tiles, blocks);
+  d.smoothPerClass = static_cast<float>(double(p.labelSmoothing) / double(p.vocabSize));
+  d.targetWeight = 1.0f - p.labelSmoothing;
+  d.ubChunkBytes = static_cast<uint32_t>(ubChunk);
+  d.batchRows = static_cast<uint32_t>(std::min<uint64_t>(mt, ubChunk / ubRow));
+  const int64_t h = p.hidden > 0 ? p.hidden : 1;  // Matmul shapes for H = 0 stay valid
+  d.mmLogits = FlceCube(mt, nt, h, elemBytes, blocks);
+  d.mmWeight = FlceCube(nt, h, mt, elemBytes, blocks);
+  d.mmInput = FlceCube(mt, h, nt, elemBytes, blocks);
+  t.blockDim = p.hidden == 0 ? 0 : static_cast<uint32_t>(blocks);
+  t.tilingKey = CrossEntropyKey(p.dataType, p.int64Target) + (p.hasSoftmax ? kFlceGradKeySoftmaxOffset : 0);
+  t.workspaceBytes = ws;
+  return t;
+}
+
+}  // namespace ms_ops
+
+#endif  // MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD_TILING_H_

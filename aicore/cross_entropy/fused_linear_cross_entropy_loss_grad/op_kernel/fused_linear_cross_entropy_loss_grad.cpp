@@ -1,0 +1,354 @@
+// fused_linear_cross_entropy_loss_grad (CANN FusedLinearCrossEntropyLossGrad): the backward of the
+// vocabulary-parallel linear + cross-entropy on one shard. With p[r,j] the softmax (given, or
+// recomputed as exp(X[r].W[j] - logits_max[r]) / sum_exp_logits[r]),
+//   G[r,j] = grad[r] * (p[r,j] - (1 - a) [row r unmasked and j == masked_target[r]] - a / Vg),
+//   input_grad = G W  [BT, H],   weight_grad = G^T X  [V, H],
+// accumulated in fp32 and never holding more than one [mt, nt] tile of G per block.
+//
+// Schedule (see the tiling header): round r, step s, block b works on V tile r*B + b and BT chunk
+// (s + b) mod M; SyncAll after every step. Per (tile, chunk): the logits tile by Matmul into the
+// block's workspace, a UB pass that turns it into G (in the input dtype, as the cube needs A and B
+// of one dtype), then weight_grad tile += G^T X[chunk] and input_grad rows += G W[tile] by Matmul.
+// fp32 accumulates straight into the outputs; fp16/bf16 into fp32 workspace, cast at the end (the
+// weight_grad tile at the end of its round, input_grad after the last step).
+#include "../../../common/kernel_utils.h"
+#include "fused_linear_cross_entropy_loss_grad_tiling_data.h"
+#include "lib/matmul_intf.h"
+
+using namespace AscendC;
+using namespace ms_ops::kernel;
+
+namespace {
+
+// The kernel's GM arguments, in entry order (one per line: GM_ADDR is a macro with a '*').
+struct FlceGradArgs {
+  GM_ADDR grad;
+  GM_ADDR input;
+  GM_ADDR weight;
+  GM_ADDR targetMask;
+  GM_ADDR maskedTarget;
+  GM_ADDR logitsMax;
+  GM_ADDR sumExp;
+  GM_ADDR softmax;
+  GM_ADDR inputGrad;
+  GM_ADDR weightGrad;
+  GM_ADDR workspace;
+};
+
+// T: dtype of input, weight and the gradients; TI: dtype of masked_target; kSoftmax: the
+// high-performance mode (softmax given).
+template <typename T, typename TI, bool kSoftmax>
+class FlceGradKernel {
+  static constexpr bool kF32 = IsSame<T, float>::value;
+  using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
+  using NDTrans = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;
+  using Acc = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+
+ public:
+  __aicore__ inline FlceGradKernel() {}
+
+  // Registered by Run with REGIST_MATMUL_OBJ before Init's InitBuffer calls.
+  TPipe pipe;
+  Matmul<ND, NDTrans, Acc> mmLogits;  // logits = X[chunk] * W[tile]^T
+  Matmul<NDTrans, ND, Acc> mmWeight;  // weight_grad tile (+)= G^T * X[chunk]
+  Matmul<ND, ND, Acc> mmInput;        // input_grad rows += G * W[tile]
+
+  __aicore__ inline void Init(const FlceGradArgs &a, const FusedLinearCrossEntropyLossGradTilingData &td) {
+    td_ = &td;
+    rows_ = td.rows;
+    hidden_ = td.hidden;
+    vocab_ = td.vocab;
+    mt_ = td.chunkRows;
+    nt_ = td.tileCols;
+    block_ = GetBlockIdx();
+    blocks_ = GetBlockNum();
+    const uint64_t xy = uint64_t(rows_) * hidden_, wv = uint64_t(vocab_) * hidden_;
+    gradGm_.SetGlobalBuffer((__gm__ float *)a.grad, rows_);
+    xGm_.SetGlobalBuffer((__gm__ T *)a.input, xy);
+    wGm_.SetGlobalBuffer((__gm__ T *)a.weight, wv);
+    maskGm_.SetGlobalBuffer((__gm__ uint8_t *)a.targetMask, (rows_ + 7) / 8);
+    targetGm_.SetGlobalBuffer((__gm__ TI *)a.maskedTarget, rows_);
+    inputGradGm_.SetGlobalBuffer((__gm__ T *)a.inputGrad, xy);
+    weightGradGm_.SetGlobalBuffer((__gm__ T *)a.weightGrad, wv);
+    if constexpr (kSoftmax) {
+      softmaxGm_.SetGlobalBuffer((__gm__ float *)a.softmax, uint64_t(rows_) * vocab_);
+    } else {
+      maxGm_.SetGlobalBuffer((__gm__ float *)a.logitsMax, rows_);
+      sumGm_.SetGlobalBuffer((__gm__ float *)a.sumExp, rows_);
+    }
+
+    GM_ADDR user = GetUserWorkspace(a.workspace);
+    GM_ADDR mine = user + td.blockOffset + uint64_t(block_) * td.blockBytes;
+    const uint64_t tile = uint64_t(mt_) * nt_;
+    if constexpr (kF32) {
+      inputAccGm_.SetGlobalBuffer((__gm__ float *)a.inputGrad, xy);
+    } else {
+      inputAccGm_.SetGlobalBuffer((__gm__ float *)(user + td.inputAccOffset), xy);
+      weightAccGm_.SetGlobalBuffer((__gm__ float *)(mine + td.weightAccOffset), uint64_t(nt_) * hidden_);
+    }
+    if constexpr (!kSoftmax) logitsGm_.SetGlobalBuffer((__gm__ float *)(mine + td.logitsOffset), tile);
+    gGm_.SetGlobalBuffer((__gm__ T *)(mine + td.gOffset), tile);
+
+    // Same sizes as FlceGradUbRowData and ubChunkBytes in the host tiling.
+    pipe.InitBuffer(inQ_, 2, td.ubChunkBytes);
+    pipe.InitBuffer(outQ_, 2, td.ubChunkBytes);
+    pipe.InitBuffer(gradBuf_, UbBytes(mt_, 4));
+    if constexpr (!kSoftmax) {
+      pipe.InitBuffer(maxBuf_, UbBytes(mt_, 4));
+      pipe.InitBuffer(sumBuf_, UbBytes(mt_, 4));
+    }
+    pipe.InitBuffer(targetBuf_, UbBytes(mt_, sizeof(TI)));
+    pipe.InitBuffer(maskBuf_, UbBytes((mt_ + 7) / 8, 1));
+  }
+
+  __aicore__ inline void Process() {
+    const int64_t chunks = td_->chunks;
+    if (chunks == 0) {
+      // No tokens: weight_grad is all zeros (input_grad is empty).
+      ZeroRows(weightGradGm_, vocab_);
+      return;
+    }
+    ZeroRows(inputAccGm_, rows_);
+    SyncAll();
+    for (int64_t round = 0; round < td_->rounds; ++round) {
+      const int64_t tile = round * blocks_ + block_;
+      const bool active = tile < td_->tiles;
+      for (int64_t step = 0; step < chunks; ++step) {
+        if (active) Step(tile, (step + block_) % chunks, step == 0);
+        SyncAll();
+      }
+      if constexpr (!kF32) {
+        // The tile's last contribution came from this block's own last step.
+        if (active) {
+          const int64_t n0 = tile * nt_;
+          CastOut(weightGradGm_[n0 * hidden_], weightAccGm_, uint64_t(Min64(nt_, vocab_ - n0)) * hidden_);
+        }
+      }
+    }
+    if constexpr (!kF32) {
+      // After the last step's SyncAll every input_grad row is complete.
+      int64_t r0, r1;
+      BlockRows(rows_, r0, r1);
+      CastOut(inputGradGm_[r0 * hidden_], inputAccGm_[r0 * hidden_], uint64_t(r1 - r0) * hidden_);
+    }
+  }
+
+ private:
+  // Rows [r0, r1) of `total`, split evenly over the blocks.
+  __aicore__ inline void BlockRows(int64_t total, int64_t &r0, int64_t &r1) const {
+    const int64_t per = total / blocks_, extra = total % blocks_;
+    r0 = block_ * per + Min64(block_, extra);
+    r1 = r0 + per + (block_ < extra ? 1 : 0);
+  }
+
+  // This block's share of the rows of a [total, H] GM matrix set to zero.
+  template <typename U>
+  __aicore__ inline void ZeroRows(const GlobalTensor<U> &dst, int64_t total) {
+    int64_t r0, r1;
+    BlockRows(total, r0, r1);
+    const uint64_t end = uint64_t(r1) * hidden_, step = td_->ubChunkBytes / sizeof(U);
+    LocalTensor<U> zeros = outQ_.template AllocTensor<U>();
+    // Zero bits are zero in every dtype; 16-bit lanes fill any of them.
+    Duplicate(zeros.template ReinterpretCast<uint16_t>(), uint16_t(0), int32_t(td_->ubChunkBytes / 2));
+    outQ_.EnQue(zeros);
+    zeros = outQ_.template DeQue<U>();
+    for (uint64_t i = uint64_t(r0) * hidden_; i < end; i += step)
+      CopyOut(dst[i], zeros, static_cast<uint32_t>(end - i < step ? end - i : step));
+    outQ_.FreeTensor(zeros);
+  }
+
+  // dst[0, count) = src[0, count) rounded from fp32 to T.
+  __aicore__ inline void CastOut(const GlobalTensor<T> &dst, const GlobalTensor<float> &src, uint64_t count) {
+    const uint64_t step = td_->ubChunkBytes / 4;
+    for (uint64_t i = 0; i < count; i += step) {
+      const uint32_t len = static_cast<uint32_t>(count - i < step ? count - i : step);
+      LocalTensor<float> in = inQ_.template AllocTensor<float>();
+      CopyIn(in, src[i], len);
+      inQ_.EnQue(in);
+      in = inQ_.template DeQue<float>();
+      LocalTensor<T> out = outQ_.template AllocTensor<T>();
+      Cast(out, in, RoundMode::CAST_RINT, len);
+      inQ_.FreeTensor(in);
+      outQ_.EnQue(out);
+      out = outQ_.template DeQue<T>();
+      CopyOut(dst[i], out, len);
+      outQ_.FreeTensor(out);
+    }
+  }
+
+  // One (V tile, BT chunk) pair; `first`: the tile's first chunk in this round, which overwrites
+  // the weight_grad tile instead of adding to it.
+  __aicore__ inline void Step(int64_t tile, int64_t chunk, bool first) {
+    const int64_t n0 = tile * nt_, m0 = chunk * mt_;
+    const int32_t cols = static_cast<int32_t>(Min64(nt_, vocab_ - n0));
+    const int32_t rows = static_cast<int32_t>(Min64(mt_, rows_ - m0));
+    const int32_t h = static_cast<int32_t>(hidden_);
+    const GlobalTensor<T> x = xGm_[m0 * hidden_], w = wGm_[n0 * hidden_];
+    if constexpr (!kSoftmax) {
+      mmLogits.SetOrgShape(rows, cols, h);
+      mmLogits.SetSingleShape(rows, cols, h);
+      mmLogits.SetTensorA(x);
+      mmLogits.SetTensorB(w, true);
+      mmLogits.IterateAll(logitsGm_);
+      mmLogits.End();
+    }
+    BuildG(n0, cols, m0, rows);
+    // The cube reads G from GM: the vector core's copies out must have landed.
+    PipeBarrier<PIPE_ALL>();
+    mmWeight.SetOrgShape(cols, h, rows);
+    mmWeight.SetSingleShape(cols, h, rows);
+    mmWeight.SetTensorA(gGm_, true);
+    mmWeight.SetTensorB(x);
+    if constexpr (kF32) {
+      mmWeight.IterateAll(weightGradGm_[n0 * hidden_], first ? 0 : 1);
+    } else {
+      mmWeight.IterateAll(weightAccGm_, first ? 0 : 1);
+    }
+    mmWeight.End();
+    mmInput.SetOrgShape(rows, h, cols);
+    mmInput.SetSingleShape(rows, h, cols);
+    mmInput.SetTensorA(gGm_);
+    mmInput.SetTensorB(w);
+    mmInput.IterateAll(inputAccGm_[m0 * hidden_], 1);
+    mmInput.End();
+  }
+
+  // Chunk rows [m0, m0 + rows): grad, logits_max, sum_exp_logits, masked_target and mask bits in UB
+  // for the scalar unit.
+  __aicore__ inline void LoadRowData(int64_t m0, int32_t rows) {
+    CopyIn(gradBuf_.Get<float>(), gradGm_[m0], rows);
+    if constexpr (!kSoftmax) {
+      CopyIn(maxBuf_.Get<float>(), maxGm_[m0], rows);
+      CopyIn(sumBuf_.Get<float>(), sumGm_[m0], rows);
+    }
+    CopyIn(targetBuf_.Get<TI>(), targetGm_[m0], rows);
+    // mt is a multiple of 16, so the chunk starts on a mask byte.
+    CopyIn(maskBuf_.Get<uint8_t>(), maskGm_[m0 / 8], (rows + 7) / 8);
+    OrderPipes<HardEvent::MTE2_S>(&pipe);
+  }
+
+  // G tile [rows, cols] (row stride cols, dtype T) into gGm_, from the logits tile (memory-saving)
+  // or softmax[m0.., n0..] (high-performance), batchRows rows per UB pass.
+  __aicore__ inline void BuildG(int64_t n0, int32_t cols, int64_t m0, int32_t rows) {
+    LoadRowData(m0, rows);
+    const LocalTensor<float> grad = gradBuf_.Get<float>();
+    const LocalTensor<TI> target = targetBuf_.Get<TI>();
+    const LocalTensor<uint8_t> mask = maskBuf_.Get<uint8_t>();
+    const uint32_t inPitch = UbBytes(cols, 4) / 4, outPitch = UbBytes(cols, sizeof(T)) / sizeof(T);
+    const uint64_t ld = kSoftmax ? uint64_t(vocab_) : uint64_t(cols);
+    const float smooth = td_->smoothPerClass, targetWeight = td_->targetWeight;
+    LocalTensor<float> rowMax, rowSum;
+    if constexpr (!kSoftmax) {
+      rowMax = maxBuf_.Get<float>();
+      rowSum = sumBuf_.Get<float>();
+    }
+    for (int32_t r0 = 0; r0 < rows; r0 += int32_t(td_->batchRows)) {
+      const int32_t nb = static_cast<int32_t>(Min64(td_->batchRows, rows - r0));
+      LocalTensor<float> in = inQ_.template AllocTensor<float>();
+      const GlobalTensor<float> src = kSoftmax ? softmaxGm_[(m0 + r0) * vocab_ + n0] : logitsGm_[uint64_t(r0) * cols];
+      DataCopyPad(in, src, DataCopyExtParams(uint16_t(nb), uint32_t(cols) * 4, uint32_t((ld - cols) * 4), 0, 0),
+                  DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+      inQ_.EnQue(in);
+      in = inQ_.template DeQue<float>();
+      LocalTensor<T> out = outQ_.template AllocTensor<T>();
+      // fp32 writes G straight into the out buffer; fp16/bf16 build it in place and cast.
+      const LocalTensor<float> g = kF32 ? out.template ReinterpretCast<float>() : in;
+      for (int32_t i = 0; i < nb; ++i) {
+        const int32_t r = r0 + i;
+        const float gr = grad.GetValue(r);
+        const LocalTensor<float> x = in[i * inPitch], y = g[i * inPitch];
+        if constexpr (kSoftmax) {
+          Muls(y, x, gr, cols);
+        } else {
+          Adds(y, x, -rowMax.GetValue(r), cols);
+          Exp(y, y, cols);
+          Muls(y, y, gr / rowSum.GetValue(r), cols);
+        }
+        if (smooth != 0.0f) Adds(y, y, -smooth * gr, cols);
+      }
+      // The target column of each unmasked row whose target lies in this tile: a scalar fix-up.
+      OrderPipes<HardEvent::V_S>(&pipe);
+      for (int32_t i = 0; i < nb; ++i) {
+        const int32_t r = r0 + i;
+        if ((mask.GetValue(r / 8) >> (r % 8)) & 1) continue;
+        const int64_t j = static_cast<int64_t>(target.GetValue(r)) - n0;
+        if (j < 0 || j >= cols) continue;
+        const uint32_t at = i * inPitch + uint32_t(j);
+        g.SetValue(at, g.GetValue(at) - targetWeight * grad.GetValue(r));
+      }
+      OrderPipes<HardEvent::S_V>(&pipe);
+      if constexpr (!kF32) {
+        for (int32_t i = 0; i < nb; ++i) Cast(out[i * outPitch], in[i * inPitch], RoundMode::CAST_RINT, cols);
+      }
+      inQ_.FreeTensor(in);
+      outQ_.EnQue(out);
+      out = outQ_.template DeQue<T>();
+      DataCopyPad(gGm_[uint64_t(r0) * cols], out, DataCopyExtParams(uint16_t(nb), uint32_t(cols) * sizeof(T), 0, 0, 0));
+      outQ_.FreeTensor(out);
+    }
+  }
+
+  TQue<QuePosition::VECIN, 2> inQ_;
+  TQue<QuePosition::VECOUT, 2> outQ_;
+  TBuf<TPosition::VECCALC> gradBuf_, maxBuf_, sumBuf_, targetBuf_, maskBuf_;
+
+  GlobalTensor<float> gradGm_, maxGm_, sumGm_, softmaxGm_, inputAccGm_, weightAccGm_, logitsGm_;
+  GlobalTensor<T> xGm_, wGm_, inputGradGm_, weightGradGm_, gGm_;
+  GlobalTensor<uint8_t> maskGm_;
+  GlobalTensor<TI> targetGm_;
+
+  const FusedLinearCrossEntropyLossGradTilingData *td_ = nullptr;
+  int64_t rows_ = 0, hidden_ = 0, vocab_ = 0, mt_ = 0, nt_ = 0, block_ = 0, blocks_ = 1;
+};
+
+template <typename T, typename TI, bool kSoftmax>
+__aicore__ inline void Run(const FlceGradArgs &a, const FusedLinearCrossEntropyLossGradTilingData &td) {
+  FlceGradKernel<T, TI, kSoftmax> op;
+  // At kernel scope and outside any braces: on the cube core the registration serves the vector
+  // core's Matmul requests and returns from here; on the vector core it declares the client those
+  // requests go through, which must live until the kernel ends. The softmax mode leaves mmLogits
+  // unused.
+  REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mmLogits, &td.mmLogits, op.mmWeight, &td.mmWeight, op.mmInput,
+                    &td.mmInput);
+  op.Init(a, td);
+  op.Process();
+}
+
+}  // namespace
+
+extern "C" __global__ __aicore__ void fused_linear_cross_entropy_loss_grad(
+    GM_ADDR grad, GM_ADDR input, GM_ADDR weight, GM_ADDR targetMask, GM_ADDR maskedTarget, GM_ADDR logitsMax,
+    GM_ADDR sumExp, GM_ADDR softmax, GM_ADDR inputGrad, GM_ADDR weightGrad, GM_ADDR workspace, GM_ADDR tiling) {
+  // Cube (Matmul) and vector work in one kernel: one AIV per AIC, so a block is one core pair.
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
+  GET_TILING_DATA_WITH_STRUCT(FusedLinearCrossEntropyLossGradTilingData, td, tiling);
+  const FlceGradArgs a{grad, input, weight, targetMask, maskedTarget, logitsMax, sumExp, softmax,
+                       inputGrad, weightGrad, workspace};
+  // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS): the cross-entropy keys
+  // 1..6 of (dtype, masked_target dtype) in memory-saving mode, 11..16 with softmax.
+  if (TILING_KEY_IS(1)) {
+    Run<float, int32_t, false>(a, td);
+  } else if (TILING_KEY_IS(2)) {
+    Run<float, int64_t, false>(a, td);
+  } else if (TILING_KEY_IS(3)) {
+    Run<half, int32_t, false>(a, td);
+  } else if (TILING_KEY_IS(4)) {
+    Run<half, int64_t, false>(a, td);
+  } else if (TILING_KEY_IS(5)) {
+    Run<bfloat16_t, int32_t, false>(a, td);
+  } else if (TILING_KEY_IS(6)) {
+    Run<bfloat16_t, int64_t, false>(a, td);
+  } else if (TILING_KEY_IS(11)) {
+    Run<float, int32_t, true>(a, td);
+  } else if (TILING_KEY_IS(12)) {
+    Run<float, int64_t, true>(a, td);
+  } else if (TILING_KEY_IS(13)) {
+    Run<half, int32_t, true>(a, td);
+  } else if (TILING_KEY_IS(14)) {
+    Run<half, int64_t, true>(a, td);
+  } else if (TILING_KEY_IS(15)) {
+    Run<bfloat16_t, int32_t, true>(a, td);
+  } else if (TILING_KEY_IS(16)) {
+    Run<bfloat16_t, int64_t, true>(a, td);
+  }
+}

@@ -1,0 +1,289 @@
+// fused_linear_online_max_sum (ops-nn FusedLinearOnlineMaxSum, plus sum_logits_local): with the
+// logits z = input · weightᵀ of the local vocabulary shard [start, start + V) (fp32 accumulation)
+// and t = target[r], per row r:
+//   logits_max_local[r]       = max_j z[r, j]
+//   sum_exp_logits_local[r]   = Σ_j exp(z[r, j] − logits_max_local[r])
+//   predicted_logits_local[r] = z[r, t − start] − logits_max_local[r] inside the shard, else 0
+//   target_mask bit r         = 1 outside the shard (pad bits of the last byte 1)
+//   masked_target[r]          = t − start inside the shard, else 0
+//   sum_logits_local[r]       = Σ_j z[r, j]
+// and vocab_parallel_logits = z when the logits are returned.
+//
+// A block owns whole 8-row groups. For each tile of its rows it walks the vocabulary in tiles:
+// the Matmul writes the fp32 logits tile to GM (the block's workspace tile, or its place in
+// vocab_parallel_logits), and the vector pass folds the tile into the rows' running state with
+// the online softmax update sum = sum · exp(old max − new max) + Σ_j exp(z − new max).
+#include "../../../common/kernel_utils.h"
+#include "fused_linear_online_max_sum_tiling_data.h"
+#include "lib/matmul_intf.h"
+
+using namespace AscendC;
+using namespace ms_ops::kernel;
+
+namespace {
+
+// Start of every running max: the most negative finite float, so that the first tile's rescale
+// factor exp(start − new max) is 0 rather than the NaN of exp(−inf − (−inf)).
+constexpr float kLowest = -3.40282347e+38f;
+
+// Offsets (floats) of the reduction results in reduceOut_: one 32-byte block each.
+constexpr uint32_t kRedMax = 0, kRedSumExp = 8, kRedSum = 16;
+
+// T: dtype of input and weight; G: dtype of target and masked_target.
+template <typename T, typename G>
+class FusedLinearOnlineMaxSumKernel {
+  using AType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
+  using BType = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;
+  using CType = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+
+ public:
+  __aicore__ inline FusedLinearOnlineMaxSumKernel() {}
+
+  __aicore__ inline void Init(GM_ADDR input, GM_ADDR weight, GM_ADDR target, GM_ADDR logitsMax, GM_ADDR sumExp,
+                              GM_ADDR predicted, GM_ADDR targetMask, GM_ADDR maskedTarget, GM_ADDR logits,
+                              GM_ADDR sumLogits, GM_ADDR workspace, const FusedLinearOnlineMaxSumTilingData &td) {
+    // Before any InitBuffer: in a mixed AIC/AIV kernel the Matmul object is registered first.
+    REGIST_MATMUL_OBJ(&pipe_, GetSysWorkSpacePtr(), mm_, &td.mm);
+    rows_ = td.rows;
+    hidden_ = td.hidden;
+    vocab_ = td.vocab;
+    vocabStart_ = td.vocabStart;
+    mTile_ = td.mTile;
+    nTile_ = td.nTile;
+    chunkRows_ = td.chunkRows;
+    const int64_t block = GetBlockIdx();
+    const int64_t extra = block < td.groupsRemainder ? block : td.groupsRemainder;
+    rowBegin_ = (block * td.groupsPerBlock + extra) * 8;
+    rowEnd_ = Min64(rowBegin_ + (td.groupsPerBlock + (block < td.groupsRemainder ? 1 : 0)) * 8, rows_);
+
+    inputGm_.SetGlobalBuffer((__gm__ T *)input, uint64_t(rows_) * hidden_);
+    weightGm_.SetGlobalBuffer((__gm__ T *)weight, uint64_t(vocab_) * hidden_);
+    targetGm_.SetGlobalBuffer((__gm__ G *)target, rows_);
+    maxGm_.SetGlobalBuffer((__gm__ float *)logitsMax, rows_);
+    sumExpGm_.SetGlobalBuffer((__gm__ float *)sumExp, rows_);
+    predGm_.SetGlobalBuffer((__gm__ float *)predicted, rows_);
+    maskGm_.SetGlobalBuffer((__gm__ uint8_t *)targetMask, (rows_ + 7) / 8);
+    maskedGm_.SetGlobalBuffer((__gm__ G *)maskedTarget, rows_);
+    sumLogitsGm_.SetGlobalBuffer((__gm__ float *)sumLogits, rows_);
+    if (td.returnLogits != 0) {
+      tileGm_.SetGlobalBuffer((__gm__ float *)logits, uint64_t(rows_) * vocab_);
+      ldc_ = vocab_;
+    } else {
+      const uint64_t tileElems = uint64_t(mTile_) * nTile_;
+      tileGm_.SetGlobalBuffer((__gm__ float *)GetUserWorkspace(workspace) + block * tileElems, tileElems);
+      ldc_ = nTile_;
+    }
+    tileAtRows_ = td.returnLogits != 0;
+
+    // Same sizes as FlomsUbFixed / FlomsUbPerChunkRow in the host tiling.
+    const uint32_t pitch = UbBytes(nTile_, 4) / 4;
+    pipe_.InitBuffer(chunkQ_, 2, chunkRows_ * pitch * 4);
+    pipe_.InitBuffer(expBuf_, pitch * 4);
+    pipe_.InitBuffer(reduceTmp_, pitch * 4);
+    pipe_.InitBuffer(reduceOut_, 3 * kUbAlign);
+    pipe_.InitBuffer(state_, 8 * mTile_ * 4);
+    pipe_.InitBuffer(localTarget_, mTile_ * 4);
+    pipe_.InitBuffer(targetQ_, 1, UbBytes(mTile_, sizeof(G)));
+    pipe_.InitBuffer(maskedQ_, 1, UbBytes(mTile_, sizeof(G)));
+    pipe_.InitBuffer(maskQ_, 1, UbBytes(mTile_ / 8, 1));
+  }
+
+  __aicore__ inline void Process() {
+    for (int64_t r0 = rowBegin_; r0 < rowEnd_; r0 += mTile_) {
+      const uint32_t mt = static_cast<uint32_t>(Min64(rowEnd_ - r0, mTile_));
+      Targets(r0, mt);
+      StartRows(mt);
+      mm_.SetTensorA(inputGm_[r0 * hidden_]);
+      for (int64_t v0 = 0; v0 < vocab_; v0 += nTile_) {
+        const uint32_t n = static_cast<uint32_t>(Min64(vocab_ - v0, nTile_));
+        const GlobalTensor<float> tile = tileAtRows_ ? tileGm_[r0 * vocab_ + v0] : tileGm_;
+        mm_.SetTensorB(weightGm_[v0 * hidden_], true);
+        mm_.SetSingleShape(mt, n, static_cast<int32_t>(hidden_));
+        mm_.IterateAll(tile);
+        FoldTile(tile, mt, v0, n);
+      }
+      FinishRows(r0, mt);
+    }
+    mm_.End();
+  }
+
+ private:
+  // The per-row state of a row tile: eight fp32 arrays of mTile_ elements in state_.
+  enum StateArray : uint32_t { kRunMax, kNewMax, kSumExp, kSumLogits, kTileSumExp, kTileSum, kPick, kFactor };
+
+  __aicore__ inline LocalTensor<float> State(uint32_t a) {
+    // kRunMax and kNewMax trade places after every vocabulary tile (swap_ toggles).
+    if (a == kRunMax || a == kNewMax) a = (a ^ swap_);
+    return state_.Get<float>()[a * mTile_];
+  }
+
+  // masked_target and target_mask of rows [r0, r0 + mt), and each row's local target (its
+  // column in the shard, -1 when masked) for the vocabulary tiles.
+  __aicore__ inline void Targets(int64_t r0, uint32_t mt) {
+    LocalTensor<G> tgt = targetQ_.AllocTensor<G>();
+    CopyIn(tgt, targetGm_[r0], mt);
+    targetQ_.EnQue(tgt);
+    tgt = targetQ_.DeQue<G>();
+    OrderPipes<HardEvent::MTE2_S>(&pipe_);
+    LocalTensor<G> masked = maskedQ_.AllocTensor<G>();
+    LocalTensor<uint8_t> mask = maskQ_.AllocTensor<uint8_t>();
+    LocalTensor<int32_t> local = localTarget_.Get<int32_t>();
+    uint32_t bits = 0;
+    for (uint32_t i = 0; i < mt; ++i) {
+      const int64_t t = static_cast<int64_t>(tgt.GetValue(i)) - vocabStart_;
+      const bool inside = t >= 0 && t < vocab_;
+      local.SetValue(i, inside ? static_cast<int32_t>(t) : -1);
+      masked.SetValue(i, static_cast<G>(inside ? t : 0));
+      bits |= (inside ? 0u : 1u) << (i % 8);
+      if (i % 8 == 7 || i + 1 == mt) {
+        // Only the last row tile of BT can end inside a byte: its rows past BT are pad bits, set.
+        if (i % 8 != 7) bits |= (0xFFu << (i % 8 + 1)) & 0xFFu;
+        mask.SetValue(i / 8, static_cast<uint8_t>(bits));
+        bits = 0;
+      }
+    }
+    targetQ_.FreeTensor(tgt);
+    maskedQ_.EnQue(masked);
+    maskQ_.EnQue(mask);
+    masked = maskedQ_.DeQue<G>();
+    mask = maskQ_.DeQue<uint8_t>();
+    OrderPipes<HardEvent::S_MTE3>(&pipe_);
+    CopyOut(maskedGm_[r0], masked, mt);
+    CopyOut(maskGm_[r0 / 8], mask, (mt + 7) / 8);
+    maskedQ_.FreeTensor(masked);
+    maskQ_.FreeTensor(mask);
+  }
+
+  __aicore__ inline void StartRows(uint32_t mt) {
+    // The previous row tile's results have left for GM before the state is reset.
+    OrderPipes<HardEvent::MTE3_V>(&pipe_);
+    Duplicate(State(kRunMax), kLowest, mt);
+    Duplicate(State(kSumExp), 0.0f, mt);
+    Duplicate(State(kSumLogits), 0.0f, mt);
+    Duplicate(State(kPick), 0.0f, mt);
+  }
+
+  // Folds the logits tile [mt, n] (columns v0.. of the shard; row stride ldc_ in GM) into the
+  // row state, chunkRows_ rows at a time.
+  __aicore__ inline void FoldTile(const GlobalTensor<float> &tile, uint32_t mt, int64_t v0, uint32_t n) {
+    const uint32_t pitch = UbBytes(n, 4) / 4;
+    for (uint32_t c0 = 0; c0 < mt; c0 += chunkRows_) {
+      const uint32_t cr = mt - c0 < chunkRows_ ? mt - c0 : chunkRows_;
+      LocalTensor<float> z = chunkQ_.AllocTensor<float>();
+      // Rows of n floats, ldc_ apart in GM, land 32-byte aligned in UB, `pitch` apart: any n and
+      // V (e.g. 50257).
+      DataCopyPad(z, tile[uint64_t(c0) * ldc_], DataCopyExtParams(cr, n * 4, uint32_t(ldc_ - n) * 4, 0, 0),
+                  DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+      chunkQ_.EnQue(z);
+      z = chunkQ_.DeQue<float>();
+      for (uint32_t i = 0; i < cr; ++i) FoldRow(z[i * pitch], c0 + i, v0, n);
+      chunkQ_.FreeTensor(z);
+    }
+    // sum = sum * exp(old max - new max) + tile sum (relative to the new max), for all rows at once.
+    OrderPipes<HardEvent::S_V>(&pipe_);
+    LocalTensor<float> factor = State(kFactor), sumExp = State(kSumExp), sumLogits = State(kSumLogits);
+    Sub(factor, State(kRunMax), State(kNewMax), mt);
+    Exp(factor, factor, mt);
+    Mul(sumExp, sumExp, factor, mt);
+    Add(sumExp, sumExp, State(kTileSumExp), mt);
+    Add(sumLogits, sumLogits, State(kTileSum), mt);
+    swap_ ^= 1u;
+  }
+
+  // Row i of the row tile: its tile max, new running max, Σ exp(z - new max), Σ z and, when its
+  // target column falls in this tile, the target logit.
+  __aicore__ inline void FoldRow(const LocalTensor<float> &row, uint32_t i, int64_t v0, uint32_t n) {
+    LocalTensor<float> red = reduceOut_.Get<float>(), tmp = reduceTmp_.Get<float>();
+    ReduceMax(red[kRedMax], row, tmp, n);
+    OrderPipes<HardEvent::V_S>(&pipe_);
+    const float tileMax = red.GetValue(kRedMax), oldMax = State(kRunMax).GetValue(i);
+    const float newMax = tileMax > oldMax ? tileMax : oldMax;
+    State(kNewMax).SetValue(i, newMax);
+    const int64_t col = static_cast<int64_t>(localTarget_.Get<int32_t>().GetValue(i)) - v0;
+    if (col >= 0 && col < n) State(kPick).SetValue(i, row.GetValue(static_cast<uint32_t>(col)));
+    OrderPipes<HardEvent::S_V>(&pipe_);
+    LocalTensor<float> e = expBuf_.Get<float>();
+    Adds(e, row, -newMax, n);
+    Exp(e, e, n);
+    ReduceSum(red[kRedSumExp], e, tmp, n);
+    ReduceSum(red[kRedSum], row, tmp, n);
+    OrderPipes<HardEvent::V_S>(&pipe_);
+    State(kTileSumExp).SetValue(i, red.GetValue(kRedSumExp));
+    State(kTileSum).SetValue(i, red.GetValue(kRedSum));
+  }
+
+  // predicted = target logit - max (0 when masked); the four per-row outputs of the row tile.
+  __aicore__ inline void FinishRows(int64_t r0, uint32_t mt) {
+    LocalTensor<float> runMax = State(kRunMax), pred = State(kPick);
+    Sub(pred, pred, runMax, mt);
+    OrderPipes<HardEvent::V_S>(&pipe_);
+    LocalTensor<int32_t> local = localTarget_.Get<int32_t>();
+    for (uint32_t i = 0; i < mt; ++i)
+      if (local.GetValue(i) < 0) pred.SetValue(i, 0.0f);
+    OrderPipes<HardEvent::S_MTE3>(&pipe_);
+    CopyOut(maxGm_[r0], runMax, mt);
+    CopyOut(sumExpGm_[r0], State(kSumExp), mt);
+    CopyOut(predGm_[r0], pred, mt);
+    CopyOut(sumLogitsGm_[r0], State(kSumLogits), mt);
+  }
+
+  TPipe pipe_;
+  Matmul<AType, BType, CType> mm_;
+  TQue<QuePosition::VECIN, 2> chunkQ_;
+  TQue<QuePosition::VECIN, 1> targetQ_;
+  TQue<QuePosition::VECOUT, 1> maskedQ_, maskQ_;
+  TBuf<TPosition::VECCALC> expBuf_, reduceTmp_, reduceOut_, state_, localTarget_;
+
+  GlobalTensor<T> inputGm_, weightGm_;
+  GlobalTensor<G> targetGm_, maskedGm_;
+  GlobalTensor<float> maxGm_, sumExpGm_, predGm_, sumLogitsGm_, tileGm_;
+  GlobalTensor<uint8_t> maskGm_;
+
+  int64_t rows_ = 0, hidden_ = 0, vocab_ = 0, vocabStart_ = 0, rowBegin_ = 0, rowEnd_ = 0, ldc_ = 0;
+  uint32_t mTile_ = 8, nTile_ = 0, chunkRows_ = 1, swap_ = 0;
+  bool tileAtRows_ = false;
+};
+
+template <typename T, typename G>
+__aicore__ inline void Run(GM_ADDR input, GM_ADDR weight, GM_ADDR target, GM_ADDR logitsMax, GM_ADDR sumExp,
+                           GM_ADDR predicted, GM_ADDR targetMask, GM_ADDR maskedTarget, GM_ADDR logits,
+                           GM_ADDR sumLogits, GM_ADDR workspace, const FusedLinearOnlineMaxSumTilingData &td) {
+  FusedLinearOnlineMaxSumKernel<T, G> op;
+  op.Init(input, weight, target, logitsMax, sumExp, predicted, targetMask, maskedTarget, logits, sumLogits, workspace,
+          td);
+  op.Process();
+}
+
+}  // namespace
+
+extern "C" __global__ __aicore__ void fused_linear_online_max_sum(GM_ADDR input, GM_ADDR weight, GM_ADDR target,
+                                                                  GM_ADDR logitsMax, GM_ADDR sumExp,
+                                                                  GM_ADDR predicted, GM_ADDR targetMask,
+                                                                  GM_ADDR maskedTarget, GM_ADDR logits,
+                                                                  GM_ADDR sumLogits, GM_ADDR workspace,
+                                                                  GM_ADDR tiling) {
+  // One vector core per cube core: each block's vector pass reads the tiles its own Matmul wrote.
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
+  GET_TILING_DATA_WITH_STRUCT(FusedLinearOnlineMaxSumTilingData, td, tiling);
+  // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS); see kCeKey* in
+  // common/cross_entropy_common.h: (input dtype, target dtype).
+  if (TILING_KEY_IS(1)) {
+    Run<float, int32_t>(input, weight, target, logitsMax, sumExp, predicted, targetMask, maskedTarget, logits,
+                        sumLogits, workspace, td);
+  } else if (TILING_KEY_IS(2)) {
+    Run<float, int64_t>(input, weight, target, logitsMax, sumExp, predicted, targetMask, maskedTarget, logits,
+                        sumLogits, workspace, td);
+  } else if (TILING_KEY_IS(3)) {
+    Run<half, int32_t>(input, weight, target, logitsMax, sumExp, predicted, targetMask, maskedTarget, logits,
+                       sumLogits, workspace, td);
+  } else if (TILING_KEY_IS(4)) {
+    Run<half, int64_t>(input, weight, target, logitsMax, sumExp, predicted, targetMask, maskedTarget, logits,
+                       sumLogits, workspace, td);
+  } else if (TILING_KEY_IS(5)) {
+    Run<bfloat16_t, int32_t>(input, weight, target, logitsMax, sumExp, predicted, targetMask, maskedTarget, logits,
+                             sumLogits, workspace, td);
+  } else if (TILING_KEY_IS(6)) {
+    Run<bfloat16_t, int64_t>(input, weight, target, logitsMax, sumExp, predicted, targetMask, maskedTarget, logits,
+                             sumLogits, workspace, td);
+  }
+}

@@ -1,0 +1,335 @@
+// moe_finalize_routing_grad (CANN MoeFinalizeRoutingV2Grad, plus the bias gradient). For each
+// contributing pair (r,k) with slot j = j(r,k) of expanded_x (j in [0, N), see the forward):
+//   grad_expanded_x[j] = s[r,k] * grad_y[r]                      (slots no pair maps to: 0)
+//   grad_scales[r,k]   = <expanded_x[j] + bias[expert_idx[r,k]], grad_y[r]>   (else 0)
+//   grad_bias[e]       = sum over pairs of expert e, in pair order, of s[r,k] * grad_y[r]
+// The work is split so that every output element is written once, by one block (see the host
+// tiling): no atomics, no cross-block barrier, and fixed accumulation orders make the result
+// bitwise reproducible.
+#include "../../moe_finalize_routing_common.h"
+#include "moe_finalize_routing_grad_tiling_data.h"
+
+using namespace AscendC;
+using namespace ms_ops::kernel;
+
+namespace {
+
+constexpr uint32_t kReduceScratchBytes = 1024;
+
+// [begin, end) of `total` items split evenly over the blocks, the first ones taking the remainder.
+__aicore__ inline void BlockRange(int64_t total, int64_t &begin, int64_t &end) {
+  const int64_t block = GetBlockIdx(), blocks = GetBlockNum();
+  const int64_t base = total / blocks, rem = total % blocks;
+  begin = block * base + (block < rem ? block : rem);
+  end = begin + base + (block < rem ? 1 : 0);
+}
+
+// T: dtype of grad_y, expanded_x, bias and their gradients; S: dtype of scales (T or float).
+template <typename T, typename S>
+class MoeFinalizeRoutingGradKernel {
+ public:
+  __aicore__ inline MoeFinalizeRoutingGradKernel() {}
+
+  __aicore__ inline void Init(GM_ADDR gradY, GM_ADDR expandedRowIdx, GM_ADDR expandedX, GM_ADDR scales,
+                              GM_ADDR expertIdx, GM_ADDR bias, GM_ADDR gradExpandedX, GM_ADDR gradScales,
+                              GM_ADDR gradBias, const MoeFinalizeRoutingGradTilingData &td) {
+    rows_ = td.rows;
+    topK_ = static_cast<uint32_t>(td.topK);
+    hidden_ = td.hidden;
+    expandedRows_ = td.expandedRows;
+    biasRows_ = td.biasRows;
+    scalesNumel_ = td.scalesNumel;
+    biasNumel_ = td.biasNumel;
+    hChunk_ = td.hChunk;
+    batchRows_ = td.batchRows;
+    mapSlots_ = td.mapSlots;
+    biasCols_ = td.biasCols;
+    biasColsPad_ = td.biasColsPad;
+    biasExperts_ = td.biasExperts;
+    hasBias_ = td.hasBias != 0;
+    hasScales_ = td.hasScales != 0;
+
+    gradYGm_.SetGlobalBuffer((__gm__ T *)gradY, uint64_t(rows_) * hidden_);
+    xGm_.SetGlobalBuffer((__gm__ T *)expandedX, uint64_t(expandedRows_) * hidden_);
+    gradXGm_.SetGlobalBuffer((__gm__ T *)gradExpandedX, uint64_t(expandedRows_) * hidden_);
+    gradScalesGm_.SetGlobalBuffer((__gm__ S *)gradScales, scalesNumel_);
+    gradBiasGm_.SetGlobalBuffer((__gm__ T *)gradBias, biasNumel_);
+    if (hasBias_) biasGm_.SetGlobalBuffer((__gm__ T *)bias, uint64_t(biasRows_) * hidden_);
+
+    // Same sizes as the MoeFinalizeRoutingGradUb* formulas of the host tiling.
+    const uint32_t chunkBytes = hChunk_ * sizeof(T);
+    pipe_.InitBuffer(gradYQ_, 1, chunkBytes);
+    pipe_.InitBuffer(inQ_, 2, chunkBytes);
+    pipe_.InitBuffer(outQ_, 2, chunkBytes);
+    pipe_.InitBuffer(zeroBuf_, chunkBytes);
+    if constexpr (!IsSame<T, float>::value) {
+      pipe_.InitBuffer(f32A_, hChunk_ * 4);
+      pipe_.InitBuffer(f32B_, hChunk_ * 4);
+      pipe_.InitBuffer(f32C_, hChunk_ * 4);
+    }
+    batch_.Init(pipe_, expandedRowIdx, scales, expertIdx, rows_, topK_, expandedRows_, biasRows_, batchRows_,
+                (td.dropPadMode & 2) != 0, hasScales_, hasBias_);
+    const uint32_t entries = batchRows_ * topK_;
+    if (hasScales_) {
+      pipe_.InitBuffer(dotBuf_, UbBytes(entries, 4));
+      pipe_.InitBuffer(gradScalesQ_, 1, UbBytes(entries, sizeof(S)));
+    }
+    pipe_.InitBuffer(slotMapBuf_, mapSlots_ * 4);
+    pipe_.InitBuffer(reduceBuf_, 32 + kReduceScratchBytes);
+    if (hasBias_) {
+      pipe_.InitBuffer(biasAcc_, biasExperts_ * biasColsPad_ * 4);
+      if constexpr (!IsSame<T, float>::value) pipe_.InitBuffer(biasOut_, biasExperts_ * biasColsPad_ * sizeof(T));
+      pipe_.InitBuffer(biasTmp_, biasColsPad_ * 4);
+    }
+  }
+
+  __aicore__ inline void Process() {
+    zero_ = zeroBuf_.Get<T>();
+    Duplicate(zero_.template ReinterpretCast<float>(), 0.0f, static_cast<int32_t>(hChunk_ * sizeof(T) / 4));
+    OrderPipes<HardEvent::V_MTE3>(&pipe_);
+
+    TokenRows();
+    EmptySlots();
+    if (hasBias_) {
+      GradBias();
+    } else if (GetBlockIdx() == 0) {
+      ZeroFill(gradBiasGm_, biasNumel_);
+    }
+    if (!hasScales_ && GetBlockIdx() == 0) ZeroFill(gradScalesGm_, scalesNumel_);
+  }
+
+ private:
+  __aicore__ inline uint32_t ChunkLen(int64_t h0) const { return static_cast<uint32_t>(Min64(hidden_ - h0, hChunk_)); }
+
+  template <typename U>
+  __aicore__ inline void ZeroFill(const GlobalTensor<U> &dst, int64_t count) {
+    const uint32_t step = hChunk_ * sizeof(T) / sizeof(U);
+    const LocalTensor<U> zero = zero_.template ReinterpretCast<U>();
+    for (int64_t i = 0; i < count; i += step) CopyOut(dst[i], zero, static_cast<uint32_t>(Min64(count - i, step)));
+  }
+
+  // ---- token rows: grad_expanded_x of mapped slots, grad_scales --------------------------------
+
+  __aicore__ inline void TokenRows() {
+    int64_t begin, end;
+    BlockRange(rows_, begin, end);
+    LocalTensor<float> dots;
+    if (hasScales_) dots = dotBuf_.Get<float>();
+    for (int64_t r0 = begin; r0 < end; r0 += batchRows_) {
+      const uint32_t nb = batch_.Rows(r0, end), entries = nb * topK_;
+      batch_.Load(r0, nb, hasScales_, hasScales_ && hasBias_);
+      if (hasScales_) {
+        for (uint32_t e = 0; e < entries; ++e) dots.SetValue(e, 0.0f);
+      }
+      for (uint32_t i = 0; i < nb; ++i) {
+        for (int64_t h0 = 0; h0 < hidden_; h0 += hChunk_) RowChunk(dots, r0 + i, i, h0, ChunkLen(h0));
+      }
+      if (hasScales_) {
+        // Scalar writes above, vector cast below.
+        PipeBarrier<PIPE_ALL>();
+        LocalTensor<S> out = gradScalesQ_.AllocTensor<S>();
+        if constexpr (IsSame<S, float>::value) {
+          Muls(out, dots, 1.0f, entries);
+        } else {
+          Cast(out, dots, RoundMode::CAST_RINT, entries);
+        }
+        gradScalesQ_.EnQue(out);
+        out = gradScalesQ_.DeQue<S>();
+        CopyOut(gradScalesGm_[r0 * topK_], out, entries);
+        gradScalesQ_.FreeTensor(out);
+      }
+      batch_.Free();
+    }
+  }
+
+  // Chunk [h0, h0 + len) of token row r (batch row i): writes s * grad_y[r] to the slot of each
+  // contributing pair and, with scales, adds the pair's partial dot product to dots.
+  __aicore__ inline void RowChunk(const LocalTensor<float> &dots, int64_t r, uint32_t i, int64_t h0, uint32_t len) {
+    LocalTensor<T> gy = gradYQ_.AllocTensor<T>();
+    CopyIn(gy, gradYGm_[r * hidden_ + h0], len);
+    gradYQ_.EnQue(gy);
+    gy = gradYQ_.DeQue<T>();
+    const LocalTensor<float> g = ToFloat(gy, f32A_, len);
+    for (uint32_t k = 0; k < topK_; ++k) {
+      const int64_t j = batch_.Slot(i, k);
+      if (j < 0) continue;
+      const float scale = hasScales_ ? batch_.Scale(i, k) : 1.0f;
+      LocalTensor<T> out = outQ_.AllocTensor<T>();
+      if constexpr (IsSame<T, float>::value) {
+        Muls(out, g, scale, len);
+      } else {
+        const LocalTensor<float> scaled = f32C_.Get<float>();
+        Muls(scaled, g, scale, len);
+        Cast(out, scaled, RoundMode::CAST_RINT, len);
+      }
+      outQ_.EnQue(out);
+      out = outQ_.DeQue<T>();
+      CopyOut(gradXGm_[j * hidden_ + h0], out, len);
+      outQ_.FreeTensor(out);
+      if (hasScales_) AddDot(dots, g, i, k, j, h0, len);
+    }
+    gradYQ_.FreeTensor(gy);
+  }
+
+  // dots[pair (i, k)] += <expanded_x[j] + bias[expert], g> over the chunk.
+  __aicore__ inline void AddDot(const LocalTensor<float> &dots, const LocalTensor<float> &g, uint32_t i, uint32_t k,
+                                int64_t j, int64_t h0, uint32_t len) {
+    const int64_t expert = hasBias_ ? batch_.Expert(i, k) : -1;
+    LocalTensor<float> xf;
+    LocalTensor<T> xin = LoadSlotRow(inQ_, inQ_, f32B_, f32C_, xGm_, biasGm_, j, expert, hidden_, h0, len, xf);
+    Mul(xf, xf, g, len);
+    const LocalTensor<float> sum = reduceBuf_.Get<float>();
+    ReduceSum(sum, xf, sum[8], len);
+    inQ_.FreeTensor(xin);
+    OrderPipes<HardEvent::V_S>(&pipe_);
+    const uint32_t pair = i * topK_ + k;
+    dots.SetValue(pair, dots.GetValue(pair) + sum.GetValue(0));
+  }
+
+  // ---- empty slots: zeros where no pair maps ---------------------------------------------------
+
+  __aicore__ inline void EmptySlots() {
+    int64_t begin, end;
+    BlockRange(expandedRows_, begin, end);
+    const LocalTensor<int32_t> mapped = slotMapBuf_.Get<int32_t>();
+    for (int64_t lo = begin; lo < end; lo += mapSlots_) {
+      const int64_t hi = Min64(end, lo + mapSlots_);
+      Duplicate(mapped, int32_t(0), static_cast<int32_t>(hi - lo));
+      PipeBarrier<PIPE_ALL>();
+      for (int64_t r0 = 0; r0 < rows_; r0 += batchRows_) {
+        const uint32_t nb = batch_.Rows(r0, rows_);
+        batch_.Load(r0, nb, false, false);
+        for (uint32_t i = 0; i < nb; ++i) {
+          for (uint32_t k = 0; k < topK_; ++k) {
+            const int64_t j = batch_.Slot(i, k);
+            if (j >= lo && j < hi) mapped.SetValue(uint32_t(j - lo), int32_t(1));
+          }
+        }
+        batch_.Free();
+      }
+      for (int64_t j = lo; j < hi; ++j) {
+        if (mapped.GetValue(uint32_t(j - lo)) != 0) continue;
+        for (int64_t h0 = 0; h0 < hidden_; h0 += hChunk_) CopyOut(gradXGm_[j * hidden_ + h0], zero_, ChunkLen(h0));
+      }
+    }
+  }
+
+  // ---- grad_bias -------------------------------------------------------------------------------
+
+  __aicore__ inline void GradBias() {
+    const int64_t colRanges = (hidden_ + biasCols_ - 1) / biasCols_;
+    const int64_t groups = (biasRows_ + biasExperts_ - 1) / biasExperts_;
+    int64_t begin, end;
+    BlockRange(colRanges * groups, begin, end);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t h0 = (item / groups) * biasCols_, e0 = (item % groups) * biasExperts_;
+      BiasItem(h0, static_cast<uint32_t>(Min64(biasCols_, hidden_ - h0)), e0,
+               static_cast<uint32_t>(Min64(biasExperts_, biasRows_ - e0)));
+    }
+  }
+
+  // grad_bias[e0 : e0 + experts, h0 : h0 + cols]: one scan of the pairs in order; each grad_y row
+  // slice is loaded once for all of its pairs whose expert is in the group.
+  __aicore__ inline void BiasItem(int64_t h0, uint32_t cols, int64_t e0, uint32_t experts) {
+    const LocalTensor<float> acc = biasAcc_.Get<float>();
+    const LocalTensor<float> scaled = biasTmp_.Get<float>();
+    Duplicate(acc, 0.0f, static_cast<int32_t>(experts * biasColsPad_));
+    for (int64_t r0 = 0; r0 < rows_; r0 += batchRows_) {
+      const uint32_t nb = batch_.Rows(r0, rows_);
+      batch_.Load(r0, nb, hasScales_, true);
+      for (uint32_t i = 0; i < nb; ++i) {
+        bool loaded = false;
+        LocalTensor<T> gy;
+        LocalTensor<float> g;
+        for (uint32_t k = 0; k < topK_; ++k) {
+          const int64_t e = batch_.Expert(i, k) - e0;
+          if (e < 0 || e >= experts || batch_.Slot(i, k) < 0) continue;
+          if (!loaded) {
+            gy = inQ_.AllocTensor<T>();
+            CopyIn(gy, gradYGm_[(r0 + i) * hidden_ + h0], cols);
+            inQ_.EnQue(gy);
+            gy = inQ_.DeQue<T>();
+            g = ToFloat(gy, f32A_, cols);
+            loaded = true;
+          }
+          const LocalTensor<float> row = acc[uint32_t(e) * biasColsPad_];
+          if (hasScales_) {
+            Muls(scaled, g, batch_.Scale(i, k), cols);
+            Add(row, row, scaled, cols);
+          } else {
+            Add(row, row, g, cols);
+          }
+        }
+        if (loaded) inQ_.FreeTensor(gy);
+      }
+      batch_.Free();
+    }
+    LocalTensor<T> out;
+    if constexpr (IsSame<T, float>::value) {
+      out = acc;
+    } else {
+      out = biasOut_.Get<T>();
+      Cast(out, acc, RoundMode::CAST_RINT, experts * biasColsPad_);
+    }
+    OrderPipes<HardEvent::V_MTE3>(&pipe_);
+    for (uint32_t e = 0; e < experts; ++e) CopyOut(gradBiasGm_[(e0 + e) * hidden_ + h0], out[e * biasColsPad_], cols);
+    // The next item overwrites these buffers.
+    OrderPipes<HardEvent::MTE3_V>(&pipe_);
+  }
+
+  TPipe pipe_;
+  TQue<QuePosition::VECIN, 1> gradYQ_;
+  TQue<QuePosition::VECIN, 2> inQ_;
+  TQue<QuePosition::VECOUT, 2> outQ_;
+  TQue<QuePosition::VECOUT, 1> gradScalesQ_;
+  TBuf<TPosition::VECCALC> zeroBuf_, f32A_, f32B_, f32C_, dotBuf_, slotMapBuf_, reduceBuf_, biasAcc_, biasOut_,
+      biasTmp_;
+  MoeRoutingBatch<S> batch_;
+
+  GlobalTensor<T> gradYGm_, xGm_, biasGm_, gradXGm_, gradBiasGm_;
+  GlobalTensor<S> gradScalesGm_;
+
+  LocalTensor<T> zero_;
+
+  int64_t rows_ = 0, hidden_ = 0, expandedRows_ = 0, biasRows_ = 0, scalesNumel_ = 0, biasNumel_ = 0;
+  uint32_t topK_ = 1, hChunk_ = 0, batchRows_ = 1, mapSlots_ = 8;
+  uint32_t biasCols_ = 1, biasColsPad_ = 16, biasExperts_ = 1;
+  bool hasBias_ = false, hasScales_ = false;
+};
+
+template <typename T, typename S>
+__aicore__ inline void Run(GM_ADDR gradY, GM_ADDR expandedRowIdx, GM_ADDR expandedX, GM_ADDR scales,
+                           GM_ADDR expertIdx, GM_ADDR bias, GM_ADDR gradExpandedX, GM_ADDR gradScales,
+                           GM_ADDR gradBias, const MoeFinalizeRoutingGradTilingData &td) {
+  MoeFinalizeRoutingGradKernel<T, S> op;
+  op.Init(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias, td);
+  op.Process();
+}
+
+}  // namespace
+
+extern "C" __global__ __aicore__ void moe_finalize_routing_grad(GM_ADDR gradY, GM_ADDR expandedRowIdx,
+                                                                GM_ADDR expandedX, GM_ADDR scales, GM_ADDR expertIdx,
+                                                                GM_ADDR bias, GM_ADDR gradExpandedX,
+                                                                GM_ADDR gradScales, GM_ADDR gradBias,
+                                                                GM_ADDR workspace, GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  GET_TILING_DATA_WITH_STRUCT(MoeFinalizeRoutingGradTilingData, td, tiling);
+  // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS); see kMoeFinalizeRoutingGradKey*.
+  if (TILING_KEY_IS(1)) {
+    Run<float, float>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias,
+                      td);
+  } else if (TILING_KEY_IS(2)) {
+    Run<half, half>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias,
+                    td);
+  } else if (TILING_KEY_IS(3)) {
+    Run<half, float>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias,
+                     td);
+  } else if (TILING_KEY_IS(4)) {
+    Run<bfloat16_t, bfloat16_t>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX,
+                                gradScales, gradBias, td);
+  } else if (TILING_KEY_IS(5)) {
+    Run<bfloat16_t, float>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales,
+                           gradBias, td);
+  }
+}
