@@ -2,6 +2,7 @@
 dropping), and the layer trains, in GRAPH and PYNATIVE mode."""
 import mindspore as ms
 import numpy as np
+import pytest
 from mindspore import nn, ops
 
 from ms_ops.nn import MoE
@@ -104,3 +105,20 @@ def test_moe_dynamic_token_count_graph():
         np.testing.assert_allclose(dx.asnumpy(), want_dx.asnumpy(), rtol=1e-4, atol=1e-6)
         for a, b in zip(dw, want_dw):
             np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-4, atol=1e-6)
+
+
+BAD_INPUTS = {
+    "hidden_fits_reshape": (np.zeros((6, 8), np.float32), ValueError, r"MoE: 'x' dimension -1 must equal hidden_size \(16\)"),
+    "hidden_not_divisible": (np.zeros((6, 20), np.float32), ValueError, r"MoE: 'x' dimension -1 must equal hidden_size \(16\)"),
+    "int_dtype": (np.zeros((6, 16), np.int32), TypeError, r"MoE: 'x' must have dtype"),
+}
+
+
+def test_moe_rejects_wrong_hidden_size(mode):
+    """[6, 8] into MoE(16, ...) once came back as 3 tokens of width 16; now every mismatch of the
+    last dimension is an error naming the Cell and the argument, and the Cell still works."""
+    cell = MoE(16, 32, num_experts=4)
+    for case, (x, exc, text) in BAD_INPUTS.items():
+        with pytest.raises(exc, match=text):
+            cell(ms.Tensor(x))
+    assert cell(ms.Tensor(np.random.randn(6, 16), ms.float32)).shape == (6, 16)

@@ -1,13 +1,14 @@
 """Language-model head + loss built on the fused linear cross-entropy kernels."""
 import mindspore as ms
-from mindspore import Parameter, nn
+from mindspore import Parameter
 from mindspore.common.initializer import Normal, initializer
 
-from ms_ops.ops._validation import check_choice
+from ms_ops.nn._graph import RecoveringCell
+from ms_ops.ops._validation import check_choice, check_dim, check_rank, check_same_dtype
 from ms_ops.ops.cross_entropy import MODES, REDUCTIONS, fused_linear_cross_entropy
 
 
-class FusedLinearCrossEntropyLoss(nn.Cell):
+class FusedLinearCrossEntropyLoss(RecoveringCell):
     r"""The output projection of a language model fused with its cross-entropy loss.
 
     Holds the classifier ``weight [V_local, H]`` and computes
@@ -34,7 +35,8 @@ class FusedLinearCrossEntropyLoss(nn.Cell):
             have it too. Default float32.
 
     Inputs:
-        hidden (Tensor): ``[N, H]``. target (Tensor): ``[N]`` int32/int64.
+        hidden (Tensor): ``[N, H]`` with ``H = hidden_size``, in the weight's dtype.
+        target (Tensor): ``[N]`` int32/int64.
 
     Outputs:
         Tensor, float32: scalar loss, or ``[N]`` with ``reduction="none"``.
@@ -69,6 +71,12 @@ class FusedLinearCrossEntropyLoss(nn.Cell):
                                 name="weight")
 
     def construct(self, hidden, target):
+        name = "FusedLinearCrossEntropyLoss"
+        check_rank(name, "hidden", hidden, 2)
+        check_dim(name, "hidden", hidden, 1, self.hidden_size, "hidden_size")
+        check_same_dtype(name, "hidden", hidden, "weight", self.weight)
+        check_rank(name, "target", target, 1)
+        check_dim(name, "target", target, 0, hidden.shape[0], "the number of tokens N of 'hidden'")
         return fused_linear_cross_entropy(hidden, self.weight, target, ignore_index=self.ignore_index,
                                           reduction=self.reduction,
                                           label_smoothing=self.label_smoothing, group=self.group,

@@ -2,13 +2,15 @@
 import math
 
 import mindspore as ms
-from mindspore import Parameter, nn, ops
+from mindspore import Parameter, ops
 from mindspore.common.initializer import Normal, initializer
 
+from ms_ops.nn._graph import RecoveringCell
+from ms_ops.ops._validation import FLOAT_DTYPES, check_dim, check_dtype, check_tensor
 from ms_ops.ops.moe_routing import moe_finalize_routing, moe_init_routing
 
 
-class MoE(nn.Cell):
+class MoE(RecoveringCell):
     r"""Top-k routed mixture of SwiGLU experts.
 
     For tokens ``x [R, H]`` (any leading shape is flattened):
@@ -38,7 +40,9 @@ class MoE(nn.Cell):
             ``x`` whatever this is).
 
     Inputs:
-        x (Tensor): ``[..., H]``. In GRAPH mode the token count must be static unless
+        x (Tensor): ``[..., H]`` float32/float16/bfloat16; its last dimension must be
+            ``hidden_size`` (checked: a mismatch raises ``ValueError``, it is never reinterpreted
+            as a different token count). In GRAPH mode the token count must be static unless
             ``expert_capacity`` is given (it sets C).
 
     Outputs:
@@ -78,6 +82,11 @@ class MoE(nn.Cell):
         return max(1, min(num_tokens, math.ceil(per_expert)))
 
     def construct(self, x):
+        check_tensor("MoE", "x", x)
+        if x.ndim < 1:
+            raise ValueError(f"MoE: 'x' must be [..., hidden_size={self.hidden_size}], got a scalar")
+        check_dim("MoE", "x", x, -1, self.hidden_size, "hidden_size")
+        check_dtype("MoE", "x", x, FLOAT_DTYPES)
         shape = x.shape
         tokens = x.reshape(-1, self.hidden_size)
         probs = ops.softmax(ops.matmul(tokens.astype(ms.float32), self.router), axis=-1)
