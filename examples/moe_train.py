@@ -1,10 +1,11 @@
 """Trains a small mixture-of-experts model (``ms_ops.nn.MoE``) in GRAPH mode on a synthetic task
 where routing matters: each token comes from one of several clusters, and its target is a
 nonlinear function that differs by cluster. Prints the loss at the start and the end, saves the
-loss curve, and exits non-zero unless the loss clearly fell.
+loss curve as ``moe_loss.png`` in ``--out-dir`` (default ``examples/outputs/``, git-ignored), and
+exits non-zero unless the loss clearly fell.
 
 Run (repo installed, e.g. ``pip install -e ".[examples]"``):
-    python examples/moe_train.py [--steps 300] [--plot moe_loss.png]
+    python examples/moe_train.py [--steps 300] [--out-dir DIR]
 """
 import argparse
 import os
@@ -87,17 +88,20 @@ def main():
     parser.add_argument("--clusters", type=int, default=8)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--plot", default="moe_loss.png", help="loss-curve PNG to write")
+    parser.add_argument("--out-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "outputs"),
+                        help="directory for the loss curve (created if missing)")
     args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    curve = os.path.join(args.out_dir, "moe_loss.png")
 
     start = time.perf_counter()
     losses = train(args)
     window = max(1, min(10, len(losses) // 5))
     initial, final = float(losses[0]), float(losses[-window:].mean())
-    plot(losses, args.plot)
+    plot(losses, curve)
     print(f"initial loss {initial:.4f}, final loss {final:.4f} (mean of the last {window} steps; "
           f"predicting 0 scores 1.0), {len(losses)} steps in {time.perf_counter() - start:.1f} s; "
-          f"curve in {args.plot}")
+          f"curve in {curve}")
     if not final < 0.5 * initial:
         print("FAILED: the loss did not fall below half its initial value", file=sys.stderr)
         sys.exit(1)

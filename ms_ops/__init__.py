@@ -1,4 +1,22 @@
-"""ms_ops: fused LLM-training kernels for MindSpore, one AscendC source for Ascend and CPU."""
+"""ms_ops: fused LLM-training kernels for MindSpore, with gradients, in GRAPH and PYNATIVE mode.
+
+Each op is an AscendC kernel (``aicore/``) registered as a MindSpore ``Custom`` op. On the CPU it
+runs through ms_ops' twin of the AscendC API; the Ascend build of the same sources is written to
+the CANN spec but has not been compiled or run (no CANN toolkit or NPU was available).
+
+Functions (``ms_ops.<name>``):
+
+- MoE routing: :func:`moe_init_routing` (dispatch: group token copies by expert) and
+  :func:`moe_finalize_routing` (combine: weighted sum back into token order), CANN's
+  MoeInitRoutingV2 / MoeFinalizeRoutingV2; both differentiable.
+- Cross entropy: :func:`fused_linear_cross_entropy` (the LM head's ``x @ W^T`` and its loss
+  without the ``[N, V]`` logits, optionally vocabulary-parallel over a group; differentiable),
+  and its kernels as forward-only functions :func:`fused_linear_online_max_sum`,
+  :func:`fused_cross_entropy_loss_with_max_sum`, :func:`fused_linear_cross_entropy_loss_grad`.
+
+Cells (``ms_ops.nn``): :class:`~ms_ops.nn.MoE`, :class:`~ms_ops.nn.FusedLinearCrossEntropyLoss`,
+and :func:`~ms_ops.nn.reset_graph` to keep using a GRAPH-mode Cell after a kernel refused a batch.
+"""
 from ms_ops.ops import (fused_cross_entropy_loss_with_max_sum, fused_linear_cross_entropy,
                         fused_linear_cross_entropy_loss_grad, fused_linear_online_max_sum,
                         moe_finalize_routing, moe_init_routing)

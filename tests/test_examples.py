@@ -18,10 +18,13 @@ def run_script(relpath, *args, cwd, timeout=300):
 
 
 def test_moe_train_example_learns(tmp_path):
-    """examples/moe_train.py trains (exit 0 means the loss fell) and writes its loss curve."""
-    plot = tmp_path / "loss.png"
-    run_script("examples/moe_train.py", "--steps", "60", "--plot", str(plot), cwd=tmp_path)
-    assert plot.is_file() and plot.stat().st_size > 0
+    """examples/moe_train.py trains (exit 0 means the loss fell) and writes its loss curve into
+    --out-dir, nothing into the current directory."""
+    cwd, out = tmp_path / "cwd", tmp_path / "out"
+    cwd.mkdir()
+    run_script("examples/moe_train.py", "--steps", "60", "--out-dir", str(out), cwd=cwd)
+    assert (out / "moe_loss.png").stat().st_size > 0
+    assert not any(cwd.iterdir())
 
 
 @pytest.mark.full
