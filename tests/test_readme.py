@@ -1,0 +1,23 @@
+"""The README's Python snippets run as written, in both modes, and do what their comments say."""
+import os
+import re
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def snippets():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        return re.findall(r"```python\n(.*?)```", f.read(), re.S)
+
+
+def test_readme_snippets(mode):
+    code = snippets()
+    assert len(code) == 2
+    env = {}
+    exec(compile("\n".join(code), "README.md", "exec"), env)  # noqa: S102 - our own README
+    # "out == x": identity experts, two copies of each token weighted 0.5 each.
+    np.testing.assert_allclose(env["out"].asnumpy(), env["x"].asnumpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(env["counts"].asnumpy(), [4, 4, 4])
+    assert np.isfinite(env["loss"].asnumpy()) and env["loss"].shape == ()
