@@ -95,9 +95,12 @@ class MoE(RecoveringCell):
             weights = weights / weights.sum(axis=-1, keepdims=True)
         expert_idx = expert_idx.astype(ms.int32)
         capacity = self.capacity(tokens.shape[0])
-        expanded, row_idx, _, _ = moe_init_routing(
+        # Only the two outputs used: unpacking the others into `_` leaves isolated graph nodes that
+        # GRAPH mode drops with an ANALYZER "side effect nodes were eliminated" warning (the
+        # capacity from max/min carries an interpreted node's side-effect flag into them).
+        expanded, row_idx = moe_init_routing(
             tokens, expert_idx, expert_capacity=capacity, expert_num=self.num_experts,
-            drop_pad_mode=1)
+            drop_pad_mode=1)[:2]
         expanded = expanded.astype(self.w_gate_up.dtype)
         gate, up = ops.split(ops.bmm(expanded, self.w_gate_up), self.ffn_hidden_size, axis=-1)
         expert_out = ops.bmm(ops.silu(gate) * up, self.w_down).astype(x.dtype)
