@@ -22,7 +22,7 @@ FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM = OpDesc(
             "vocab_parallel_logits"),
     outputs=("loss", "softmax"),
     attrs=(("label_smoothing", "float"), ("vocab_size", "int"), ("has_logits", "bool")),
-    dtype_rows=((F32, F32, F32, F32, F32, F32, F32),),
+    dtype_rows=tuple((F32, F32, F32, F32, t, F32, F32) for t in (F32, F16, BF16)),
 )
 
 FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD = OpDesc(

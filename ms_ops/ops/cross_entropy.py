@@ -197,20 +197,23 @@ def fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp_logits, predicted_
 
     with the global row max ``M = logits_max``, ``S = sum_exp_logits`` and
     ``P = predicted_logits`` relative to M, and ``Z = sum_logits`` (needed when
-    :math:`\alpha > 0`, with ``vocab_size`` V).
+    :math:`\alpha > 0`, with ``vocab_size`` V). Computed in float32 whatever the dtype of the
+    logits.
 
     Args:
         logits_max, sum_exp_logits, predicted_logits (Tensor): ``[N]`` float32.
 
     Keyword Args:
-        sum_logits (Tensor, optional): ``[N]`` float32, the sum of the raw logits.
-        vocab_parallel_logits (Tensor, optional): ``[N, V_local]`` float32; gives the softmax.
+        sum_logits (Tensor, optional): ``[N]`` float32, the sum of the raw logits. Only read with
+            label smoothing.
+        vocab_parallel_logits (Tensor, optional): ``[N, V_local]`` float32, float16 or bfloat16
+            (CANN's dtypes); gives the softmax.
         label_smoothing (float): :math:`\alpha \in [0, 1)`. Default 0.
         vocab_size (int, optional): V, required with label smoothing.
 
     Returns:
-        tuple: ``loss`` ``[N]`` float32, and ``softmax`` ``[N, V_local]`` float32 (shape ``[0]``
-        without ``vocab_parallel_logits``).
+        tuple: ``loss`` ``[N]`` float32, and ``softmax`` ``[N, V_local]`` float32 for logits of any
+        dtype, as CANN's ``softMaxOutOptional`` (shape ``[0]`` without ``vocab_parallel_logits``).
     """
     op = "fused_cross_entropy_loss_with_max_sum"
     rows = logits_max.shape[0] if isinstance(logits_max, ms.Tensor) else None
@@ -225,10 +228,11 @@ def fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp_logits, predicted_
         _check_rows(op, (("sum_logits", sum_logits),), rows)
     if vocab_parallel_logits is not None:
         check_rank(op, "vocab_parallel_logits", vocab_parallel_logits, 2)
-        check_dtype(op, "vocab_parallel_logits", vocab_parallel_logits, (ms.float32,))
+        check_dtype(op, "vocab_parallel_logits", vocab_parallel_logits, FLOAT_DTYPES)
         check_dim(op, "vocab_parallel_logits", vocab_parallel_logits, 0, rows, "the number of tokens N")
     prim = custom_op(FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM, label_smoothing=label_smoothing,
                      vocab_size=vocab_size or 1, has_logits=vocab_parallel_logits is not None)
+    # The kernel reads neither stand-in (sum_logits only with label smoothing).
     placeholder = ops.zeros((1,), ms.float32)
     return prim(logits_max, sum_exp_logits, predicted_logits,
                 placeholder if sum_logits is None else sum_logits,
