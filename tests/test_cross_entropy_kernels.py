@@ -290,8 +290,8 @@ def test_target_out_of_range(mode, capfd, target_dtype):
 
 
 BAD_ATTRS = {
-    "end_minus_start": (dict(start=0, end=31, vocab_size=100), "'vocab_end_index': vocab_end_index - "
-                                                               "vocab_start_index must equal weight's V = 32"),
+    "end_before_start": (dict(start=40, end=31, vocab_size=100), "'vocab_end_index': must be >= "
+                                                                "vocab_start_index = 40, got 31"),
     "negative_start": (dict(start=-1, end=31, vocab_size=100), "'vocab_start_index': must be >= 0"),
     "vocab_size": (dict(start=32, end=64, vocab_size=50), "'vocab_size': must be >= vocab_end_index = 64"),
 }

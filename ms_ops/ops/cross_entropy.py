@@ -138,7 +138,7 @@ def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_
     r"""Part 1 of the forward on one vocabulary shard (CANN ``FusedLinearOnlineMaxSum``).
 
     With :math:`z = x W^T` (``[N, V_local]``, float32 accumulation), ``s = vocab_start_index``,
-    ``e = vocab_end_index`` (exclusive, ``e - s = V_local``) and :math:`m_r = \max_j z_{rj}`:
+    ``e = vocab_end_index`` and :math:`m_r = \max_j z_{rj}`:
 
     - ``logits_max_local`` = :math:`m`; ``sum_exp_logits_local`` = :math:`\sum_j e^{z_{rj}-m_r}`
     - ``predicted_logits_local`` = :math:`z_{r,t_r-s} - m_r` if :math:`s \le t_r < e`, else 0
@@ -147,10 +147,21 @@ def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_
     - ``vocab_parallel_logits`` = :math:`z` if ``return_logits`` else shape ``[0]``
     - ``sum_logits_local`` = :math:`\sum_j z_{rj}` (beyond CANN: the label-smoothing term)
 
+    The range ``[s, e)`` need not have ``V_local`` ids (CANN requires only ``e >= s``). The
+    statistics always cover all ``V_local`` columns: with ``e - s < V_local`` the weight rows from
+    ``e - s`` on (padding rows, say) take part in the max and the sums, but no target maps to
+    them (a target ``>= e`` is masked). With ``e - s > V_local`` a target in
+    ``[s + V_local, e)`` would have no logit, and the op refuses it (RuntimeError naming it).
+
+    ``e`` is exclusive: a target equal to ``e`` is masked. CANN's kernel and its test golden
+    compare ``target >= vocabEndIndex``; its documentation writes the mask as
+    ``target > vocabEndIndex``. We follow the kernel.
+
     Args:
         input (Tensor): ``[N, H]`` float32/float16/bfloat16. weight (Tensor): ``[V_local, H]``.
         target (Tensor): ``[N]`` int32/int64, in ``[0, vocab_size)`` or ``ignore_index``.
-        vocab_start_index, vocab_end_index (int): this shard's vocabulary range ``[s, e)``.
+        vocab_start_index, vocab_end_index (int): this shard's vocabulary range ``[s, e)``,
+            ``0 <= s <= e``.
 
     Keyword Args:
         return_logits (bool): also return the logits (high-performance mode). Default False.
@@ -162,12 +173,9 @@ def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_
         ``[ceil(N/8)]`` and masked_target in target's dtype).
     """
     op = "fused_linear_online_max_sum"
-    vocab_local = _check_linear_args(op, input, weight, target)
+    _check_linear_args(op, input, weight, target)
     check_int(op, "vocab_start_index", vocab_start_index, low=0)
-    check_int(op, "vocab_end_index", vocab_end_index)
-    if vocab_end_index - vocab_start_index != vocab_local:
-        raise ValueError(f"{op}: the vocabulary range [{vocab_start_index}, {vocab_end_index}) must have "
-                         f"as many ids as 'weight' has rows ({vocab_local})")
+    check_int(op, "vocab_end_index", vocab_end_index, low=vocab_start_index)
     vocab_size = vocab_end_index if vocab_size is None else vocab_size
     check_int(op, "vocab_size", vocab_size, low=vocab_end_index)
     check_int(op, "ignore_index", ignore_index)
