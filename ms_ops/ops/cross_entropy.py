@@ -11,8 +11,9 @@ from mindspore import ops
 from mindspore.communication import get_group_size, get_rank
 
 from ms_ops._custom import custom_op
-from ms_ops.bprop.cross_entropy import FusedLinearCrossEntropyFunction
-from ms_ops.kernels.cross_entropy import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
+from ms_ops.bprop.cross_entropy import (FusedLinearCrossEntropyFunction,
+                                        make_cross_entropy_loss_reduce_bprop)
+from ms_ops.kernels.cross_entropy import (CROSS_ENTROPY_LOSS_REDUCE, FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
                                           FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
                                           FUSED_LINEAR_ONLINE_MAX_SUM)
 from ms_ops.ops._validation import (FLOAT_DTYPES, check_choice, check_dim, check_dtype, check_float,
@@ -113,8 +114,13 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
         mode (str): ``"memory_saving"`` or ``"high_performance"``. Default ``"memory_saving"``.
 
     Returns:
-        Tensor, float32: a scalar, or ``[N]`` for ``reduction="none"``. With every token ignored,
-        ``"mean"`` gives NaN (0/0), as in PyTorch. Differentiable w.r.t. input and weight.
+        Tensor, float32: a scalar, or ``[N]`` for ``reduction="none"``. Differentiable w.r.t.
+        input and weight. With no token that counts (all ignored, or none at all: ``N = 0``),
+        ``"mean"`` gives NaN (0/0) and ``"sum"`` 0, as PyTorch does; ``"none"`` gives the ``[N]``
+        losses (shape ``[0]`` for ``N = 0``). Their gradients are then 0 (``[0, H]`` for the
+        input, zeros of the weight's shape). The same holds in GRAPH mode with ``N`` unknown at
+        compile time: the reduction is a kernel (cross_entropy_loss_reduce), not a rule of this
+        function.
     """
     op = "fused_linear_cross_entropy"
     vocab_local = _check_linear_args(op, input, weight, target)
@@ -125,12 +131,11 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
     function = _function(op, vocab_local, group, vocab_start_index, ignore_index,
                          float(label_smoothing), mode == "high_performance")
     loss = function(input, weight, target)[0]
-    if reduction == "none":
-        return loss
-    total = loss.sum()
-    if reduction == "sum":
-        return total
-    return total / (target != ignore_index).astype(ms.float32).sum()
+    reduce = custom_op(CROSS_ENTROPY_LOSS_REDUCE, make_cross_entropy_loss_reduce_bprop, api=op,
+                       ignore_index=ignore_index, reduction=reduction)
+    out = reduce(loss, target)[0]
+    # The kernel gives a reduced loss the shape [1] (see its infer hook); callers get a 0-d tensor.
+    return out if reduction == "none" else out.reshape(())
 
 
 def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_end_index, *,
