@@ -9,9 +9,15 @@ The input and weight arrive as Cell inputs, so their gradients reach Parameters 
 Forward (per token r, over the group's whole vocabulary; z = x W^T on each rank's shard):
     M = allreduce_max(max_j z)          (all-gather + max on CPU)          S = allreduce_sum(sum_j exp(z_j - M))
     P = allreduce_sum(z_t - M on the rank owning t)    Z = allreduce_sum(sum_j z_j)
-    loss = ln S - (1 - a) P - a (Z / V - M)            (0 for ignored tokens)
+    loss = ln S - (1 - a) P - a (Z / V - M)
 Backward (kernel fused_linear_cross_entropy_loss_grad, local to each rank):
     dz = g (softmax(z) - (1 - a) onehot(t) - a / V),   dx = allreduce_sum(dz W),   dW = dz^T x
+
+The per-token losses then go through kernel cross_entropy_loss_reduce (ignored tokens out, and the
+"mean"/"sum"/"none" reduction), whose gradient kernel cross_entropy_loss_reduce_grad gives the g
+above (0 for ignored tokens). Both are kernels rather than MindSpore ops so that every N works
+alike, N = 0 included: MindSpore's CPU reductions skip an empty input with a warning and leave
+their output unwritten, and its elementwise ops warn on empty tensors.
 """
 import mindspore as ms
 from mindspore import nn, ops
@@ -19,18 +25,31 @@ from mindspore.communication import get_group_size
 from mindspore.ops import ReduceOp
 
 from ms_ops._custom import custom_op
-from ms_ops.kernels.cross_entropy import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
+from ms_ops.kernels.cross_entropy import (CROSS_ENTROPY_LOSS_REDUCE_GRAD,
+                                          FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
                                           FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
                                           FUSED_LINEAR_ONLINE_MAX_SUM)
 
 API = "fused_linear_cross_entropy"
 
 
+def make_cross_entropy_loss_reduce_bprop(*, ignore_index, reduction):
+    """d loss[r] = d out (through the reduction) for the tokens that count, 0 for ignored ones."""
+    grad_op = custom_op(CROSS_ENTROPY_LOSS_REDUCE_GRAD, api=API, ignore_index=ignore_index,
+                        reduction=reduction)
+
+    def bprop(loss, target, out, dout):
+        return grad_op(dout[0], target, out[1]), ops.zeros_like(target)
+
+    return bprop
+
+
 class FusedLinearCrossEntropyFunction(nn.Cell):
     """``(input [N, H], weight [V_local, H], target [N]) -> (loss [N] f32, saved...)``.
 
-    Outputs after the first are what the backward needs (logits_max, sum_exp_logits,
-    target_mask, masked_target, softmax); callers use only ``loss``.
+    ``loss`` is that of every token, ignored ones included (the reduction drops them; its gradient
+    is 0 for them). Outputs after the first are what the backward needs (logits_max,
+    sum_exp_logits, target_mask, masked_target, softmax); callers use only ``loss``.
     """
 
     def __init__(self, vocab_start_index, vocab_end_index, vocab_size, ignore_index,
@@ -39,7 +58,6 @@ class FusedLinearCrossEntropyFunction(nn.Cell):
         self.on_failure = on_failure
         self.vocab_start_index = vocab_start_index
         self.vocab_end_index = vocab_end_index
-        self.ignore_index = ignore_index
         self.high_performance = high_performance
         self.distributed = group is not None
         self.max_sum_op = custom_op(FUSED_LINEAR_ONLINE_MAX_SUM, api=API, vocab_start_index=vocab_start_index,
@@ -63,10 +81,6 @@ class FusedLinearCrossEntropyFunction(nn.Cell):
             return t
         return ops.zeros((1,), ms.float32)
 
-    def _kept(self, target):
-        """1.0 for tokens that count, 0.0 for ignored ones."""
-        return (target != self.ignore_index).astype(ms.float32)
-
     def construct(self, input, weight, target):
         logits_max, sum_exp, predicted, target_mask, masked_target, logits, sum_logits = \
             self.max_sum_op(input, weight, target)
@@ -83,9 +97,6 @@ class FusedLinearCrossEntropyFunction(nn.Cell):
                                            sum_logits)))
             logits_max, sum_exp, predicted, sum_logits = global_max, sums[0], sums[1], sums[2]
         loss, softmax = self.loss_op(logits_max, sum_exp, predicted, sum_logits, self._placeholder_or(logits))
-        # Masks are products, not selects with zeros_like: MindSpore 2.10's GRAPH compiler fails on
-        # a zeros_like in the forward of a Cell that has a bprop ("The pointer[input] is null").
-        loss = loss * self._kept(target)
         return loss, logits_max, sum_exp, target_mask, masked_target, softmax
 
     def compile_and_run(self, *args, **kwargs):
@@ -101,8 +112,7 @@ class FusedLinearCrossEntropyFunction(nn.Cell):
             raise
 
     def bprop(self, input, weight, target, out, dout):
-        grad = dout[0] * self._kept(target)
-        d_input, d_weight = self.grad_op(grad, input, weight, out[3], out[4], out[1], out[2],
+        d_input, d_weight = self.grad_op(dout[0], input, weight, out[3], out[4], out[1], out[2],
                                       self._placeholder_or(out[5]))
         if self.distributed:
             # Every rank's shard contributes to the gradient of the replicated input.

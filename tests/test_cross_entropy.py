@@ -95,10 +95,11 @@ def test_ignore_index_inside_vocabulary_and_int64(mode):
 
 
 def test_all_tokens_ignored():
-    """'mean' over no tokens is 0/0 = NaN, as in PyTorch; 'sum' is 0 with zero gradients."""
+    """'mean' over no tokens is 0/0 = NaN, as in PyTorch; 'sum' is 0; the gradients are 0."""
     x, w, _ = make_case(4, 8, 128, "fp32")
     target = np.full(4, -100, np.int32)
-    assert np.isnan(value_and_grads(x, w, target, "fp32")[0])
+    loss, dx, dw = value_and_grads(x, w, target, "fp32")
+    assert np.isnan(loss) and not np.any(dx) and not np.any(dw)
     loss, dx, dw = value_and_grads(x, w, target, "fp32", reduction="sum")
     assert loss == 0 and not np.any(dx) and not np.any(dw)
 

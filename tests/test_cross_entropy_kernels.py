@@ -43,32 +43,9 @@ def placeholder():
     return ops.zeros((1,), ms.float32)
 
 
-def exact(a):
-    return a
-
-
-def exact_sum(a):
-    return a.sum(axis=1)
-
-
 def naive_sum(rnd):
     """Row sums as a naive kernel takes them: one by one in float32, rounded to the dtype."""
     return lambda a: rnd(np.cumsum(a.astype(np.float32), axis=1)[:, -1].astype(np.float64))
-
-
-def online_max_sum_ref(z, target, start, rnd=exact, row_sum=exact_sum):
-    """fused_linear_online_max_sum from the logits z [BT, V] of the shard [start, start + V):
-    (max, sum_exp, predicted, target_mask bytes, masked_target, sum_logits); ``rnd`` after each
-    elementwise op, ``row_sum`` for the reductions."""
-    rows, vocab = z.shape
-    m = z.max(axis=1)
-    s = row_sum(rnd(np.exp(rnd(z - m[:, None]))))
-    inside = (target >= start) & (target < start + vocab)
-    col = np.where(inside, target - start, 0)
-    pred = np.where(inside, rnd(z[np.arange(rows), col] - m), 0.0)
-    bits = np.ones(-(-rows // 8) * 8, bool)
-    bits[:rows] = ~inside
-    return m, s, pred, np.packbits(bits, bitorder="little"), col, row_sum(z)
 
 
 def targets(rows, start, vocab, vocab_size):
@@ -85,8 +62,10 @@ def targets(rows, start, vocab, vocab_size):
     return t
 
 
-def run_online_max_sum(x, w, t, dtype, target_dtype, start, vocab_size, return_logits, graph=False):
-    prim = online_max_sum_prim(start, start + w.shape[0], vocab_size, return_logits)
+def run_online_max_sum(x, w, t, dtype, target_dtype, start, vocab_size, return_logits, graph=False,
+                       end=None):
+    """The kernel on the shard [start, end) (default: as many ids as the weight has rows)."""
+    prim = online_max_sum_prim(start, start + w.shape[0] if end is None else end, vocab_size, return_logits)
     args = (to_ms(x, dtype), to_ms(w, dtype), ms.Tensor(t.astype(target_dtype)))
     if graph:
         ms.set_context(mode=ms.GRAPH_MODE)
@@ -99,15 +78,16 @@ def naive_logits(x, w, dtype):
     return rounding(dtype)((x.astype(np.float32) @ w.astype(np.float32).T).astype(np.float64))
 
 
-def check_online_max_sum(outs, x, w, t, dtype, target_dtype, start, return_logits):
+def check_online_max_sum(outs, x, w, t, dtype, target_dtype, start, return_logits, end=None):
     """Every output of fused_linear_online_max_sum against the float64 statement; the naive
     version computes the logits in the input precision, rounds after every later op and sums
     rows one element at a time."""
     rnd = rounding(dtype)
+    end = start + w.shape[0] if end is None else end
     z = x @ w.T
     z_naive = naive_logits(x, w, dtype)
-    want = online_max_sum_ref(z, t, start)
-    naive = online_max_sum_ref(z_naive, t, start, rnd, naive_sum(rnd))
+    want = ref_ce.online_max_sum(z, t, start, end)
+    naive = ref_ce.online_max_sum(z_naive, t, start, end, rnd=rnd, row_sum=naive_sum(rnd))
     got = [to_np(o) for o in outs]
     index_type = ms.int64 if target_dtype == np.int64 else ms.int32
     assert [o.dtype for o in outs] == [ms.float32] * 3 + [ms.uint8, index_type, ms.float32, ms.float32]
@@ -199,20 +179,13 @@ def test_online_max_sum_dynamic_shape_graph():
         check_online_max_sum(outs, x, w, t, "fp32", np.int32, 0, True)
 
 
-def loss_inputs(rows, vocab):
-    """Random float32 logits [BT, V] and their global statistics (max, sum of exponentials,
+def loss_inputs(rows, vocab, dtype="fp32"):
+    """Random logits [BT, V] of ``dtype`` and their global statistics (max, sum of exponentials,
     predicted logit of a random target, sum of logits), rounded to float32 as the kernel gets them."""
-    z = representable((rows, vocab), "fp32", scale=3.0)
+    z = representable((rows, vocab), dtype, scale=3.0)
     t = np.random.randint(0, vocab, rows)
-    m, s, pred, _, _, zs = online_max_sum_ref(z, t, 0)
+    m, s, pred, _, _, zs = ref_ce.online_max_sum(z, t, 0, vocab)
     return z, [v.astype(np.float32).astype(np.float64) for v in (m, s, pred, zs)]
-
-
-def loss_ref(m, s, p, zs, z, alpha, vocab_size, rnd=lambda a: a):
-    smooth = rnd(alpha * rnd(rnd(zs / vocab_size) - m)) if alpha > 0 else 0.0
-    loss = rnd(rnd(np.log(s) - rnd((1 - alpha) * p)) - smooth)
-    softmax = rnd(rnd(np.exp(rnd(z - m[:, None]))) / s[:, None])
-    return loss, softmax
 
 
 # (BT, V, label_smoothing, vocab_size)
@@ -225,18 +198,25 @@ LOSS_CASES = {
 }
 
 
-@pytest.mark.parametrize("has_logits", [False, True], ids=["loss", "softmax"])
+@pytest.mark.parametrize("has_logits", ["loss", *DTYPES], ids=["loss", *(f"softmax_{d}" for d in DTYPES)])
 @pytest.mark.parametrize("case", list(LOSS_CASES))
 def test_loss_with_max_sum(case, has_logits):
+    """Loss alone, or with the softmax of float32/float16/bfloat16 logits. Whatever the logits'
+    dtype the kernel widens them and computes in float32 (the softmax is float32, as CANN's), so
+    the naive comparison is the same math in float32 on the same (exactly widened) values."""
     rows, vocab, alpha, vocab_size = LOSS_CASES[case]
-    z, (m, s, p, zs) = loss_inputs(rows, vocab)
-    prim = loss_prim(alpha, vocab_size, has_logits)
-    logits = ms.Tensor(z, ms.float32) if has_logits else placeholder()
+    dtype = "fp32" if has_logits == "loss" else has_logits
+    z, (m, s, p, zs) = loss_inputs(rows, vocab, dtype)
+    prim = loss_prim(alpha, vocab_size, has_logits != "loss")
+    logits = placeholder() if has_logits == "loss" else to_ms(z, dtype)
     loss, softmax = prim(*(ms.Tensor(v, ms.float32) for v in (m, s, p, zs)), logits)
-    want = loss_ref(m, s, p, zs, z, alpha, vocab_size)
-    naive = loss_ref(m, s, p, zs, z, alpha, vocab_size, rounding("fp32"))
+    assert loss.dtype == softmax.dtype == ms.float32
+    want = ref_ce.fused_cross_entropy_loss_with_max_sum(m, s, p, zs, z, label_smoothing=alpha,
+                                                        vocab_size=vocab_size)
+    naive = ref_ce.fused_cross_entropy_loss_with_max_sum(m, s, p, zs, z, label_smoothing=alpha,
+                                                         vocab_size=vocab_size, rnd=rounding("fp32"))
     assert_close("loss", to_np(loss), want[0], naive[0], "fp32")
-    if has_logits:
+    if has_logits != "loss":
         assert_close("softmax", to_np(softmax), want[1], naive[1], "fp32")
     else:
         assert softmax.shape == (0,)
@@ -310,8 +290,8 @@ def test_target_out_of_range(mode, capfd, target_dtype):
 
 
 BAD_ATTRS = {
-    "end_minus_start": (dict(start=0, end=31, vocab_size=100), "'vocab_end_index': vocab_end_index - "
-                                                               "vocab_start_index must equal weight's V = 32"),
+    "end_before_start": (dict(start=40, end=31, vocab_size=100), "'vocab_end_index': must be >= "
+                                                                "vocab_start_index = 40, got 31"),
     "negative_start": (dict(start=-1, end=31, vocab_size=100), "'vocab_start_index': must be >= 0"),
     "vocab_size": (dict(start=32, end=64, vocab_size=50), "'vocab_size': must be >= vocab_end_index = 64"),
 }

@@ -1,6 +1,7 @@
-// Host-side facts shared by the three cross-entropy ops (fused_linear_online_max_sum,
-// fused_cross_entropy_loss_with_max_sum, fused_linear_cross_entropy_loss_grad): their tiling keys,
-// the layout of target_mask, and the value check of target. Plain C++ without MindSpore or CANN
+// Host-side facts shared by the cross-entropy ops (the trio fused_linear_online_max_sum,
+// fused_cross_entropy_loss_with_max_sum, fused_linear_cross_entropy_loss_grad, and the loss
+// reduction cross_entropy_loss_reduce with its gradient): their tiling keys, the layout of
+// target_mask, the value check of target and the names of the reductions. Plain C++ without MindSpore or CANN
 // headers, so the pure tiling functions, the CANN registrations and the CPU entries can all use
 // it. Kernels do not include it: they test the key literals (CANN needs literals in TILING_KEY_IS).
 #ifndef MS_OPS_COMMON_CROSS_ENTROPY_COMMON_H_
@@ -44,6 +45,19 @@ std::string BadTargetMessage(const Int *target, int64_t rows, int64_t vocabSize,
            ") and is not ignore_index (" + std::to_string(ignoreIndex) + ")";
   }
   return "";
+}
+
+// The reductions of the per-token losses, as the tiling data carries them; the attribute value
+// "mean", "sum" or "none" (PyTorch's names).
+enum class CeReduction : uint32_t { kMean = 0, kSum = 1, kNone = 2 };
+
+// false for any other name.
+inline bool ParseReduction(const std::string &name, CeReduction *out) {
+  if (name == "mean") *out = CeReduction::kMean;
+  else if (name == "sum") *out = CeReduction::kSum;
+  else if (name == "none") *out = CeReduction::kNone;
+  else return false;
+  return true;
 }
 
 }  // namespace ms_ops

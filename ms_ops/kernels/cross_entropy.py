@@ -1,7 +1,7 @@
-"""The three kernels of the vocabulary-parallel fused linear + cross-entropy (op descriptions):
-argument order, attributes and dtype rows shared with ``aicore/cross_entropy/<op>/``. The public
-functions are in :mod:`ms_ops.ops.cross_entropy`, the gradient wiring in
-:mod:`ms_ops.bprop.cross_entropy`.
+"""The kernels of the vocabulary-parallel fused linear + cross-entropy (op descriptions):
+argument order, attributes and dtype rows shared with ``aicore/cross_entropy/<op>/``. The CANN
+trio, then the reduction of the per-token losses and its gradient. The public functions are in
+:mod:`ms_ops.ops.cross_entropy`, the gradient wiring in :mod:`ms_ops.bprop.cross_entropy`.
 """
 from ms_ops._custom import BF16, F16, F32, I32, I64, U8, OpDesc
 
@@ -22,7 +22,7 @@ FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM = OpDesc(
             "vocab_parallel_logits"),
     outputs=("loss", "softmax"),
     attrs=(("label_smoothing", "float"), ("vocab_size", "int"), ("has_logits", "bool")),
-    dtype_rows=((F32, F32, F32, F32, F32, F32, F32),),
+    dtype_rows=tuple((F32, F32, F32, F32, t, F32, F32) for t in (F32, F16, BF16)),
 )
 
 FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD = OpDesc(
@@ -33,4 +33,21 @@ FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD = OpDesc(
     attrs=(("label_smoothing", "float"), ("vocab_size", "int"), ("has_softmax", "bool")),
     dtype_rows=tuple((F32, t, t, U8, g, F32, F32, F32, t, t)
                      for t in (F32, F16, BF16) for g in (I32, I64)),
+)
+
+# out is [N] for reduction "none", else [1]; count ([1]) is what "mean" divides by.
+CROSS_ENTROPY_LOSS_REDUCE = OpDesc(
+    name="cross_entropy_loss_reduce",
+    inputs=("loss", "target"),
+    outputs=("out", "count"),
+    attrs=(("ignore_index", "int"), ("reduction", "str")),
+    dtype_rows=tuple((F32, g, F32, F32) for g in (I32, I64)),
+)
+
+CROSS_ENTROPY_LOSS_REDUCE_GRAD = OpDesc(
+    name="cross_entropy_loss_reduce_grad",
+    inputs=("dout", "target", "count"),
+    outputs=("grad",),
+    attrs=(("ignore_index", "int"), ("reduction", "str")),
+    dtype_rows=tuple((F32, g, F32, F32) for g in (I32, I64)),
 )

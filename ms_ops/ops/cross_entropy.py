@@ -11,8 +11,9 @@ from mindspore import ops
 from mindspore.communication import get_group_size, get_rank
 
 from ms_ops._custom import custom_op
-from ms_ops.bprop.cross_entropy import FusedLinearCrossEntropyFunction
-from ms_ops.kernels.cross_entropy import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
+from ms_ops.bprop.cross_entropy import (FusedLinearCrossEntropyFunction,
+                                        make_cross_entropy_loss_reduce_bprop)
+from ms_ops.kernels.cross_entropy import (CROSS_ENTROPY_LOSS_REDUCE, FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
                                           FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
                                           FUSED_LINEAR_ONLINE_MAX_SUM)
 from ms_ops.ops._validation import (FLOAT_DTYPES, check_choice, check_dim, check_dtype, check_float,
@@ -113,8 +114,13 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
         mode (str): ``"memory_saving"`` or ``"high_performance"``. Default ``"memory_saving"``.
 
     Returns:
-        Tensor, float32: a scalar, or ``[N]`` for ``reduction="none"``. With every token ignored,
-        ``"mean"`` gives NaN (0/0), as in PyTorch. Differentiable w.r.t. input and weight.
+        Tensor, float32: a scalar, or ``[N]`` for ``reduction="none"``. Differentiable w.r.t.
+        input and weight. With no token that counts (all ignored, or none at all: ``N = 0``),
+        ``"mean"`` gives NaN (0/0) and ``"sum"`` 0, as PyTorch does; ``"none"`` gives the ``[N]``
+        losses (shape ``[0]`` for ``N = 0``). Their gradients are then 0 (``[0, H]`` for the
+        input, zeros of the weight's shape). The same holds in GRAPH mode with ``N`` unknown at
+        compile time: the reduction is a kernel (cross_entropy_loss_reduce), not a rule of this
+        function.
     """
     op = "fused_linear_cross_entropy"
     vocab_local = _check_linear_args(op, input, weight, target)
@@ -125,12 +131,11 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
     function = _function(op, vocab_local, group, vocab_start_index, ignore_index,
                          float(label_smoothing), mode == "high_performance")
     loss = function(input, weight, target)[0]
-    if reduction == "none":
-        return loss
-    total = loss.sum()
-    if reduction == "sum":
-        return total
-    return total / (target != ignore_index).astype(ms.float32).sum()
+    reduce = custom_op(CROSS_ENTROPY_LOSS_REDUCE, make_cross_entropy_loss_reduce_bprop, api=op,
+                       ignore_index=ignore_index, reduction=reduction)
+    out = reduce(loss, target)[0]
+    # The kernel gives a reduced loss the shape [1] (see its infer hook); callers get a 0-d tensor.
+    return out if reduction == "none" else out.reshape(())
 
 
 def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_end_index, *,
@@ -138,7 +143,7 @@ def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_
     r"""Part 1 of the forward on one vocabulary shard (CANN ``FusedLinearOnlineMaxSum``).
 
     With :math:`z = x W^T` (``[N, V_local]``, float32 accumulation), ``s = vocab_start_index``,
-    ``e = vocab_end_index`` (exclusive, ``e - s = V_local``) and :math:`m_r = \max_j z_{rj}`:
+    ``e = vocab_end_index`` and :math:`m_r = \max_j z_{rj}`:
 
     - ``logits_max_local`` = :math:`m`; ``sum_exp_logits_local`` = :math:`\sum_j e^{z_{rj}-m_r}`
     - ``predicted_logits_local`` = :math:`z_{r,t_r-s} - m_r` if :math:`s \le t_r < e`, else 0
@@ -147,10 +152,21 @@ def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_
     - ``vocab_parallel_logits`` = :math:`z` if ``return_logits`` else shape ``[0]``
     - ``sum_logits_local`` = :math:`\sum_j z_{rj}` (beyond CANN: the label-smoothing term)
 
+    The range ``[s, e)`` need not have ``V_local`` ids (CANN requires only ``e >= s``). The
+    statistics always cover all ``V_local`` columns: with ``e - s < V_local`` the weight rows from
+    ``e - s`` on (padding rows, say) take part in the max and the sums, but no target maps to
+    them (a target ``>= e`` is masked). With ``e - s > V_local`` a target in
+    ``[s + V_local, e)`` would have no logit, and the op refuses it (RuntimeError naming it).
+
+    ``e`` is exclusive: a target equal to ``e`` is masked. CANN's kernel and its test golden
+    compare ``target >= vocabEndIndex``; its documentation writes the mask as
+    ``target > vocabEndIndex``. We follow the kernel.
+
     Args:
         input (Tensor): ``[N, H]`` float32/float16/bfloat16. weight (Tensor): ``[V_local, H]``.
         target (Tensor): ``[N]`` int32/int64, in ``[0, vocab_size)`` or ``ignore_index``.
-        vocab_start_index, vocab_end_index (int): this shard's vocabulary range ``[s, e)``.
+        vocab_start_index, vocab_end_index (int): this shard's vocabulary range ``[s, e)``,
+            ``0 <= s <= e``.
 
     Keyword Args:
         return_logits (bool): also return the logits (high-performance mode). Default False.
@@ -162,12 +178,9 @@ def fused_linear_online_max_sum(input, weight, target, vocab_start_index, vocab_
         ``[ceil(N/8)]`` and masked_target in target's dtype).
     """
     op = "fused_linear_online_max_sum"
-    vocab_local = _check_linear_args(op, input, weight, target)
+    _check_linear_args(op, input, weight, target)
     check_int(op, "vocab_start_index", vocab_start_index, low=0)
-    check_int(op, "vocab_end_index", vocab_end_index)
-    if vocab_end_index - vocab_start_index != vocab_local:
-        raise ValueError(f"{op}: the vocabulary range [{vocab_start_index}, {vocab_end_index}) must have "
-                         f"as many ids as 'weight' has rows ({vocab_local})")
+    check_int(op, "vocab_end_index", vocab_end_index, low=vocab_start_index)
     vocab_size = vocab_end_index if vocab_size is None else vocab_size
     check_int(op, "vocab_size", vocab_size, low=vocab_end_index)
     check_int(op, "ignore_index", ignore_index)
@@ -197,20 +210,23 @@ def fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp_logits, predicted_
 
     with the global row max ``M = logits_max``, ``S = sum_exp_logits`` and
     ``P = predicted_logits`` relative to M, and ``Z = sum_logits`` (needed when
-    :math:`\alpha > 0`, with ``vocab_size`` V).
+    :math:`\alpha > 0`, with ``vocab_size`` V). Computed in float32 whatever the dtype of the
+    logits.
 
     Args:
         logits_max, sum_exp_logits, predicted_logits (Tensor): ``[N]`` float32.
 
     Keyword Args:
-        sum_logits (Tensor, optional): ``[N]`` float32, the sum of the raw logits.
-        vocab_parallel_logits (Tensor, optional): ``[N, V_local]`` float32; gives the softmax.
+        sum_logits (Tensor, optional): ``[N]`` float32, the sum of the raw logits. Only read with
+            label smoothing.
+        vocab_parallel_logits (Tensor, optional): ``[N, V_local]`` float32, float16 or bfloat16
+            (CANN's dtypes); gives the softmax.
         label_smoothing (float): :math:`\alpha \in [0, 1)`. Default 0.
         vocab_size (int, optional): V, required with label smoothing.
 
     Returns:
-        tuple: ``loss`` ``[N]`` float32, and ``softmax`` ``[N, V_local]`` float32 (shape ``[0]``
-        without ``vocab_parallel_logits``).
+        tuple: ``loss`` ``[N]`` float32, and ``softmax`` ``[N, V_local]`` float32 for logits of any
+        dtype, as CANN's ``softMaxOutOptional`` (shape ``[0]`` without ``vocab_parallel_logits``).
     """
     op = "fused_cross_entropy_loss_with_max_sum"
     rows = logits_max.shape[0] if isinstance(logits_max, ms.Tensor) else None
@@ -225,10 +241,11 @@ def fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp_logits, predicted_
         _check_rows(op, (("sum_logits", sum_logits),), rows)
     if vocab_parallel_logits is not None:
         check_rank(op, "vocab_parallel_logits", vocab_parallel_logits, 2)
-        check_dtype(op, "vocab_parallel_logits", vocab_parallel_logits, (ms.float32,))
+        check_dtype(op, "vocab_parallel_logits", vocab_parallel_logits, FLOAT_DTYPES)
         check_dim(op, "vocab_parallel_logits", vocab_parallel_logits, 0, rows, "the number of tokens N")
     prim = custom_op(FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM, label_smoothing=label_smoothing,
                      vocab_size=vocab_size or 1, has_logits=vocab_parallel_logits is not None)
+    # The kernel reads neither stand-in (sum_logits only with label smoothing).
     placeholder = ops.zeros((1,), ms.float32)
     return prim(logits_max, sum_exp_logits, predicted_logits,
                 placeholder if sum_logits is None else sum_logits,

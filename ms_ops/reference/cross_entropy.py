@@ -8,6 +8,9 @@ With logits ``z = x W^T`` ([N, V]), the smoothed target distribution
     d z    = g_r (softmax(z_r) - q_r)                             (g_r: d loss_r, 0 if ignored)
     d x    = d z W,   d W = d z^T x
 
+The reductions over N tokens, of which K are not ignored: "sum" = sum_r loss_r, "mean" = that / K
+(NaN when K = 0, e.g. N = 0, as in PyTorch), "none" = the [N] losses.
+
 ``rnd`` is a rounding applied after every operation: the identity gives the float64 reference,
 a rounding to the input dtype gives the same math done naively in that precision.
 """
@@ -81,3 +84,55 @@ def fused_linear_cross_entropy(x, weight, target, *, ignore_index=-100, reductio
     d_input = _matmul(dz, weight, rnd)
     d_weight = _matmul(dz.T, x, rnd)
     return loss, d_input, d_weight
+
+
+def _row_sum(a, rnd):
+    return rnd(a.sum(axis=1))
+
+
+def online_max_sum(z, target, vocab_start_index, vocab_end_index, *, rnd=_exact, row_sum=None):
+    """fused_linear_online_max_sum from the logits ``z`` [N, V_local] of one shard, as
+    ``(logits_max, sum_exp_logits, predicted_logits, target_mask bytes, masked_target,
+    sum_logits)``. ``row_sum(a)`` takes the row sums (default: exact, then ``rnd``).
+
+    A row's target is in the shard when ``s <= t < e`` (``e`` exclusive). The statistics cover all
+    V_local columns, including weight rows past ``e - s``. A target in ``[s + V_local, e)`` (a
+    range longer than the weight) has no logit: the op refuses it, and so does this statement.
+    """
+    row_sum = row_sum or (lambda a: _row_sum(a, rnd))
+    z, target = np.asarray(z, np.float64), np.asarray(target)
+    rows, vocab = z.shape
+    inside = (target >= vocab_start_index) & (target < vocab_end_index)
+    col = np.where(inside, target - vocab_start_index, 0)
+    if np.any(col >= vocab):
+        raise ValueError("a target in the vocabulary range has no row of the weight")
+    m = z.max(axis=1)
+    s = row_sum(rnd(np.exp(rnd(z - m[:, None]))))
+    pred = np.where(inside, rnd(z[np.arange(rows), col] - m), 0.0)
+    bits = np.ones(-(-rows // 8) * 8, bool)
+    bits[:rows] = ~inside
+    return m, s, pred, np.packbits(bits, bitorder="little"), col, row_sum(z)
+
+
+def fused_linear_online_max_sum(x, weight, target, vocab_start_index, vocab_end_index, *,
+                                rnd=_exact, row_sum=None):
+    """:func:`online_max_sum` of the logits ``x W^T``; also returns them (last)."""
+    z = _logits(x, weight, rnd)
+    return (*online_max_sum(z, target, vocab_start_index, vocab_end_index, rnd=rnd,
+                            row_sum=row_sum), z)
+
+
+def fused_cross_entropy_loss_with_max_sum(logits_max, sum_exp_logits, predicted_logits, sum_logits,
+                                          logits=None, *, label_smoothing=0.0, vocab_size=1,
+                                          rnd=_exact):
+    """``(loss [N], softmax [N, V_local] or None)`` from the global statistics M, S, P (relative
+    to M) and Z (sum of the raw logits, read only when ``label_smoothing`` > 0):
+    loss = ln S - (1 - a) P - a (Z / vocab_size - M), softmax = exp(z - M) / S."""
+    m, s, p = (np.asarray(v, np.float64) for v in (logits_max, sum_exp_logits, predicted_logits))
+    a = label_smoothing
+    smooth = rnd(a * rnd(rnd(np.asarray(sum_logits) / vocab_size) - m)) if a > 0 else 0.0
+    loss = rnd(rnd(np.log(s) - rnd((1 - a) * p)) - smooth)
+    if logits is None:
+        return loss, None
+    softmax = rnd(rnd(np.exp(rnd(np.asarray(logits, np.float64) - m[:, None]))) / s[:, None])
+    return loss, softmax

@@ -1,11 +1,13 @@
 // MindSpore CPU entry of fused_cross_entropy_loss_with_max_sum: checks shapes, dtypes and
 // attributes, tiles for Atlas A2 and runs the kernel on the twin. Inputs: logits_max,
-// sum_exp_logits, predicted_logits, sum_logits, vocab_parallel_logits (a [1] placeholder without
-// has_logits, never read); outputs: loss, softmax ([0] without has_logits).
+// sum_exp_logits, predicted_logits, sum_logits (read only with label smoothing, else any 1-D
+// float32 placeholder), vocab_parallel_logits (float32/float16/bfloat16; a placeholder without
+// has_logits, never read); outputs: loss, softmax ([0] without has_logits), both float32.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "../../cross_entropy_common.h"
 #include "fused_cross_entropy_loss_with_max_sum_infer.h"
 #include "fused_cross_entropy_loss_with_max_sum_tiling.h"
 #include "host_entry.h"
@@ -51,23 +53,30 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   Require(ndims[kFcelMax] == 1, kNames[kFcelMax], "must be 1-D [BT], got shape " + ShapeStr(ndims[0], shapes[0]));
   const int64_t rows = shapes[kFcelMax][0];
   for (int i = kFcelMax; i <= kFcelSumLogits; ++i) {
+    Require(ParseDType(dtypes[i]) == DType::kF32, kNames[i], std::string("dtype must be float32, got ") + dtypes[i]);
+    // Without label smoothing the kernel never reads sum_logits: the caller may pass a stand-in.
+    if (i == kFcelSumLogits && a.labelSmoothing == 0.0) {
+      Require(ndims[i] == 1, kNames[i], "must be 1-D, got shape " + ShapeStr(ndims[i], shapes[i]));
+      continue;
+    }
     Require(ndims[i] == 1 && shapes[i][0] == rows, kNames[i],
             "must have shape [" + std::to_string(rows) + "] (BT of logits_max), got " + ShapeStr(ndims[i], shapes[i]));
-    Require(ParseDType(dtypes[i]) == DType::kF32, kNames[i], std::string("dtype must be float32, got ") + dtypes[i]);
   }
   int64_t vocab = 0;
+  const DType logitsType = ParseDType(dtypes[kFcelLogits]);
   if (a.hasLogits) {
     Require(ndims[kFcelLogits] == 2 && shapes[kFcelLogits][0] == rows, kNames[kFcelLogits],
             "must be [BT, V] with BT = " + std::to_string(rows) + ", got shape " +
                 ShapeStr(ndims[kFcelLogits], shapes[kFcelLogits]));
-    Require(ParseDType(dtypes[kFcelLogits]) == DType::kF32, kNames[kFcelLogits],
-            std::string("dtype must be float32, got ") + dtypes[kFcelLogits]);
+    Require(logitsType == DType::kF32 || logitsType == DType::kF16 || logitsType == DType::kBF16, kNames[kFcelLogits],
+            std::string("dtype must be float32, float16 or bfloat16, got ") + dtypes[kFcelLogits]);
     vocab = shapes[kFcelLogits][1];
   }
   FusedCrossEntropyLossWithMaxSumProblem p;
   p.rows = rows;
   p.vocab = vocab;
   p.hasLogits = a.hasLogits;
+  if (a.hasLogits) p.logitsType = ToFloatEnum<CeFloat>(logitsType);
   p.labelSmoothing = a.labelSmoothing;
   p.vocabSize = a.vocabSize;
   FusedCrossEntropyLossWithMaxSumTiling t = ComputeFusedCrossEntropyLossWithMaxSumTiling(p, kAtlasA2);

@@ -1,7 +1,9 @@
 // CANN OpDef of FusedCrossEntropyLossWithMaxSumMsops (ms_ops fused_cross_entropy_loss_with_max_sum).
 // Built only by the CANN toolchain; tiling and inference are registered in
 // fused_cross_entropy_loss_with_max_sum_tiling.cpp. Every input is declared required: ms_ops
-// passes a [1] placeholder for absent logits (has_logits false), and softmax then has shape [0].
+// passes a [1] placeholder for absent logits (has_logits false), and softmax then has shape [0];
+// likewise for sum_logits without label smoothing. Rows: the logits' dtype (fp32, fp16, bf16);
+// everything else is fp32, the softmax too (as CANN's FusedCrossEntropyLossWithMaxSum).
 #include "../../../cann/cann_op_def.h"
 
 namespace ops {
@@ -9,10 +11,12 @@ namespace ops {
 class FusedCrossEntropyLossWithMaxSumMsops : public OpDef {
  public:
   explicit FusedCrossEntropyLossWithMaxSumMsops(const char *name) : OpDef(name) {
-    const std::vector<ge::DataType> f32 = {ge::DT_FLOAT};
-    const std::vector<ge::Format> nd = {ge::FORMAT_ND};
-    for (const char *in : {"logits_max", "sum_exp_logits", "predicted_logits", "sum_logits", "vocab_parallel_logits"})
+    const std::vector<ge::DataType> logits = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16};
+    const std::vector<ge::DataType> f32(logits.size(), ge::DT_FLOAT);
+    const std::vector<ge::Format> nd(logits.size(), ge::FORMAT_ND);
+    for (const char *in : {"logits_max", "sum_exp_logits", "predicted_logits", "sum_logits"})
       this->Input(in).ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
+    this->Input("vocab_parallel_logits").ParamType(REQUIRED).DataType(logits).Format(nd).UnknownShapeFormat(nd);
     this->Output("loss").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Output("softmax").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Attr("label_smoothing").AttrType(OPTIONAL).Float(0.0f);

@@ -16,11 +16,12 @@ enum FusedCrossEntropyLossWithMaxSumInput { kFcelMax, kFcelSumExp, kFcelPredicte
                                             kFcelNumInputs };
 enum FusedCrossEntropyLossWithMaxSumOutput { kFcelLoss, kFcelSoftmax, kFcelNumOutputs };
 
-// loss [BT] with BT from the first statistic of known length; softmax the logits' shape, or [0].
+// loss [BT] with BT from the first of the three required statistics of known length (sum_logits
+// may be a stand-in of another length); softmax the logits' shape, or [0].
 inline std::vector<std::vector<int64_t>> FusedCrossEntropyLossWithMaxSumOutShapes(
     const std::vector<std::vector<int64_t>> &in, bool hasLogits) {
   int64_t rows = -1;
-  for (size_t i = kFcelMax; i <= kFcelSumLogits && rows < 0; ++i)
+  for (size_t i = kFcelMax; i <= kFcelPredicted && rows < 0; ++i)
     if (in[i].size() == 1 && in[i][0] >= 0) rows = in[i][0];
   std::vector<int64_t> softmax{0};
   if (hasLogits) {
@@ -30,7 +31,7 @@ inline std::vector<std::vector<int64_t>> FusedCrossEntropyLossWithMaxSumOutShape
   return {{rows}, softmax};
 }
 
-// Both outputs are float32, like every input.
+// Both outputs are float32, whatever the dtype of the logits (as CANN's softmax output).
 template <typename DType>
 inline std::vector<DType> FusedCrossEntropyLossWithMaxSumOutTypes(DType f32) {
   return {f32, f32};

@@ -25,7 +25,10 @@ static ge::graphStatus FusedCrossEntropyLossWithMaxSumTilingFunc(gert::TilingCon
   ms_ops::FusedCrossEntropyLossWithMaxSumProblem p;
   p.rows = context->GetInputShape(ms_ops::kFcelMax)->GetStorageShape().GetDim(0);
   p.hasLogits = *attrs->GetAttrPointer<bool>(kHasLogits);
-  if (p.hasLogits) p.vocab = context->GetInputShape(ms_ops::kFcelLogits)->GetStorageShape().GetDim(1);
+  if (p.hasLogits) {
+    p.vocab = context->GetInputShape(ms_ops::kFcelLogits)->GetStorageShape().GetDim(1);
+    p.logitsType = ms_ops::ToFloatEnum<ms_ops::CeFloat>(context->GetInputDesc(ms_ops::kFcelLogits)->GetDataType());
+  }
   p.labelSmoothing = *attrs->GetAttrPointer<float>(kLabelSmoothing);
   p.vocabSize = *attrs->GetAttrPointer<int64_t>(kVocabSize);
 

@@ -4,13 +4,15 @@
 // Blocks (vector cores) split the BT rows evenly. A block loads the statistics (max, sum of
 // exponentials, predicted logit, sum of logits) of statRows rows at a time, writes their losses
 // and, with logits, streams the rows' logits through UB in [tileRows, tileCols] tiles (whole
-// rows when V fits one tile, else column pieces of one row), double-buffered in and out.
+// rows when V fits one tile, else column pieces of one row), double-buffered in and out. fp16 and
+// bf16 logits arrive in their own dtype and are widened row by row into the fp32 output tile.
 #ifndef MS_OPS_FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM_TILING_H_
 #define MS_OPS_FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM_TILING_H_
 
 #include <cstdint>
 #include <string>
 
+#include "../../cross_entropy_common.h"
 #include "../../../common/platform.h"
 #include "../op_kernel/fused_cross_entropy_loss_with_max_sum_tiling_data.h"
 
@@ -20,6 +22,7 @@ struct FusedCrossEntropyLossWithMaxSumProblem {
   int64_t rows = 0;   // BT
   int64_t vocab = 0;  // V (columns of the logits), ignored without them
   bool hasLogits = false;
+  CeFloat logitsType = CeFloat::kF32;  // dtype of vocab_parallel_logits, read with the logits
   double labelSmoothing = 0.0;
   int64_t vocabSize = 0;  // global V, used when labelSmoothing > 0
 };
@@ -27,7 +30,7 @@ struct FusedCrossEntropyLossWithMaxSumProblem {
 struct FusedCrossEntropyLossWithMaxSumTiling {
   FusedCrossEntropyLossWithMaxSumTilingData data{};
   uint32_t blockDim = 0;  // 0: nothing to compute (BT == 0)
-  uint64_t tilingKey = kFusedCrossEntropyLossWithMaxSumKey;
+  uint64_t tilingKey = kFcelKeyF32;
   std::string error;      // why the problem cannot run; empty when it can
 };
 
@@ -36,10 +39,17 @@ constexpr uint64_t kFcelTileElems = 8192;   // fp32 elements of one softmax tile
 constexpr uint64_t kFcelMaxTileRows = 4095;  // rows one strided DataCopyPad moves
 
 // UB bytes the kernel allocates: the four statistics and the loss of statRows rows, and two input
-// plus two output buffers of a tile. The kernel's InitBuffer calls follow these formulas exactly.
+// tiles (rows of logits in their dtype, each row 32-byte aligned) plus two fp32 output tiles. The
+// kernel's InitBuffer calls follow these formulas exactly.
 inline uint64_t FcelUbStats(uint64_t statRows) { return 5 * statRows * 4; }
-inline uint64_t FcelUbTiles(uint64_t tileRows, uint64_t tileCols) {
-  return 4 * tileRows * AlignUp(tileCols, kBlockBytes / 4) * 4;
+inline uint64_t FcelUbTiles(uint64_t tileRows, uint64_t tileCols, uint32_t logitsBytes) {
+  return 2 * tileRows * (AlignUp(tileCols * logitsBytes, kBlockBytes) + AlignUp(tileCols * 4, kBlockBytes));
+}
+
+inline uint32_t FcelLogitsBytes(CeFloat t) { return t == CeFloat::kF32 ? 4 : 2; }
+
+inline uint64_t FcelKey(CeFloat t) {
+  return t == CeFloat::kF32 ? kFcelKeyF32 : t == CeFloat::kF16 ? kFcelKeyF16 : kFcelKeyBF16;
 }
 
 inline FusedCrossEntropyLossWithMaxSumTiling ComputeFusedCrossEntropyLossWithMaxSumTiling(
@@ -67,7 +77,7 @@ inline FusedCrossEntropyLossWithMaxSumTiling ComputeFusedCrossEntropyLossWithMax
     if (tileRows > kFcelMaxTileRows) tileRows = kFcelMaxTileRows;
   }
   if (tileCols == 0) tileCols = 1;  // no softmax: a nominal tile that the kernel never uses
-  if (FcelUbStats(statRows) + FcelUbTiles(tileRows, tileCols) > platform.ubSize) {
+  if (FcelUbStats(statRows) + FcelUbTiles(tileRows, tileCols, FcelLogitsBytes(p.logitsType)) > platform.ubSize) {
     t.error = "the " + std::to_string(platform.ubSize) + "-byte UB cannot hold the statistics and softmax tiles";
     return t;
   }
@@ -84,6 +94,7 @@ inline FusedCrossEntropyLossWithMaxSumTiling ComputeFusedCrossEntropyLossWithMax
   d.tileCols = static_cast<uint32_t>(tileCols);
   d.hasLogits = p.hasLogits ? 1 : 0;
   t.blockDim = static_cast<uint32_t>(blocks);
+  t.tilingKey = p.hasLogits ? FcelKey(p.logitsType) : kFcelKeyF32;
   return t;
 }
 

@@ -3,6 +3,7 @@
 // M), P = predicted_logits (relative to M) and Z = sum_logits (of the raw logits),
 //   loss[r]       = ln S[r] − (1 − α) P[r] − α (Z[r] / vocab_size − M[r])   (Z unused when α = 0)
 //   softmax[r, j] = exp(logits[r, j] − M[r]) / S[r]                          (with the logits)
+// The logits may be fp32, fp16 or bf16 (T); loss and softmax are fp32, computed in fp32.
 //
 // Blocks own contiguous rows; every output element is written once, by one block.
 #include "../../../common/kernel_utils.h"
@@ -13,6 +14,8 @@ using namespace ms_ops::kernel;
 
 namespace {
 
+// T: dtype of vocab_parallel_logits.
+template <typename T>
 class FusedCrossEntropyLossWithMaxSumKernel {
  public:
   __aicore__ inline FusedCrossEntropyLossWithMaxSumKernel() {}
@@ -39,16 +42,15 @@ class FusedCrossEntropyLossWithMaxSumKernel {
     sumLogitsGm_.SetGlobalBuffer((__gm__ float *)sumLogits, rows_);
     lossGm_.SetGlobalBuffer((__gm__ float *)loss, rows_);
     if (hasLogits_) {
-      logitsGm_.SetGlobalBuffer((__gm__ float *)logits, uint64_t(rows_) * vocab_);
+      logitsGm_.SetGlobalBuffer((__gm__ T *)logits, uint64_t(rows_) * vocab_);
       softmaxGm_.SetGlobalBuffer((__gm__ float *)softmax, uint64_t(rows_) * vocab_);
     }
 
     // Same sizes as FcelUbStats / FcelUbTiles in the host tiling.
     pipe_.InitBuffer(statsQ_, 1, 4 * statRows_ * 4);
     pipe_.InitBuffer(lossQ_, 1, statRows_ * 4);
-    const uint32_t tileBytes = tileRows_ * UbBytes(tileCols_, 4);
-    pipe_.InitBuffer(inQ_, 2, tileBytes);
-    pipe_.InitBuffer(outQ_, 2, tileBytes);
+    pipe_.InitBuffer(inQ_, 2, tileRows_ * UbBytes(tileCols_, sizeof(T)));
+    pipe_.InitBuffer(outQ_, 2, tileRows_ * UbBytes(tileCols_, 4));
   }
 
   __aicore__ inline void Process() {
@@ -89,7 +91,9 @@ class FusedCrossEntropyLossWithMaxSumKernel {
     lossQ_.FreeTensor(loss);
   }
 
-  // softmax of rows [s0, s0 + sr) in tiles of tileRows_ whole rows, or of tileCols_ columns.
+  // softmax of rows [s0, s0 + sr) in tiles of tileRows_ whole rows, or of tileCols_ columns. Each
+  // row starts on a 32-byte block in UB: inPitch elements apart in the input tile, pitch apart in
+  // the output tile.
   __aicore__ inline void Softmax(const LocalTensor<float> &stats, int64_t s0, uint32_t sr) {
     OrderPipes<HardEvent::MTE2_S>(&pipe_);
     for (uint32_t i0 = 0; i0 < sr; i0 += tileRows_) {
@@ -97,24 +101,29 @@ class FusedCrossEntropyLossWithMaxSumKernel {
       for (int64_t c0 = 0; c0 < vocab_; c0 += tileCols_) {
         const uint32_t tc = static_cast<uint32_t>(Min64(vocab_ - c0, tileCols_));
         const uint64_t at = uint64_t(s0 + i0) * vocab_ + c0;
-        const uint32_t gap = uint32_t(vocab_ - tc) * 4, pitch = UbBytes(tc, 4) / 4;
-        LocalTensor<float> in = inQ_.AllocTensor<float>();
-        DataCopyPad(in, logitsGm_[at], DataCopyExtParams(tr, tc * 4, gap, 0, 0),
-                    DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+        const uint32_t pitch = UbBytes(tc, 4) / 4, inPitch = UbBytes(tc, sizeof(T)) / sizeof(T);
+        LocalTensor<T> in = inQ_.AllocTensor<T>();
+        DataCopyPad(in, logitsGm_[at], DataCopyExtParams(tr, tc * sizeof(T), uint32_t(vocab_ - tc) * sizeof(T), 0, 0),
+                    DataCopyPadExtParams<T>(false, 0, 0, T(0)));
         inQ_.EnQue(in);
-        in = inQ_.DeQue<float>();
+        in = inQ_.DeQue<T>();
         LocalTensor<float> out = outQ_.AllocTensor<float>();
         for (uint32_t i = 0; i < tr; ++i) {
           const float m = stats.GetValue(kM * statRows_ + i0 + i);
           const float inv = 1.0f / stats.GetValue(kS * statRows_ + i0 + i);
-          Adds(out[i * pitch], in[i * pitch], -m, tc);
+          if constexpr (IsSame<T, float>::value) {
+            Adds(out[i * pitch], in[i * pitch], -m, tc);
+          } else {
+            Cast(out[i * pitch], in[i * inPitch], RoundMode::CAST_NONE, tc);
+            Adds(out[i * pitch], out[i * pitch], -m, tc);
+          }
           Exp(out[i * pitch], out[i * pitch], tc);
           Muls(out[i * pitch], out[i * pitch], inv, tc);
         }
         inQ_.FreeTensor(in);
         outQ_.EnQue(out);
         out = outQ_.DeQue<float>();
-        DataCopyPad(softmaxGm_[at], out, DataCopyExtParams(tr, tc * 4, 0, gap, 0));
+        DataCopyPad(softmaxGm_[at], out, DataCopyExtParams(tr, tc * 4, 0, uint32_t(vocab_ - tc) * 4, 0));
         outQ_.FreeTensor(out);
       }
     }
@@ -125,13 +134,22 @@ class FusedCrossEntropyLossWithMaxSumKernel {
   TQue<QuePosition::VECOUT, 1> lossQ_;
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECOUT, 2> outQ_;
-  GlobalTensor<float> maxGm_, sumExpGm_, predGm_, sumLogitsGm_, logitsGm_, lossGm_, softmaxGm_;
+  GlobalTensor<float> maxGm_, sumExpGm_, predGm_, sumLogitsGm_, lossGm_, softmaxGm_;
+  GlobalTensor<T> logitsGm_;
 
   int64_t rows_ = 0, vocab_ = 0, rowBegin_ = 0, rowEnd_ = 0;
   float alpha_ = 0.0f, invVocabSize_ = 0.0f;
   uint32_t statRows_ = 8, tileRows_ = 1, tileCols_ = 1;
   bool hasLogits_ = false;
 };
+
+template <typename T>
+__aicore__ inline void Run(GM_ADDR logitsMax, GM_ADDR sumExp, GM_ADDR predicted, GM_ADDR sumLogits, GM_ADDR logits,
+                           GM_ADDR loss, GM_ADDR softmax, const FusedCrossEntropyLossWithMaxSumTilingData &td) {
+  FusedCrossEntropyLossWithMaxSumKernel<T> op;
+  op.Init(logitsMax, sumExp, predicted, sumLogits, logits, loss, softmax, td);
+  op.Process();
+}
 
 }  // namespace
 
@@ -142,10 +160,12 @@ extern "C" __global__ __aicore__ void fused_cross_entropy_loss_with_max_sum(GM_A
                                                                             GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   GET_TILING_DATA_WITH_STRUCT(FusedCrossEntropyLossWithMaxSumTilingData, td, tiling);
-  // Literal key: kFusedCrossEntropyLossWithMaxSumKey.
+  // Literal keys, kFcelKey* in the tiling data header: the dtype of the logits.
   if (TILING_KEY_IS(1)) {
-    FusedCrossEntropyLossWithMaxSumKernel op;
-    op.Init(logitsMax, sumExp, predicted, sumLogits, logits, loss, softmax, td);
-    op.Process();
+    Run<float>(logitsMax, sumExp, predicted, sumLogits, logits, loss, softmax, td);
+  } else if (TILING_KEY_IS(2)) {
+    Run<half>(logitsMax, sumExp, predicted, sumLogits, logits, loss, softmax, td);
+  } else if (TILING_KEY_IS(3)) {
+    Run<bfloat16_t>(logitsMax, sumExp, predicted, sumLogits, logits, loss, softmax, td);
   }
 }

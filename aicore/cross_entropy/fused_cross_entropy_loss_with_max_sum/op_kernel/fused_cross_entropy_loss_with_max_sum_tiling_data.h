@@ -17,7 +17,10 @@ struct FusedCrossEntropyLossWithMaxSumTilingData {
   uint32_t hasLogits;
 };
 
-// The only tiling key: every tensor is float32. The kernel tests the same literal.
-constexpr uint64_t kFusedCrossEntropyLossWithMaxSumKey = 1;
+// Tiling keys by the dtype of vocab_parallel_logits (float32 without logits); every other tensor
+// is float32. The kernel tests the same literals.
+constexpr uint64_t kFcelKeyF32 = 1;
+constexpr uint64_t kFcelKeyF16 = 2;
+constexpr uint64_t kFcelKeyBF16 = 3;
 
 #endif  // MS_OPS_FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM_TILING_DATA_H_

@@ -1,6 +1,8 @@
 // MindSpore CPU entry of fused_linear_online_max_sum: checks the arguments (shapes, dtypes,
 // attributes and, since tensors are host memory here, the target values), tiles for Atlas A2 and
 // runs the kernel on the twin, with the per-block logits tiles in a workspace it allocates.
+// The shard's range [vocab_start_index, vocab_end_index) may have any length (CANN requires only
+// end >= start); a target in it must have a weight row (start + V > target).
 // Inputs: input, weight, target; outputs: logits_max_local, sum_exp_logits_local,
 // predicted_logits_local, target_mask, masked_target, vocab_parallel_logits, sum_logits_local.
 #include <cstdint>
@@ -22,6 +24,20 @@ extern "C" void fused_linear_online_max_sum(uint8_t *input, uint8_t *weight, uin
 
 namespace ms_ops {
 namespace {
+
+// The first target in the shard's range that lies past the weight's V rows, described for the
+// entry's error; empty when there is none (always when end - start <= V).
+template <typename Int>
+std::string UnbackedTargetMessage(const Int *target, int64_t rows, int64_t start, int64_t end, int64_t vocab) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t t = target[r];
+    if (t < start + vocab || t >= end) continue;
+    return "value " + std::to_string(t) + " at [" + std::to_string(r) + "] is in the shard [" + std::to_string(start) +
+           ", " + std::to_string(end) + ") but past weight's " + std::to_string(vocab) + " rows (ids up to " +
+           std::to_string(start + vocab - 1) + ")";
+  }
+  return "";
+}
 
 constexpr const char *kOp = "fused_linear_online_max_sum";
 constexpr int kNumInputs = 3;
@@ -68,9 +84,8 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   Require(shapes[2][0] == rows, "target",
           "has " + std::to_string(shapes[2][0]) + " entries but input has " + std::to_string(rows) + " rows");
   Require(a.vocabStart >= 0, "vocab_start_index", "must be >= 0, got " + std::to_string(a.vocabStart));
-  Require(a.vocabEnd - a.vocabStart == vocab, "vocab_end_index",
-          "vocab_end_index - vocab_start_index must equal weight's V = " + std::to_string(vocab) + ", got " +
-              std::to_string(a.vocabEnd) + " - " + std::to_string(a.vocabStart));
+  Require(a.vocabEnd >= a.vocabStart, "vocab_end_index",
+          "must be >= vocab_start_index = " + std::to_string(a.vocabStart) + ", got " + std::to_string(a.vocabEnd));
   Require(a.vocabEnd <= a.vocabSize, "vocab_size",
           "must be >= vocab_end_index = " + std::to_string(a.vocabEnd) + ", got " + std::to_string(a.vocabSize));
 
@@ -80,10 +95,14 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
     const DType type = o == kFlomsTargetMask ? DType::kU8 : o == kFlomsMaskedTarget ? targetType : DType::kF32;
     RequireOutput(kOutputs[o], kNumInputs + o, ndims, shapes, dtypes, want[o], type);
   }
-  const std::string bad =
-      targetType == DType::kI32
-          ? BadTargetMessage(static_cast<const int32_t *>(params[2]), rows, a.vocabSize, a.ignoreIndex)
-          : BadTargetMessage(static_cast<const int64_t *>(params[2]), rows, a.vocabSize, a.ignoreIndex);
+  const auto *t32 = static_cast<const int32_t *>(params[2]);
+  const auto *t64 = static_cast<const int64_t *>(params[2]);
+  const bool i32 = targetType == DType::kI32;
+  std::string bad = i32 ? BadTargetMessage(t32, rows, a.vocabSize, a.ignoreIndex)
+                        : BadTargetMessage(t64, rows, a.vocabSize, a.ignoreIndex);
+  if (bad.empty())
+    bad = i32 ? UnbackedTargetMessage(t32, rows, a.vocabStart, a.vocabEnd, vocab)
+              : UnbackedTargetMessage(t64, rows, a.vocabStart, a.vocabEnd, vocab);
   if (!bad.empty()) Reject("target", bad);
   if (rows == 0) return 0;
 
@@ -92,6 +111,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   p.hidden = hidden;
   p.vocab = vocab;
   p.vocabStart = a.vocabStart;
+  p.vocabEnd = a.vocabEnd;
   p.returnLogits = a.returnLogits;
   p.dataType = ToFloatEnum<CeFloat>(dt);
   p.int64Target = targetType == DType::kI64;

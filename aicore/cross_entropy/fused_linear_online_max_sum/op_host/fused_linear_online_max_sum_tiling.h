@@ -24,6 +24,7 @@ struct FusedLinearOnlineMaxSumProblem {
   int64_t hidden = 0;      // H
   int64_t vocab = 0;       // V (local shard)
   int64_t vocabStart = 0;  // vocab_start_index
+  int64_t vocabEnd = 0;    // vocab_end_index (exclusive): vocabEnd - vocabStart may differ from V
   bool returnLogits = false;
   CeFloat dataType = CeFloat::kF32;
   bool int64Target = false;
@@ -88,10 +89,11 @@ inline TCubeTiling FlomsCubeTiling(const FusedLinearOnlineMaxSumProblem &p, uint
 inline FusedLinearOnlineMaxSumTiling ComputeFusedLinearOnlineMaxSumTiling(const FusedLinearOnlineMaxSumProblem &p,
                                                                           const PlatformInfo &platform) {
   FusedLinearOnlineMaxSumTiling t;
-  if (p.rows < 0 || p.hidden < 1 || p.vocab < 1 || p.vocabStart < 0) {
-    t.error = "needs BT >= 0, H >= 1, V >= 1 and vocab_start_index >= 0 (got BT=" + std::to_string(p.rows) +
-              ", H=" + std::to_string(p.hidden) + ", V=" + std::to_string(p.vocab) +
-              ", vocab_start_index=" + std::to_string(p.vocabStart) + ")";
+  if (p.rows < 0 || p.hidden < 1 || p.vocab < 1 || p.vocabStart < 0 || p.vocabEnd < p.vocabStart) {
+    t.error = "needs BT >= 0, H >= 1, V >= 1 and 0 <= vocab_start_index <= vocab_end_index (got BT=" +
+              std::to_string(p.rows) + ", H=" + std::to_string(p.hidden) + ", V=" + std::to_string(p.vocab) +
+              ", vocab_start_index=" + std::to_string(p.vocabStart) +
+              ", vocab_end_index=" + std::to_string(p.vocabEnd) + ")";
     return t;
   }
   if (p.rows > INT32_MAX || p.hidden > INT32_MAX || p.vocab > INT32_MAX) {
@@ -124,6 +126,7 @@ inline FusedLinearOnlineMaxSumTiling ComputeFusedLinearOnlineMaxSumTiling(const 
   d.hidden = p.hidden;
   d.vocab = p.vocab;
   d.vocabStart = p.vocabStart;
+  d.vocabEnd = p.vocabEnd;
   d.groupsPerBlock = static_cast<int64_t>(groupsPerBlock);
   d.groupsRemainder = static_cast<int64_t>(groupsRemainder);
   d.mTile = static_cast<uint32_t>(mTile);

@@ -1,13 +1,16 @@
 // fused_linear_online_max_sum (ops-nn FusedLinearOnlineMaxSum, plus sum_logits_local): with the
-// logits z = input · weightᵀ of the local vocabulary shard [start, start + V) (fp32 accumulation)
-// and t = target[r], per row r:
-//   logits_max_local[r]       = max_j z[r, j]
+// logits z = input · weightᵀ of the local weight's V rows (fp32 accumulation), the shard's id range
+// [start, end) (end exclusive, as CANN's kernel compares; end − start may differ from V) and
+// t = target[r], per row r:
+//   logits_max_local[r]       = max_j z[r, j]                        (over all V columns)
 //   sum_exp_logits_local[r]   = Σ_j exp(z[r, j] − logits_max_local[r])
 //   predicted_logits_local[r] = z[r, t − start] − logits_max_local[r] inside the shard, else 0
 //   target_mask bit r         = 1 outside the shard (pad bits of the last byte 1)
 //   masked_target[r]          = t − start inside the shard, else 0
 //   sum_logits_local[r]       = Σ_j z[r, j]
-// and vocab_parallel_logits = z when the logits are returned.
+// and vocab_parallel_logits = z when the logits are returned. A target in [start + V, end) (a
+// range longer than the weight) has no column: the CPU entry refuses it; here (the NPU checks no
+// values) it is in the shard for target_mask and masked_target but its predicted logit is 0.
 //
 // A block owns whole 8-row groups. For each tile of its rows it walks the vocabulary in tiles:
 // the Matmul writes the fp32 logits tile to GM (the block's workspace tile, or its place in
@@ -48,6 +51,7 @@ class FusedLinearOnlineMaxSumKernel {
     hidden_ = td.hidden;
     vocab_ = td.vocab;
     vocabStart_ = td.vocabStart;
+    rangeLen_ = td.vocabEnd - td.vocabStart;
     mTile_ = td.mTile;
     nTile_ = td.nTile;
     chunkRows_ = td.chunkRows;
@@ -118,7 +122,7 @@ class FusedLinearOnlineMaxSumKernel {
   }
 
   // masked_target and target_mask of rows [r0, r0 + mt), and each row's local target (its
-  // column in the shard, -1 when masked) for the vocabulary tiles.
+  // column in the weight, -1 when masked or past the weight) for the vocabulary tiles.
   __aicore__ inline void Targets(int64_t r0, uint32_t mt) {
     LocalTensor<G> tgt = targetQ_.AllocTensor<G>();
     CopyIn(tgt, targetGm_[r0], mt);
@@ -131,8 +135,8 @@ class FusedLinearOnlineMaxSumKernel {
     uint32_t bits = 0;
     for (uint32_t i = 0; i < mt; ++i) {
       const int64_t t = static_cast<int64_t>(tgt.GetValue(i)) - vocabStart_;
-      const bool inside = t >= 0 && t < vocab_;
-      local.SetValue(i, inside ? static_cast<int32_t>(t) : -1);
+      const bool inside = t >= 0 && t < rangeLen_;
+      local.SetValue(i, inside && t < vocab_ ? static_cast<int32_t>(t) : -1);
       masked.SetValue(i, static_cast<G>(inside ? t : 0));
       bits |= (inside ? 0u : 1u) << (i % 8);
       if (i % 8 == 7 || i + 1 == mt) {
@@ -239,7 +243,7 @@ class FusedLinearOnlineMaxSumKernel {
   GlobalTensor<float> maxGm_, sumExpGm_, predGm_, sumLogitsGm_, tileGm_;
   GlobalTensor<uint8_t> maskGm_;
 
-  int64_t rows_ = 0, hidden_ = 0, vocab_ = 0, vocabStart_ = 0, rowBegin_ = 0, rowEnd_ = 0, ldc_ = 0;
+  int64_t rows_ = 0, hidden_ = 0, vocab_ = 0, vocabStart_ = 0, rangeLen_ = 0, rowBegin_ = 0, rowEnd_ = 0, ldc_ = 0;
   uint32_t mTile_ = 8, nTile_ = 0, chunkRows_ = 1, swap_ = 0;
   bool tileAtRows_ = false;
 };

@@ -17,6 +17,7 @@ struct FusedLinearOnlineMaxSumTilingData {
   int64_t hidden;          // H
   int64_t vocab;           // V: rows of weight, the local vocabulary shard
   int64_t vocabStart;      // global id of weight row 0 (vocab_start_index)
+  int64_t vocabEnd;        // first id past the shard (vocab_end_index, exclusive), any >= vocabStart
   int64_t groupsPerBlock;  // 8-row groups every block owns (whole target_mask bytes) ...
   int64_t groupsRemainder; // ... and the first groupsRemainder blocks one more
   uint32_t mTile;          // rows of a logits tile (a multiple of 8)
