@@ -5,7 +5,8 @@ moe_init_routing (dispatch, a gather of token rows):
     dropped (-1) entries and rows past active_num contribute nothing). Consumes out[1].
 moe_finalize_routing (combine):
     out[r] = x1[r] + x2[r] + sum_k s[r,k] (expanded_x[j(r,k)] + bias[e(r,k)])
-    d expanded_x[j(r,k)] = s[r,k] d out[r]
+    d expanded_x[j]      = sum over the pairs (r,k) with j(r,k) = j, in ascending r*K + k,
+                           of s[r,k] d out[r]      (the index may repeat a slot)
     d s[r,k]             = <expanded_x[j(r,k)] + bias[e(r,k)], d out[r]>
     d bias[e]            = sum_{(r,k): e(r,k)=e} s[r,k] d out[r]
     d x1 = d x2 = d out                                          (kernel moe_finalize_routing_grad)
@@ -30,8 +31,8 @@ def make_moe_init_routing_bprop(*, active_num, expert_capacity, expert_num, drop
 
 def make_moe_finalize_routing_bprop(*, drop_pad_mode, has_x1, has_x2, has_bias, has_scales):
     grad_op = custom_op(MOE_FINALIZE_ROUTING_GRAD, api="moe_finalize_routing",
-                        drop_pad_mode=drop_pad_mode,
-                        has_bias=has_bias, has_scales=has_scales)
+                        drop_pad_mode=drop_pad_mode, active_num=0, expert_num=0, expert_capacity=0,
+                        has_expanded_x=True, has_bias=has_bias, has_scales=has_scales)
 
     def bprop(expanded_x, expanded_row_idx, x1, x2, bias, scales, expert_idx, out, dout):
         d_expanded_x, d_scales, d_bias = grad_op(dout, expanded_row_idx, expanded_x, scales,

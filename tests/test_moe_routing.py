@@ -332,3 +332,24 @@ def test_deterministic():
     second = [to_np(t) for t in (fn(*args), *grad(*args))]
     for a, b in zip(first, second):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("init_mode, finalize_mode", [(0, 2), (1, 3)])
+def test_init_then_finalize_round_trip(mode, dtype, init_mode, finalize_mode):
+    """The documented pairing (init dropless -> finalize 2, init drop/pad -> finalize 3): dispatch
+    then combine with scales 1/K gives x back exactly (a capacity of R drops nothing). The
+    column-major mode of the same kind (0 or 1) does not pair with moe_init_routing."""
+    rows, top_k, experts, hidden = 21, 4, 5, 40
+    x = representable((rows, hidden), dtype)
+    scales = to_ms(np.full((rows, top_k), 1.0 / top_k), dtype)
+
+    def round_trip(xt, it, st):
+        expanded, row_idx, _, _ = ms_ops.moe_init_routing(xt, it, expert_num=experts, expert_capacity=rows,
+                                                          drop_pad_mode=init_mode)
+        return (ms_ops.moe_finalize_routing(expanded, row_idx, scales=st, drop_pad_mode=finalize_mode),
+                ms_ops.moe_finalize_routing(expanded, row_idx, scales=st, drop_pad_mode=finalize_mode - 2))
+
+    paired, column_major_mode = Fn(round_trip)(to_ms(x, dtype), ms.Tensor(routing(rows, top_k, experts)), scales)
+    np.testing.assert_array_equal(to_np(paired), x)
+    assert not np.allclose(to_np(column_major_mode), x)

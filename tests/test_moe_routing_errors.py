@@ -99,12 +99,6 @@ def test_finalize_row_idx_out_of_range(mode, capfd):
                      "ms_ops.moe_finalize_routing: 'expanded_row_idx': ")
 
 
-def test_finalize_row_idx_duplicated(mode, capfd):
-    bad = ms.Tensor(np.array([0, 1, 2, 3, 4, 5, 6, 6], np.int32))
-    run_kernel_error(capfd, lambda: ms_ops.moe_finalize_routing(EX, bad, drop_pad_mode=2).asnumpy(),
-                     "ms_ops.moe_finalize_routing: 'expanded_row_idx': ")
-
-
 def test_finalize_dropped_marker_only_in_drop_modes(mode, capfd):
     bad = ms.Tensor(np.array([0, 1, 2, 3, 4, 5, 6, -1], np.int32))
     run_kernel_error(capfd, lambda: ms_ops.moe_finalize_routing(EX, bad, drop_pad_mode=2).asnumpy(),
@@ -134,3 +128,90 @@ def test_init_dynamic_top_k_rejected():
         net(X, IDX)
     ms.set_context(mode=ms.PYNATIVE_MODE)
     good_call()
+
+
+GY = ms.Tensor(np.ones((4, 8), np.float32))
+SCALES = ms.Tensor(np.ones((4, 2), np.float32))
+STATIC_INIT_GRAD = {
+    "mode": (dict(drop_pad_mode=2), ValueError, "'drop_pad_mode' must be one of"),
+    "top_k": (dict(top_k=0), ValueError, "'top_k' must be >= 1"),
+    "top_k_type": (dict(top_k=2.0), TypeError, "'top_k' must be an int"),
+    "rank": (dict(drop_pad_mode=1), ValueError, "'grad_expanded_x' must be 3-D"),
+    "not_multiple": (dict(top_k=3), ValueError, "'expanded_row_idx' must have R\\*K entries, a multiple of top_k=3"),
+    "rows": (dict(grad_expanded_x=ms.Tensor(np.ones((7, 8), np.float32))), ValueError,
+             "'grad_expanded_x' dimension 0 must equal the rows of expanded_x"),
+    "active_rows": (dict(active_num=5), ValueError, "'grad_expanded_x' dimension 0 .* \\(5\\)"),
+    "idx_dtype": (dict(expanded_row_idx=ms.Tensor(np.arange(8, dtype=np.int64))), TypeError,
+                  "'expanded_row_idx' must have dtype"),
+    "grad_dtype": (dict(grad_expanded_x=ms.Tensor(np.ones((8, 8), np.int32))), TypeError,
+                   "'grad_expanded_x' must have dtype"),
+}
+
+
+@pytest.mark.parametrize("case", list(STATIC_INIT_GRAD))
+def test_init_grad_static_errors(mode, case):
+    """Python-side checks name moe_init_routing_grad and the argument."""
+    override, exc, text = STATIC_INIT_GRAD[case]
+    kw = dict(grad_expanded_x=EX, expanded_row_idx=ROW, top_k=2)
+    kw.update(override)
+    with pytest.raises(exc, match="moe_init_routing_grad: " + text):
+        ms_ops.moe_init_routing_grad(kw.pop("grad_expanded_x"), kw.pop("expanded_row_idx"), **kw)
+    good_call()
+
+
+STATIC_FIN_GRAD = {
+    "mode": (dict(drop_pad_mode=2), ValueError, "'drop_pad_mode' must be one of"),
+    "scales_need_x": (dict(expanded_x=None), ValueError, "'expanded_x' is required with 'scales'"),
+    "drop_shape_attrs": (dict(expanded_x=None, scales=None, expanded_row_idx=ms.Tensor(np.zeros(4, np.int32)),
+                              drop_pad_mode=1, expert_num=3), ValueError,
+                         "without 'expanded_x', drop/pad mode needs 'expert_num' and 'expert_capacity' > 0"),
+    "bias_without_idx": (dict(bias=ms.Tensor(np.ones((3, 8), np.float32))), ValueError, "'bias' needs 'expert_idx'"),
+    "x_dtype": (dict(expanded_x=ms.Tensor(np.ones((8, 8), np.float16))), TypeError,
+                "'expanded_x' must have the dtype of 'grad_y'"),
+    "x_hidden": (dict(expanded_x=ms.Tensor(np.ones((8, 5), np.float32))), ValueError, "'expanded_x' dimension 1"),
+    "expert_num": (dict(expanded_x=ms.Tensor(np.ones((2, 4, 8), np.float32)), drop_pad_mode=1, expert_num=3),
+                   ValueError, "'expanded_x' dimension 0 must equal expert_num"),
+    "capacity": (dict(expanded_x=ms.Tensor(np.ones((2, 4, 8), np.float32)), drop_pad_mode=1, expert_capacity=5),
+                 ValueError, "'expanded_x' dimension 1 must equal expert_capacity"),
+    "active_num": (dict(active_num=5), ValueError, "'expanded_x' dimension 0 must equal the rows for R\\*K=8"),
+    "pairs": (dict(scales=ms.Tensor(np.ones((4, 3), np.float32))), ValueError, "'expanded_row_idx' must have R\\*K"),
+    "scales_rows": (dict(scales=ms.Tensor(np.ones((2, 4), np.float32))), ValueError, "'scales' dimension 0"),
+    "no_scales_k1": (dict(scales=None), ValueError,
+                     "'expanded_row_idx' must have R\\*K = 4\\*1 entries \\(K = 1 without scales\\)"),
+    "bias_experts": (dict(expanded_x=ms.Tensor(np.ones((2, 4, 8), np.float32)), drop_pad_mode=1,
+                          bias=ms.Tensor(np.ones((3, 8), np.float32)),
+                          expert_idx=ms.Tensor(np.zeros((4, 2), np.int32))),
+                     ValueError, "'bias' dimension 0 must equal expert_num E"),
+    "return_grad_bias": (dict(return_grad_bias=1), TypeError, "'return_grad_bias' must be a bool"),
+}
+
+
+@pytest.mark.parametrize("case", list(STATIC_FIN_GRAD))
+def test_finalize_grad_static_errors(mode, case):
+    """Python-side checks name moe_finalize_routing_grad and the argument."""
+    override, exc, text = STATIC_FIN_GRAD[case]
+    kw = dict(grad_y=GY, expanded_row_idx=ROW, expanded_x=EX, scales=SCALES)
+    kw.update(override)
+    with pytest.raises(exc, match="moe_finalize_routing_grad: " + text):
+        ms_ops.moe_finalize_routing_grad(kw.pop("grad_y"), kw.pop("expanded_row_idx"), **kw)
+    good_call()
+
+
+def test_init_grad_row_idx_out_of_range(mode, capfd):
+    """The gradient functions' kernel errors name the gradient function, not the forward."""
+    bad = ms.Tensor(np.array([0, 1, 2, 9, 4, 5, 6, 7], np.int32))
+    run_kernel_error(capfd, lambda: ms_ops.moe_init_routing_grad(EX, bad, 2).asnumpy(),
+                     "ms_ops.moe_init_routing_grad: 'expanded_row_idx': value 9 at [3] is outside [0, 8)")
+
+
+def test_finalize_grad_row_idx_out_of_range(mode, capfd):
+    bad = ms.Tensor(np.array([0, 1, 2, 3, 4, 5, 6, 99], np.int32))
+    run_kernel_error(capfd, lambda: ms_ops.moe_finalize_routing_grad(GY, bad, EX, SCALES)[0].asnumpy(),
+                     "ms_ops.moe_finalize_routing_grad: 'expanded_row_idx': value 99 at position 7 (token 3, k 1) "
+                     "is outside [0, 8) in dropless mode")
+
+
+def test_finalize_grad_dropped_marker_only_in_drop_mode(mode, capfd):
+    bad = ms.Tensor(np.array([0, 1, 2, 3, 4, 5, 6, -1], np.int32))
+    run_kernel_error(capfd, lambda: ms_ops.moe_finalize_routing_grad(GY, bad, EX, SCALES)[0].asnumpy(),
+                     "ms_ops.moe_finalize_routing_grad: 'expanded_row_idx': value -1 at position 7")

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "host_entry.h"
 #include "moe_finalize_routing/op_host/moe_finalize_routing_tiling.h"
@@ -30,12 +29,16 @@ inline int64_t ReadDropPadMode(mindspore::AotExtra *extra) {
 // expanded_x is [N, H] in the dropless modes 0/2 and [E, C, H] in the drop/pad modes 1/3.
 inline bool IsDropPad(int64_t mode) { return mode == 1 || mode == 3; }
 
+// The mode by name, not number: the gradient's public function numbers its modes as CANN's
+// V2Grad does (0/1 for the forward's row-major 2/3), the bprop as the forward does.
+inline std::string ModeName(int64_t mode) { return IsDropPad(mode) ? "drop/pad mode" : "dropless mode"; }
+
 // Checks expanded_x's rank for the mode; returns {N (flat rows), H}.
 inline std::pair<int64_t, int64_t> ExpandedRowsAndHidden(const Arg &ex, int64_t mode) {
   const bool dropPad = IsDropPad(mode);
   Require(ex.shape.size() == (dropPad ? 3u : 2u), ex.name,
-          std::string("must be ") + (dropPad ? "[E, C, H]" : "[N, H]") + " for drop_pad_mode " + std::to_string(mode) +
-              ", got " + ShapeStr(ex.shape));
+          std::string("must be ") + (dropPad ? "[E, C, H]" : "[N, H]") + " in " + ModeName(mode) + ", got " +
+              ShapeStr(ex.shape));
   return {dropPad ? ex.shape[0] * ex.shape[1] : ex.shape[0], ex.shape.back()};
 }
 
@@ -53,8 +56,9 @@ inline std::string PairAt(int64_t p, int64_t rows, int64_t topK, bool rowMajor) 
   return "position " + std::to_string(p) + " (token " + std::to_string(r) + ", k " + std::to_string(k) + ")";
 }
 
-// The index values the kernels rely on: entries in [0, R*K) (dropless) or [-1, E*C) (drop/pad),
-// injective over the pairs that contribute (slot < N); expert ids inside bias when it is given.
+// The index values the kernels rely on: entries in [0, R*K) (dropless) or [-1, E*C) (drop/pad);
+// an entry may repeat (several pairs then read, and their gradients sum into, one slot); expert
+// ids inside bias when it is given.
 inline void CheckRouting(const Arg &idx, const Arg *expert, int64_t rows, int64_t topK, int64_t expandedRows,
                          int64_t biasRows, int64_t mode) {
   const int64_t pairs = rows * topK;
@@ -62,19 +66,11 @@ inline void CheckRouting(const Arg &idx, const Arg *expert, int64_t rows, int64_
   const bool rowMajor = mode >= 2, dropPad = IsDropPad(mode);
   const int32_t *v = reinterpret_cast<const int32_t *>(idx.data);
   const int64_t lo = dropPad ? -1 : 0, hi = dropPad ? expandedRows : pairs;
-  std::vector<int32_t> owner(static_cast<size_t>(expandedRows), -1);
   for (int64_t p = 0; p < pairs; ++p) {
     const int64_t j = v[p];
     if (j < lo || j >= hi)
       Reject(idx.name, "value " + std::to_string(j) + " at " + PairAt(p, rows, topK, rowMajor) + " is outside [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) + ") for drop_pad_mode " +
-                           std::to_string(mode));
-    if (j < 0 || j >= expandedRows) continue;
-    if (owner[j] >= 0)
-      Reject(idx.name, "expanded row " + std::to_string(j) + " is used by both " +
-                           PairAt(owner[j], rows, topK, rowMajor) + " and " + PairAt(p, rows, topK, rowMajor) +
-                           "; the index must be injective (as moe_init_routing produces)");
-    owner[j] = static_cast<int32_t>(p);
+                           std::to_string(lo) + ", " + std::to_string(hi) + ") in " + ModeName(mode));
   }
   if (expert == nullptr) return;
   const int32_t *e = reinterpret_cast<const int32_t *>(expert->data);

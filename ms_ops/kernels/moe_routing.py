@@ -37,7 +37,10 @@ MOE_FINALIZE_ROUTING_GRAD = OpDesc(
     name="moe_finalize_routing_grad",
     inputs=("grad_y", "expanded_row_idx", "expanded_x", "scales", "expert_idx", "bias"),
     outputs=("grad_expanded_x", "grad_scales", "grad_bias"),
-    attrs=(("drop_pad_mode", "int"), ("has_bias", "bool"), ("has_scales", "bool")),
+    # drop_pad_mode: the forward's 0..3. Without expanded_x, grad_expanded_x's shape comes from
+    # active_num (dropless) or expert_num x expert_capacity (drop/pad), as in CANN's V2Grad.
+    attrs=(("drop_pad_mode", "int"), ("active_num", "int"), ("expert_num", "int"), ("expert_capacity", "int"),
+           ("has_expanded_x", "bool"), ("has_bias", "bool"), ("has_scales", "bool")),
     dtype_rows=tuple((t, I32, t, s, I32, t, t, s, t)
                      for t in (F32, F16, BF16) for s in dict.fromkeys((t, F32))),
 )

@@ -3,8 +3,10 @@ from ms_ops.ops.cross_entropy import (fused_cross_entropy_loss_with_max_sum,
                                       fused_linear_cross_entropy,
                                       fused_linear_cross_entropy_loss_grad,
                                       fused_linear_online_max_sum)
-from ms_ops.ops.moe_routing import moe_finalize_routing, moe_init_routing
+from ms_ops.ops.moe_routing import (moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing,
+                                   moe_init_routing_grad)
 
-__all__ = ["moe_init_routing", "moe_finalize_routing", "fused_linear_cross_entropy",
+__all__ = ["moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
+           "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
            "fused_linear_cross_entropy_loss_grad"]

@@ -1,6 +1,12 @@
 """float64 numpy statements of the MoE routing semantics (MoeInitRoutingV2 / MoeFinalizeRoutingV2
 and their V2Grad ops). The test oracle and the benchmark's spec; never on an op's path.
 
+In the finalize functions a pair (r, k) reads slot ``j(r, k)`` of expanded_x. The index may name
+a slot more than once (moe_init_routing never does; CANN's own tests do): the forward then reads
+that slot for each such pair, and the gradient of the slot is the sum over those pairs, taken in
+ascending pair order ``r*K + k``. A pair whose slot is -1 (dropped) or past the rows of
+expanded_x contributes nothing, not even its bias, in the forward and in every gradient.
+
 The arithmetic functions take ``rnd``, a rounding applied after every operation: the identity
 gives the float64 reference, a rounding to fp16/bf16/fp32 gives the same math done naively in
 that precision (the tests' yardstick for how much error a kernel may have).
@@ -109,27 +115,44 @@ def _dot_rows(a, b, rnd):
     return acc
 
 
+def _occurrence(idx, used):
+    """For each used pair of the [R, K] index, how many used pairs before it (in r*K + k order)
+    name the same slot; -1 for unused pairs."""
+    flat, ok = idx.reshape(-1), used.reshape(-1)
+    rank = np.full(flat.size, -1)
+    seen = {}
+    for p in np.nonzero(ok)[0]:
+        rank[p] = seen.get(flat[p], 0)
+        seen[flat[p]] = rank[p] + 1
+    return rank.reshape(idx.shape)
+
+
 def moe_finalize_routing_grad(grad_y, expanded_x, expanded_row_idx, *, bias=None, scales=None,
                               expert_idx=None, drop_pad_mode=0, rnd=_exact):
     """Returns dict with grad_expanded_x (shape of expanded_x), grad_scales [R, K] (or None),
-    grad_bias [E, H] (or None), grad_x1 / grad_x2 (= grad_y)."""
+    grad_bias [E, H] (or None), grad_x1 / grad_x2 (= grad_y). Without scales expanded_x only
+    gives the shape: any array of that shape gives the same result."""
     dy = np.asarray(grad_y, np.float64)
     flat_x, idx, s, used = _finalize_parts(expanded_x, expanded_row_idx, scales, drop_pad_mode)
     rows, k = idx.shape
     g_ex = np.zeros_like(flat_x)
     g_s = np.zeros((rows, k))
     g_b = None if bias is None else np.zeros(np.shape(bias))
+    contrib = rnd(s[:, :, None] * dy[:, None, :])                   # [R, K, H]
+    occurrence = _occurrence(idx, used)
+    # Repeated slots accumulate in pair order: the t-th pair naming a slot adds in round t.
+    for t in range(occurrence.max(initial=-1) + 1):
+        r, kk = np.nonzero(occurrence == t)
+        j = idx[r, kk]
+        g_ex[j] = rnd(g_ex[j] + contrib[r, kk])
     for kk in range(k):
         r = np.nonzero(used[:, kk])[0]
-        j = idx[r, kk]
-        contrib = rnd(s[r, kk:kk + 1] * dy[r])
-        g_ex[j] = contrib
-        term = flat_x[j]
+        term = flat_x[idx[r, kk]]
         if bias is not None:
             e = expert_idx[r, kk]
             term = rnd(term + np.asarray(bias, np.float64)[e])
-            for row, ee in enumerate(e):
-                g_b[ee] = rnd(g_b[ee] + contrib[row])
+            for row, ee in zip(r, e):
+                g_b[ee] = rnd(g_b[ee] + contrib[row, kk])
         g_s[r, kk] = _dot_rows(term, dy[r], rnd) if len(r) else 0.0
     return {"grad_expanded_x": g_ex.reshape(np.shape(expanded_x)),
             "grad_scales": None if scales is None else g_s,

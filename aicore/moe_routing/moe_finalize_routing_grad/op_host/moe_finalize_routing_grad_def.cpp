@@ -1,7 +1,8 @@
 // CANN OpDef of MoeFinalizeRoutingGradMsops (ms_ops moe_finalize_routing_grad). Built only by the
 // CANN toolchain; tiling and inference are registered in moe_finalize_routing_grad_tiling.cpp.
-// scales, expert_idx and bias are always passed: absent ones as [1] placeholders (has_* false),
-// whose gradients are then [1] zeros.
+// expanded_x, scales, expert_idx and bias are always passed: absent ones as [1] placeholders
+// (has_* false); the gradients of absent scales/bias are then [1] zeros, and grad_expanded_x
+// without expanded_x takes its shape from drop_pad_mode, active_num, expert_num, expert_capacity.
 #include "../../../cann/cann_op_def.h"
 
 namespace ops {
@@ -24,6 +25,10 @@ class MoeFinalizeRoutingGradMsops : public OpDef {
     this->Output("grad_scales").ParamType(REQUIRED).DataType(scales).Format(nd).UnknownShapeFormat(nd);
     this->Output("grad_bias").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
     this->Attr("drop_pad_mode").AttrType(OPTIONAL).Int(0);
+    this->Attr("active_num").AttrType(OPTIONAL).Int(0);
+    this->Attr("expert_num").AttrType(OPTIONAL).Int(0);
+    this->Attr("expert_capacity").AttrType(OPTIONAL).Int(0);
+    this->Attr("has_expanded_x").AttrType(OPTIONAL).Bool(true);
     this->Attr("has_bias").AttrType(OPTIONAL).Bool(false);
     this->Attr("has_scales").AttrType(OPTIONAL).Bool(false);
 

@@ -1,16 +1,24 @@
 // Tiling of moe_finalize_routing_grad as a pure function of shapes, attributes, dtypes and the
 // platform, shared by the CANN TilingFunc and the CPU entry.
 //
-// The kernel has three parts, each partitioned over all blocks so that every output element is
-// written exactly once, without atomics or cross-block barriers:
+// The kernel has three parts, each partitioned over all blocks, without atomics:
 //   token rows:  blocks own rows r of grad_y; per H chunk of grad_y[r], each contributing pair
-//                (r,k) writes its slot grad_expanded_x[j] = s*grad_y[r] (the index is injective,
-//                so no other block writes j) and adds its dot product to grad_scales[r,k];
-//   empty slots: blocks own slot ranges of N; an index scan marks the mapped slots of mapSlots
-//                slots at a time, and the unmapped ones are written as zeros;
+//                (r,k) writes s*grad_y[r] to its slot grad_expanded_x[j] and adds its dot product
+//                to grad_scales[r,k]. A slot named by one pair is final after this;
 //   grad_bias:   work items of biasCols columns x biasExperts experts; one index scan per item
 //                accumulates s*grad_y[r] of the matching pairs in pair order, reading each
-//                grad_y row slice once for all experts of the item.
+//                grad_y row slice once for all experts of the item;
+//   -- SyncAll --
+//   slots:       blocks own slot ranges of N, windowSlots slots at a time. One index scan per
+//                window finds, in ascending pair order, each slot's first and last pair and
+//                chains the pairs of a slot through the workspace (next pair, and its scale).
+//                Slots no pair names become zeros; a slot named by several pairs (the index may
+//                repeat, as CANN's tests do) is rewritten with its pairs' sum, taken in ascending
+//                pair order in fp32, over the token pass's colliding writes.
+// So every slot's final value is written by the one block that owns it, after the barrier, in an
+// order fixed by the index alone: the result does not depend on the block count. The token pass
+// keeps the common case (an injective index, as moe_init_routing makes) at one grad_y read per
+// token and one write per pair; repeats cost their own rows plus one scan per window.
 #ifndef MS_OPS_MOE_FINALIZE_ROUTING_GRAD_TILING_H_
 #define MS_OPS_MOE_FINALIZE_ROUTING_GRAD_TILING_H_
 
@@ -39,6 +47,7 @@ struct MoeFinalizeRoutingGradProblem {
 
 struct MoeFinalizeRoutingGradTiling {
   MoeFinalizeRoutingGradTilingData data{};
+  uint64_t workspaceBytes = 0;  // user workspace: the slot chains (next pair, and its scale)
   uint32_t blockDim = 0;
   uint64_t tilingKey = 0;
   std::string error;  // why the problem cannot run; empty when it can
@@ -74,7 +83,18 @@ inline uint64_t MoeFinalizeRoutingGradUbBatch(uint64_t batchRows, uint64_t topK,
   return MoeFinalizeRoutingUbBatch(batchRows, topK, rowMajor, scalesBytes, hasScales, hasBias) + gradScales;
 }
 
-inline uint64_t MoeFinalizeRoutingGradUbMap(uint64_t mapSlots) { return mapSlots * 4; }  // a flag per slot
+// A slot window: each slot's first and last pair (int32) and, with scales, the first pair's scale.
+inline uint64_t MoeFinalizeRoutingGradUbWindow(uint64_t windowSlots, bool hasScales) {
+  return windowSlots * 4 * (hasScales ? 3 : 2);
+}
+
+constexpr uint64_t kMoeGradMaxWindow = 2048;
+
+// The chains: per pair (r*K + k) the next pair naming the same slot and, with scales, the pair's
+// scale as fp32. The scale array starts 32-byte aligned.
+inline uint64_t MoeFinalizeRoutingGradWorkspace(uint64_t pairs, bool hasScales) {
+  return AlignUp(pairs * 4, kBlockBytes) + (hasScales ? AlignUp(pairs * 4, kBlockBytes) : 0);
+}
 
 inline uint64_t MoeFinalizeRoutingGradKey(MoeFloat data, MoeFloat scales) {
   if (data == MoeFloat::kF32) return kMoeFinalizeRoutingGradKeyF32;
@@ -107,9 +127,9 @@ inline MoeFinalizeRoutingGradTiling ComputeMoeFinalizeRoutingGradTiling(const Mo
   const uint64_t hidden = p.hidden > 0 ? uint64_t(p.hidden) : 1;  // chunk sizes for H = 0 stay valid
 
   const uint64_t batchRows = MoeFinalizeRoutingBatchRows(p.rows, p.topK);
-  uint64_t mapSlots = AlignUp(CeilDiv(uint64_t(p.expandedRows), blocks), 8);
-  if (mapSlots > 4096) mapSlots = 4096;
-  if (mapSlots < 8) mapSlots = 8;
+  uint64_t windowSlots = AlignUp(CeilDiv(uint64_t(p.expandedRows), blocks), 8);
+  if (windowSlots > kMoeGradMaxWindow) windowSlots = kMoeGradMaxWindow;
+  if (windowSlots < 8) windowSlots = 8;
 
   // grad_bias items: ideally one per block with all experts (each grad_y slice is read once);
   // fewer experts per item when their accumulators would not fit the budget.
@@ -124,7 +144,7 @@ inline MoeFinalizeRoutingGradTiling ComputeMoeFinalizeRoutingGradTiling(const Mo
   }
   const uint64_t fixed =
       MoeFinalizeRoutingGradUbBatch(batchRows, p.topK, rowMajor, scalesBytes, p.hasScales, p.hasBias) +
-      MoeFinalizeRoutingGradUbMap(mapSlots) + kMoeGradReduceBytes +
+      MoeFinalizeRoutingGradUbWindow(windowSlots, p.hasScales) + kMoeGradReduceBytes +
       (p.hasBias ? MoeFinalizeRoutingGradUbBias(biasColsPad, biasExperts, dataBytes) : 0);
   uint64_t hCap = fixed >= platform.ubSize ? 0 : (platform.ubSize - fixed) / MoeFinalizeRoutingGradUbPerH(dataBytes);
   hCap = (hCap > kMoeGradMaxChunk ? kMoeGradMaxChunk : hCap) / 16 * 16;
@@ -146,7 +166,7 @@ inline MoeFinalizeRoutingGradTiling ComputeMoeFinalizeRoutingGradTiling(const Mo
   d.biasNumel = p.hasBias ? p.biasRows * p.hidden : p.biasNumel;
   d.hChunk = static_cast<uint32_t>(hChunk);
   d.batchRows = static_cast<uint32_t>(batchRows);
-  d.mapSlots = static_cast<uint32_t>(mapSlots);
+  d.windowSlots = static_cast<uint32_t>(windowSlots);
   // The kernel loads a grad_y slice of biasCols into an H-chunk buffer.
   d.biasCols = static_cast<uint32_t>(biasCols < hChunk ? biasCols : hChunk);
   d.biasColsPad = static_cast<uint32_t>(biasColsPad);
@@ -154,6 +174,7 @@ inline MoeFinalizeRoutingGradTiling ComputeMoeFinalizeRoutingGradTiling(const Mo
   d.dropPadMode = static_cast<uint32_t>(p.dropPadMode);
   d.hasBias = p.hasBias;
   d.hasScales = p.hasScales;
+  t.workspaceBytes = MoeFinalizeRoutingGradWorkspace(uint64_t(p.rows) * uint64_t(p.topK), p.hasScales);
   t.blockDim = static_cast<uint32_t>(blocks);
   t.tilingKey = MoeFinalizeRoutingGradKey(p.dataType, p.scalesType);
   return t;

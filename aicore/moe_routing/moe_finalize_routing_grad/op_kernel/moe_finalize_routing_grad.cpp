@@ -1,11 +1,12 @@
 // moe_finalize_routing_grad (CANN MoeFinalizeRoutingV2Grad, plus the bias gradient). For each
 // contributing pair (r,k) with slot j = j(r,k) of expanded_x (j in [0, N), see the forward):
-//   grad_expanded_x[j] = s[r,k] * grad_y[r]                      (slots no pair maps to: 0)
+//   grad_expanded_x[j] = sum over the pairs naming j, in ascending pair order r*K + k,
+//                        of s[r,k] * grad_y[r]                   (slots no pair names: 0)
 //   grad_scales[r,k]   = <expanded_x[j] + bias[expert_idx[r,k]], grad_y[r]>   (else 0)
 //   grad_bias[e]       = sum over pairs of expert e, in pair order, of s[r,k] * grad_y[r]
-// The work is split so that every output element is written once, by one block (see the host
-// tiling): no atomics, no cross-block barrier, and fixed accumulation orders make the result
-// bitwise reproducible.
+// The work is split so that every output element gets its final value from one block, in an
+// order fixed by the index (see the host tiling): no atomics, and the result is bitwise
+// reproducible whatever the block count. expanded_x is read only for grad_scales.
 #include "../../moe_finalize_routing_common.h"
 #include "moe_finalize_routing_grad_tiling_data.h"
 
@@ -32,7 +33,7 @@ class MoeFinalizeRoutingGradKernel {
 
   __aicore__ inline void Init(GM_ADDR gradY, GM_ADDR expandedRowIdx, GM_ADDR expandedX, GM_ADDR scales,
                               GM_ADDR expertIdx, GM_ADDR bias, GM_ADDR gradExpandedX, GM_ADDR gradScales,
-                              GM_ADDR gradBias, const MoeFinalizeRoutingGradTilingData &td) {
+                              GM_ADDR gradBias, GM_ADDR workspace, const MoeFinalizeRoutingGradTilingData &td) {
     rows_ = td.rows;
     topK_ = static_cast<uint32_t>(td.topK);
     hidden_ = td.hidden;
@@ -42,7 +43,7 @@ class MoeFinalizeRoutingGradKernel {
     biasNumel_ = td.biasNumel;
     hChunk_ = td.hChunk;
     batchRows_ = td.batchRows;
-    mapSlots_ = td.mapSlots;
+    windowSlots_ = td.windowSlots;
     biasCols_ = td.biasCols;
     biasColsPad_ = td.biasColsPad;
     biasExperts_ = td.biasExperts;
@@ -55,6 +56,11 @@ class MoeFinalizeRoutingGradKernel {
     gradScalesGm_.SetGlobalBuffer((__gm__ S *)gradScales, scalesNumel_);
     gradBiasGm_.SetGlobalBuffer((__gm__ T *)gradBias, biasNumel_);
     if (hasBias_) biasGm_.SetGlobalBuffer((__gm__ T *)bias, uint64_t(biasRows_) * hidden_);
+    // The chains, laid out as MoeFinalizeRoutingGradWorkspace says.
+    const uint64_t pairs = uint64_t(rows_) * topK_;
+    GM_ADDR chains = GetUserWorkspace(workspace);
+    nextGm_.SetGlobalBuffer((__gm__ int32_t *)chains, pairs);
+    if (hasScales_) pairScaleGm_.SetGlobalBuffer((__gm__ float *)(chains + UbBytes(pairs, 4)), pairs);
 
     // Same sizes as the MoeFinalizeRoutingGradUb* formulas of the host tiling.
     const uint32_t chunkBytes = hChunk_ * sizeof(T);
@@ -74,7 +80,9 @@ class MoeFinalizeRoutingGradKernel {
       pipe_.InitBuffer(dotBuf_, UbBytes(entries, 4));
       pipe_.InitBuffer(gradScalesQ_, 1, UbBytes(entries, sizeof(S)));
     }
-    pipe_.InitBuffer(slotMapBuf_, mapSlots_ * 4);
+    pipe_.InitBuffer(firstBuf_, windowSlots_ * 4);
+    pipe_.InitBuffer(lastBuf_, windowSlots_ * 4);
+    if (hasScales_) pipe_.InitBuffer(firstScaleBuf_, windowSlots_ * 4);
     pipe_.InitBuffer(reduceBuf_, 32 + kReduceScratchBytes);
     if (hasBias_) {
       pipe_.InitBuffer(biasAcc_, biasExperts_ * biasColsPad_ * 4);
@@ -89,13 +97,16 @@ class MoeFinalizeRoutingGradKernel {
     OrderPipes<HardEvent::V_MTE3>(&pipe_);
 
     TokenRows();
-    EmptySlots();
     if (hasBias_) {
       GradBias();
     } else if (GetBlockIdx() == 0) {
       ZeroFill(gradBiasGm_, biasNumel_);
     }
     if (!hasScales_ && GetBlockIdx() == 0) ZeroFill(gradScalesGm_, scalesNumel_);
+    // The slot pass overwrites what the token pass wrote to slots named more than once.
+    PipeBarrier<PIPE_ALL>();
+    SyncAll();
+    Slots();
   }
 
  private:
@@ -108,7 +119,7 @@ class MoeFinalizeRoutingGradKernel {
     for (int64_t i = 0; i < count; i += step) CopyOut(dst[i], zero, static_cast<uint32_t>(Min64(count - i, step)));
   }
 
-  // ---- token rows: grad_expanded_x of mapped slots, grad_scales --------------------------------
+  // ---- token rows: grad_expanded_x of slots named once, grad_scales -----------------------------
 
   __aicore__ inline void TokenRows() {
     int64_t begin, end;
@@ -143,7 +154,8 @@ class MoeFinalizeRoutingGradKernel {
   }
 
   // Chunk [h0, h0 + len) of token row r (batch row i): writes s * grad_y[r] to the slot of each
-  // contributing pair and, with scales, adds the pair's partial dot product to dots.
+  // contributing pair (final unless another pair names the slot too: the slot pass rewrites
+  // those) and, with scales, adds the pair's partial dot product to dots.
   __aicore__ inline void RowChunk(const LocalTensor<float> &dots, int64_t r, uint32_t i, int64_t h0, uint32_t len) {
     LocalTensor<T> gy = gradYQ_.AllocTensor<T>();
     CopyIn(gy, gradYGm_[r * hidden_ + h0], len);
@@ -186,32 +198,95 @@ class MoeFinalizeRoutingGradKernel {
     dots.SetValue(pair, dots.GetValue(pair) + sum.GetValue(0));
   }
 
-  // ---- empty slots: zeros where no pair maps ---------------------------------------------------
+  // ---- slots: zeros where no pair maps, ordered sums where several do ---------------------------
 
-  __aicore__ inline void EmptySlots() {
+  __aicore__ inline void Slots() {
     int64_t begin, end;
     BlockRange(expandedRows_, begin, end);
-    const LocalTensor<int32_t> mapped = slotMapBuf_.Get<int32_t>();
-    for (int64_t lo = begin; lo < end; lo += mapSlots_) {
-      const int64_t hi = Min64(end, lo + mapSlots_);
-      Duplicate(mapped, int32_t(0), static_cast<int32_t>(hi - lo));
-      PipeBarrier<PIPE_ALL>();
-      for (int64_t r0 = 0; r0 < rows_; r0 += batchRows_) {
-        const uint32_t nb = batch_.Rows(r0, rows_);
-        batch_.Load(r0, nb, false, false);
-        for (uint32_t i = 0; i < nb; ++i) {
-          for (uint32_t k = 0; k < topK_; ++k) {
-            const int64_t j = batch_.Slot(i, k);
-            if (j >= lo && j < hi) mapped.SetValue(uint32_t(j - lo), int32_t(1));
-          }
-        }
-        batch_.Free();
-      }
+    for (int64_t lo = begin; lo < end; lo += windowSlots_) {
+      const int64_t hi = Min64(end, lo + windowSlots_);
+      ChainWindow(lo, hi);
       for (int64_t j = lo; j < hi; ++j) {
-        if (mapped.GetValue(uint32_t(j - lo)) != 0) continue;
-        for (int64_t h0 = 0; h0 < hidden_; h0 += hChunk_) CopyOut(gradXGm_[j * hidden_ + h0], zero_, ChunkLen(h0));
+        const uint32_t w = uint32_t(j - lo);
+        const int32_t first = first_.GetValue(w);
+        if (first < 0) {
+          for (int64_t h0 = 0; h0 < hidden_; h0 += hChunk_) CopyOut(gradXGm_[j * hidden_ + h0], zero_, ChunkLen(h0));
+        } else if (last_.GetValue(w) != first) {
+          const float scale = hasScales_ ? firstScale_.GetValue(w) : 1.0f;
+          const int32_t last = last_.GetValue(w);
+          for (int64_t h0 = 0; h0 < hidden_; h0 += hChunk_) SumChain(j, first, scale, last, h0, ChunkLen(h0));
+        }
       }
     }
+  }
+
+  // One scan of the pairs in ascending order: first_/last_ get the first and last pair naming
+  // each slot of [lo, hi) (-1: none), and each later pair is linked from the one before it, with
+  // its scale, in the workspace. Every pair belongs to one slot, so to one block: no other block
+  // touches its chain entries.
+  __aicore__ inline void ChainWindow(int64_t lo, int64_t hi) {
+    first_ = firstBuf_.Get<int32_t>();
+    last_ = lastBuf_.Get<int32_t>();
+    if (hasScales_) firstScale_ = firstScaleBuf_.Get<float>();
+    // The previous window's scalar writes land before the vector fill.
+    OrderPipes<HardEvent::S_V>(&pipe_);
+    Duplicate(first_, int32_t(-1), static_cast<int32_t>(hi - lo));
+    OrderPipes<HardEvent::V_S>(&pipe_);
+    for (int64_t r0 = 0; r0 < rows_; r0 += batchRows_) {
+      const uint32_t nb = batch_.Rows(r0, rows_);
+      batch_.Load(r0, nb, hasScales_, false);
+      for (uint32_t i = 0; i < nb; ++i) {
+        for (uint32_t k = 0; k < topK_; ++k) {
+          const int64_t j = batch_.Slot(i, k);
+          if (j < lo || j >= hi) continue;
+          const uint32_t w = uint32_t(j - lo);
+          const int32_t pair = static_cast<int32_t>((r0 + i) * topK_ + k);
+          if (first_.GetValue(w) < 0) {
+            first_.SetValue(w, pair);
+            if (hasScales_) firstScale_.SetValue(w, batch_.Scale(i, k));
+          } else {
+            nextGm_.SetValue(uint64_t(last_.GetValue(w)), pair);
+            if (hasScales_) pairScaleGm_.SetValue(uint64_t(pair), batch_.Scale(i, k));
+          }
+          last_.SetValue(w, pair);
+        }
+      }
+      batch_.Free();
+    }
+  }
+
+  // Chunk [h0, h0 + len) of slot j: the sum, in fp32 and chain (pair) order, of s * grad_y[r]
+  // over the pairs from `first` to `last`.
+  __aicore__ inline void SumChain(int64_t j, int32_t first, float firstScale, int32_t last, int64_t h0,
+                                  uint32_t len) {
+    LocalTensor<T> out = outQ_.AllocTensor<T>();
+    LocalTensor<float> acc;
+    if constexpr (IsSame<T, float>::value) {
+      acc = out;
+    } else {
+      acc = f32C_.Get<float>();
+    }
+    Duplicate(acc, 0.0f, len);
+    int32_t pair = first;
+    float scale = firstScale;
+    while (true) {
+      LocalTensor<T> gy = gradYQ_.AllocTensor<T>();
+      CopyIn(gy, gradYGm_[(pair / topK_) * hidden_ + h0], len);
+      gradYQ_.EnQue(gy);
+      gy = gradYQ_.DeQue<T>();
+      const LocalTensor<float> g = ToFloat(gy, f32A_, len);
+      Muls(g, g, scale, len);
+      Add(acc, acc, g, len);
+      gradYQ_.FreeTensor(gy);
+      if (pair == last) break;
+      pair = nextGm_.GetValue(uint64_t(pair));
+      scale = hasScales_ ? pairScaleGm_.GetValue(uint64_t(pair)) : 1.0f;
+    }
+    if constexpr (!IsSame<T, float>::value) Cast(out, acc, RoundMode::CAST_RINT, len);
+    outQ_.EnQue(out);
+    out = outQ_.DeQue<T>();
+    CopyOut(gradXGm_[j * hidden_ + h0], out, len);
+    outQ_.FreeTensor(out);
   }
 
   // ---- grad_bias -------------------------------------------------------------------------------
@@ -282,17 +357,21 @@ class MoeFinalizeRoutingGradKernel {
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECOUT, 2> outQ_;
   TQue<QuePosition::VECOUT, 1> gradScalesQ_;
-  TBuf<TPosition::VECCALC> zeroBuf_, f32A_, f32B_, f32C_, dotBuf_, slotMapBuf_, reduceBuf_, biasAcc_, biasOut_,
-      biasTmp_;
+  TBuf<TPosition::VECCALC> zeroBuf_, f32A_, f32B_, f32C_, dotBuf_, firstBuf_, lastBuf_, firstScaleBuf_, reduceBuf_,
+      biasAcc_, biasOut_, biasTmp_;
   MoeRoutingBatch<S> batch_;
 
   GlobalTensor<T> gradYGm_, xGm_, biasGm_, gradXGm_, gradBiasGm_;
   GlobalTensor<S> gradScalesGm_;
+  GlobalTensor<int32_t> nextGm_;
+  GlobalTensor<float> pairScaleGm_;
 
   LocalTensor<T> zero_;
+  LocalTensor<int32_t> first_, last_;
+  LocalTensor<float> firstScale_;
 
   int64_t rows_ = 0, hidden_ = 0, expandedRows_ = 0, biasRows_ = 0, scalesNumel_ = 0, biasNumel_ = 0;
-  uint32_t topK_ = 1, hChunk_ = 0, batchRows_ = 1, mapSlots_ = 8;
+  uint32_t topK_ = 1, hChunk_ = 0, batchRows_ = 1, windowSlots_ = 8;
   uint32_t biasCols_ = 1, biasColsPad_ = 16, biasExperts_ = 1;
   bool hasBias_ = false, hasScales_ = false;
 };
@@ -300,9 +379,10 @@ class MoeFinalizeRoutingGradKernel {
 template <typename T, typename S>
 __aicore__ inline void Run(GM_ADDR gradY, GM_ADDR expandedRowIdx, GM_ADDR expandedX, GM_ADDR scales,
                            GM_ADDR expertIdx, GM_ADDR bias, GM_ADDR gradExpandedX, GM_ADDR gradScales,
-                           GM_ADDR gradBias, const MoeFinalizeRoutingGradTilingData &td) {
+                           GM_ADDR gradBias, GM_ADDR workspace, const MoeFinalizeRoutingGradTilingData &td) {
   MoeFinalizeRoutingGradKernel<T, S> op;
-  op.Init(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias, td);
+  op.Init(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias, workspace,
+          td);
   op.Process();
 }
 
@@ -318,18 +398,18 @@ extern "C" __global__ __aicore__ void moe_finalize_routing_grad(GM_ADDR gradY, G
   // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS); see kMoeFinalizeRoutingGradKey*.
   if (TILING_KEY_IS(1)) {
     Run<float, float>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias,
-                      td);
+                      workspace, td);
   } else if (TILING_KEY_IS(2)) {
     Run<half, half>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias,
-                    td);
+                    workspace, td);
   } else if (TILING_KEY_IS(3)) {
     Run<half, float>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias,
-                     td);
+                     workspace, td);
   } else if (TILING_KEY_IS(4)) {
     Run<bfloat16_t, bfloat16_t>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX,
-                                gradScales, gradBias, td);
+                                gradScales, gradBias, workspace, td);
   } else if (TILING_KEY_IS(5)) {
     Run<bfloat16_t, float>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales,
-                           gradBias, td);
+                           gradBias, workspace, td);
   }
 }

@@ -14,7 +14,7 @@ struct MoeFinalizeRoutingGradTilingData {
   int64_t biasNumel;     // elements of grad_bias (E*H, or the placeholder's count without bias)
   uint32_t hChunk;       // H elements per UB chunk (a multiple of 16)
   uint32_t batchRows;    // rows whose indices, scales and experts are loaded at once
-  uint32_t mapSlots;     // slots of grad_expanded_x checked for a mapped pair per index scan
+  uint32_t windowSlots;  // slots of grad_expanded_x whose pairs one index scan gathers
   uint32_t biasCols;     // grad_bias: H columns of one work item ...
   uint32_t biasColsPad;  // ... padded to 16 elements: the UB row pitch of the accumulators
   uint32_t biasExperts;  // grad_bias: experts accumulated at once by one work item
