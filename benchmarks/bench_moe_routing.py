@@ -39,8 +39,6 @@ import numpy as np  # noqa: E402
 from mindspore import ops  # noqa: E402
 
 import ms_ops  # noqa: E402
-from ms_ops._custom import custom_op  # noqa: E402
-from ms_ops.kernels.moe_routing import MOE_FINALIZE_ROUTING_GRAD, MOE_INIT_ROUTING_GRAD  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DTYPES = {"fp32": ms.float32, "bf16": ms.bfloat16}
@@ -95,17 +93,11 @@ def make_providers(shape):
         expanded, row_idx = msops_init(x, idx)
         return msops_finalize(expanded, row_idx, s)
 
-    init_grad = custom_op(MOE_INIT_ROUTING_GRAD, top_k=top_k, drop_pad_mode=0, active_num=0)
-    fin_grad = custom_op(MOE_FINALIZE_ROUTING_GRAD, drop_pad_mode=2, has_bias=False,
-                         has_scales=True)
-
     def msops_init_grad(d_expanded, row_idx):
-        return init_grad(d_expanded, row_idx)
+        return ms_ops.moe_init_routing_grad(d_expanded, row_idx, top_k)
 
     def msops_finalize_grad(d_out, row_idx, expanded, s):
-        # The placeholders the forward op passes for its absent inputs (expert_idx, bias).
-        return fin_grad(d_out, row_idx, expanded, s, ops.zeros((1,), ms.int32),
-                        ops.zeros((1,), expanded.dtype))
+        return ms_ops.moe_finalize_routing_grad(d_out, row_idx, expanded, s)
 
     def composed_init_f32(x, idx):
         key = idx.reshape(-1) * n + ops.arange(n, dtype=ms.int32)
