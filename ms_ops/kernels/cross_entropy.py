@@ -34,3 +34,13 @@ FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD = OpDesc(
     dtype_rows=tuple((F32, t, t, U8, g, F32, F32, F32, t, t)
                      for t in (F32, F16, BF16) for g in (I32, I64)),
 )
+
+# ms_ops's own (no CANN counterpart): the per-token loss and both gradients of its sum in one
+# pass, token block by token block ("grad in forward"); block_bytes bounds one block's fp32 logits.
+FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD = OpDesc(
+    name="fused_linear_cross_entropy_grad_in_forward",
+    inputs=("input", "weight", "target"),
+    outputs=("loss", "input_grad", "weight_grad"),
+    attrs=(("ignore_index", "int"), ("label_smoothing", "float"), ("block_bytes", "int")),
+    dtype_rows=tuple((t, t, g, F32, t, t) for t in (F32, F16, BF16) for g in (I32, I64)),
+)
