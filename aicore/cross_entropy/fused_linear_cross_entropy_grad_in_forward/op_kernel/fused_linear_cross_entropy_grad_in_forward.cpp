@@ -12,7 +12,7 @@
 //  1. logits: (V tile, row chunk) parts round-robin over the blocks; each part's logits into the
 //     workspace by Matmul, then the part's per-row partials: max, exp-sum relative to that max,
 //     target logit (0 outside the tile) and logit sum.
-//  2. combine: the block's rows over the blocks; the partials folded in tile order into the row
+//  2. combine: the token block's rows over the blocks; the partials folded in tile order into the row
 //     max M and exp-sum S; the loss.
 //  3. G: the parts again; each turns its logits into G in place, in the input dtype (the cube
 //     multiplies operands of one dtype), over the first bytes of the part.
@@ -20,7 +20,10 @@
 //     the chunks in order; (row chunk, H slice) units round-robin the other way round, each
 //     input_grad slice = sum over the tiles in order of G[chunk, tile] W[tile, slice].
 // Every output element has one writer per token block and a fixed order of contributions: the
-// results are bitwise reproducible. weight_grad accumulates over the token blocks in place (fp32)
+// results are bitwise reproducible, and do not depend on block_bytes either (every sum runs over
+// the same parts in the same global order). The loss-grad kernel recomputes the logits and so
+// pairs V tiles with rotating row chunks, step by step; here G is stored, so each output region
+// gets one owner and the parallelism is not bound to the chunks of a token block. weight_grad accumulates over the token blocks in place (fp32)
 // or in fp32 accumulators (fp16/bf16) rounded into it after the last token block; fp16/bf16
 // input_grad rows are rounded from their fp32 accumulator after their token block.
 #include "../../flce_grad_common.h"
