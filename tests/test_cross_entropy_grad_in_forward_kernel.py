@@ -8,7 +8,10 @@ with ``reduction="sum"``). "Naive" is the reference's ``rnd`` version: the same 
 step rounded to the input dtype and the products accumulated in float32. ``block_bytes`` sets the
 token block (rows whose fp32 logits fit it, in whole chunks of min(128, N rounded up to 16)).
 """
+import os
 import re
+import subprocess
+import sys
 
 import mindspore as ms
 import numpy as np
@@ -137,6 +140,23 @@ def test_deterministic(dtype):
     for _ in range(2):
         for a, b in zip(run(c, 0.1, budget(256, 2600)), first):
             np.testing.assert_array_equal(a, b)
+
+
+def test_deterministic_across_thread_counts(tmp_path):
+    """A process with one OpenMP thread (one core's worth of the twin's cube units, another
+    interleaving of the blocks) gives the same bits."""
+    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]); import test_cross_entropy_grad_in_forward_kernel"
+            " as t; np.random.seed(5); c = t.make_case(300, 40, 1000, 'bf16');"
+            " np.savez(sys.argv[2], *t.run(c, 0.1, t.budget(128, 1000)))")
+    out = tmp_path / "one_thread.npz"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__), str(out)], env=env, check=True,
+                   timeout=300)
+    np.random.seed(5)
+    here = run(make_case(300, 40, 1000, "bf16"), 0.1, budget(128, 1000))
+    with np.load(out) as there:
+        for i, a in enumerate(here):
+            np.testing.assert_array_equal(there[f"arr_{i}"], a)
 
 
 class Fn(ms.nn.Cell):
