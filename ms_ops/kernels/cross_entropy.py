@@ -51,3 +51,13 @@ CROSS_ENTROPY_LOSS_REDUCE_GRAD = OpDesc(
     attrs=(("ignore_index", "int"), ("reduction", "str")),
     dtype_rows=tuple((F32, g, F32, F32) for g in (I32, I64)),
 )
+
+# ms_ops's own (no CANN counterpart): the per-token loss and both gradients of its sum in one
+# pass, token block by token block ("grad in forward"); block_bytes bounds one block's fp32 logits.
+FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD = OpDesc(
+    name="fused_linear_cross_entropy_grad_in_forward",
+    inputs=("input", "weight", "target"),
+    outputs=("loss", "input_grad", "weight_grad"),
+    attrs=(("ignore_index", "int"), ("label_smoothing", "float"), ("block_bytes", "int")),
+    dtype_rows=tuple((t, t, g, F32, t, t) for t in (F32, F16, BF16) for g in (I32, I64)),
+)

@@ -11,7 +11,7 @@
 // of one dtype), then weight_grad tile += G^T X[chunk] and input_grad rows += G W[tile] by Matmul.
 // fp32 accumulates straight into the outputs; fp16/bf16 into fp32 workspace, cast at the end (the
 // weight_grad tile at the end of its round, input_grad after the last step).
-#include "../../../common/kernel_utils.h"
+#include "../../flce_grad_common.h"
 #include "fused_linear_cross_entropy_loss_grad_tiling_data.h"
 #include "lib/matmul_intf.h"
 
@@ -134,11 +134,8 @@ class FlceGradKernel {
   }
 
  private:
-  // Rows [r0, r1) of `total`, split evenly over the blocks.
   __aicore__ inline void BlockRows(int64_t total, int64_t &r0, int64_t &r1) const {
-    const int64_t per = total / blocks_, extra = total % blocks_;
-    r0 = block_ * per + Min64(block_, extra);
-    r1 = r0 + per + (block_ < extra ? 1 : 0);
+    BlockShare(total, block_, blocks_, r0, r1);
   }
 
   // This block's share of the rows of a [total, H] GM matrix set to zero.
@@ -146,34 +143,11 @@ class FlceGradKernel {
   __aicore__ inline void ZeroRows(const GlobalTensor<U> &dst, int64_t total) {
     int64_t r0, r1;
     BlockRows(total, r0, r1);
-    const uint64_t end = uint64_t(r1) * hidden_, step = td_->ubChunkBytes / sizeof(U);
-    LocalTensor<U> zeros = outQ_.template AllocTensor<U>();
-    // Zero bits are zero in every dtype; 16-bit lanes fill any of them.
-    Duplicate(zeros.template ReinterpretCast<uint16_t>(), uint16_t(0), int32_t(td_->ubChunkBytes / 2));
-    outQ_.EnQue(zeros);
-    zeros = outQ_.template DeQue<U>();
-    for (uint64_t i = uint64_t(r0) * hidden_; i < end; i += step)
-      CopyOut(dst[i], zeros, static_cast<uint32_t>(end - i < step ? end - i : step));
-    outQ_.FreeTensor(zeros);
+    ZeroGm(dst[r0 * hidden_], uint64_t(r1 - r0) * hidden_, outQ_, td_->ubChunkBytes);
   }
 
-  // dst[0, count) = src[0, count) rounded from fp32 to T.
   __aicore__ inline void CastOut(const GlobalTensor<T> &dst, const GlobalTensor<float> &src, uint64_t count) {
-    const uint64_t step = td_->ubChunkBytes / 4;
-    for (uint64_t i = 0; i < count; i += step) {
-      const uint32_t len = static_cast<uint32_t>(count - i < step ? count - i : step);
-      LocalTensor<float> in = inQ_.template AllocTensor<float>();
-      CopyIn(in, src[i], len);
-      inQ_.EnQue(in);
-      in = inQ_.template DeQue<float>();
-      LocalTensor<T> out = outQ_.template AllocTensor<T>();
-      Cast(out, in, RoundMode::CAST_RINT, len);
-      inQ_.FreeTensor(in);
-      outQ_.EnQue(out);
-      out = outQ_.template DeQue<T>();
-      CopyOut(dst[i], out, len);
-      outQ_.FreeTensor(out);
-    }
+    CastGm(dst, src, count, inQ_, outQ_, td_->ubChunkBytes);
   }
 
   // One (V tile, BT chunk) pair; `first`: the tile's first chunk in this round, which overwrites

@@ -1,0 +1,48 @@
+// Tiling of fused_linear_cross_entropy_grad_in_forward, shared by the host tiling function and the
+// kernel.
+#ifndef MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD_TILING_DATA_H_
+#define MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD_TILING_DATA_H_
+
+#include <cstdint>
+
+// The Matmul tiling struct: CANN's AscendC::tiling::TCubeTiling where the toolkit provides it,
+// else the twin's plain struct of the same fields.
+#if __has_include("kernel_tiling/kernel_tiling.h")
+#include "kernel_tiling/kernel_tiling.h"
+using FlceGifCubeTiling = AscendC::tiling::TCubeTiling;
+#else
+#include "twin_cube_tiling.h"
+using FlceGifCubeTiling = TCubeTiling;
+#endif
+
+struct FusedLinearCrossEntropyGradInForwardTilingData {
+  int64_t rows;              // N: tokens
+  int64_t hidden;            // H
+  int64_t vocab;             // V
+  int64_t ignoreIndex;       // target value of tokens that count with weight 0
+  int64_t chunkRows;         // mt: tokens per row chunk (a multiple of 16)
+  int64_t tileCols;          // nt: vocabulary entries per V tile (a multiple of 16)
+  int64_t tiles;             // ceil(V / nt)
+  int64_t blockChunks;       // row chunks per token block
+  int64_t blockRows;         // c = blockChunks * mt: tokens per token block (the last may have fewer)
+  int64_t tokenBlocks;       // ceil(N / c)
+  int64_t tileRows;          // min(c, N): the rows each V tile has room for in the logits workspace
+  int64_t sliceCols;         // hs: input_grad columns of one product unit (a multiple of 16)
+  int64_t slices;            // ceil(H / hs)
+  uint64_t logitsOffset;     // workspace bytes: fp32 logits of a token block, overwritten by G (below)
+  uint64_t statsOffset;      // fp32 per-(V tile, row) partials [tiles][4][tileRows]
+  uint64_t rowStatsOffset;   // fp32 row max and exp-sum of the token block [2][tileRows]
+  uint64_t inputAccOffset;   // fp32 [tileRows, H] input_grad rows of the token block (fp16/bf16 only)
+  uint64_t weightAccOffset;  // fp32 weight_grad accumulators (fp16/bf16 only), see weightAccPerTile
+  uint32_t weightAccPerTile; // 1: one [cols, H] accumulator per V tile ([V, H] in all), kept across
+                             // token blocks; 0 (one token block): one [nt, H] per AscendC block
+  float targetWeight;        // 1 - label_smoothing
+  float smoothPerClass;      // label_smoothing / V
+  uint32_t ubChunkBytes;     // bytes of each of the four UB row buffers (two in, two out)
+  uint32_t batchRows;        // logits rows per UB pass
+  FlceGifCubeTiling mmLogits; // logits [mt, nt] = X[chunk] W[tile]^T, K = H
+  FlceGifCubeTiling mmWeight; // weight_grad tile [nt, H] (+)= G^T X[chunk], K = mt
+  FlceGifCubeTiling mmInput;  // input_grad slice [mt, hs] (+)= G W[tile, slice], K = nt
+};
+
+#endif  // MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD_TILING_DATA_H_
