@@ -29,3 +29,13 @@ def test_cell_rejects_mismatched_inputs(mode, case):
     with pytest.raises(exc, match=text):
         head(ms.Tensor(bad["hidden"]), ms.Tensor(bad["target"]))
     assert np.isfinite(head(ms.Tensor(args["hidden"]), ms.Tensor(args["target"])).asnumpy())
+
+
+def test_cell_zero_tokens(mode):
+    """No token: the mean loss over nothing is NaN (as PyTorch), the weight gradient zeros."""
+    head = ms_ops.nn.FusedLinearCrossEntropyLoss(16, 100)
+    hidden, target = ms.Tensor(np.zeros((0, 16)), ms.float32), ms.Tensor(np.zeros(0, np.int32))
+    loss, (d_weight,) = ms.value_and_grad(head, grad_position=None, weights=head.trainable_params())(hidden, target)
+    assert loss.shape == () and np.isnan(loss.asnumpy())
+    assert d_weight.shape == (100, 16)
+    np.testing.assert_array_equal(d_weight.asnumpy(), 0)

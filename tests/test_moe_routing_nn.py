@@ -134,6 +134,7 @@ ms.set_context(mode=ms.GRAPH_MODE)
 net = ms_ops.nn.MoE(16, 32, 4)
 x = ms.Tensor(np.random.randn(6, 16), ms.float32)
 net(x)
+print(net(ms.Tensor(np.zeros((0, 16)), ms.float32)).shape)
 
 
 def loss(x):
@@ -146,12 +147,26 @@ print("done")
 
 
 def test_moe_graph_compile_is_quiet(tmp_path):
-    """Compiling MoE and its gradient prints no MindSpore warning (GLOG_v=2 shows them; the unused
-    routing outputs once made two ANALYZER warnings per compile)."""
+    """Compiling MoE and its gradient, and a call with zero tokens, print no MindSpore warning
+    (GLOG_v=2 shows them; the unused routing outputs once made two ANALYZER warnings per
+    compile, and the router's ops warn on empty tensors)."""
     script = tmp_path / "moe_quiet.py"
     script.write_text(QUIET_SCRIPT)
     env = dict(os.environ, GLOG_v="2")
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=300)
-    assert proc.returncode == 0 and "done" in proc.stdout, proc.stderr[-3000:]
+    assert proc.returncode == 0 and "(0, 16)\ndone" in proc.stdout, proc.stderr[-3000:]
     assert "WARNING" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_moe_zero_tokens(mode):
+    """No token: an empty output of x's shape and dtype, and zero gradients for every parameter."""
+    cell = MoE(16, 32, num_experts=4)
+    x = ms.Tensor(np.zeros((2, 0, 16)), ms.float32)
+    out = cell(x)
+    assert out.shape == (2, 0, 16) and out.dtype == ms.float32
+    grads = ms.grad(cell, grad_position=None, weights=cell.trainable_params())(x)
+    assert len(grads) == 3
+    for p, g in zip(cell.trainable_params(), grads):
+        assert g.shape == p.shape
+        np.testing.assert_array_equal(g.asnumpy(), 0, err_msg=p.name)

@@ -6,7 +6,7 @@ from mindspore import Parameter, ops
 from mindspore.common.initializer import Normal, initializer
 
 from ms_ops.nn._graph import RecoveringCell
-from ms_ops.ops._validation import FLOAT_DTYPES, check_dim, check_dtype, check_tensor
+from ms_ops.ops._validation import FLOAT_DTYPES, check_dim, check_dtype, check_tensor, known
 from ms_ops.ops.moe_routing import moe_finalize_routing, moe_init_routing
 
 
@@ -43,7 +43,10 @@ class MoE(RecoveringCell):
         x (Tensor): ``[..., H]`` float32/float16/bfloat16; its last dimension must be
             ``hidden_size`` (checked: a mismatch raises ``ValueError``, it is never reinterpreted
             as a different token count). In GRAPH mode the token count must be static unless
-            ``expert_capacity`` is given (it sets C).
+            ``expert_capacity`` is given (it sets C). Zero tokens give an empty output and zero
+            parameter gradients; with a token count unknown at compile time (GRAPH mode,
+            ``set_inputs`` with ``None``) zero tokens reach MindSpore's router ops, which warn
+            on empty tensors and whose TopK gradient fails on them.
 
     Outputs:
         Tensor of the shape and dtype of ``x``.
@@ -89,6 +92,10 @@ class MoE(RecoveringCell):
         check_dtype("MoE", "x", x, FLOAT_DTYPES)
         shape = x.shape
         tokens = x.reshape(-1, self.hidden_size)
+        if known(tokens.shape[0]) and tokens.shape[0] == 0:
+            # No token: the output is x itself (empty), and no parameter gets a gradient. The
+            # router's MindSpore ops would warn on the empty tensors and TopK's gradient fails.
+            return x
         probs = ops.softmax(ops.matmul(tokens.astype(ms.float32), self.router), axis=-1)
         weights, expert_idx = ops.topk(probs, self.top_k)
         if self.normalize_top_k:
