@@ -1,7 +1,7 @@
 // Conversions between gert/ge types and the plain values of the pure tiling and inference
 // functions, shared by the CANN registrations (CANN-only: never compiled by the CPU build).
-#ifndef MS_OPS_COMMON_CANN_HOST_H_
-#define MS_OPS_COMMON_CANN_HOST_H_
+#ifndef MS_OPS_CANN_CANN_HOST_H_
+#define MS_OPS_CANN_CANN_HOST_H_
 
 #include <cstdint>
 #include <vector>
@@ -42,4 +42,4 @@ FloatEnum ToFloatEnum(ge::DataType d) {
 
 }  // namespace ms_ops
 
-#endif  // MS_OPS_COMMON_CANN_HOST_H_
+#endif  // MS_OPS_CANN_CANN_HOST_H_

@@ -1,8 +1,8 @@
 // The AI Core configuration every ms_ops OpDef registers (CANN-only: never compiled by the CPU
 // build). All our kernels take their shapes from the tiling at run time, so one binary per dtype
 // serves every shape and rank.
-#ifndef MS_OPS_COMMON_CANN_OP_DEF_H_
-#define MS_OPS_COMMON_CANN_OP_DEF_H_
+#ifndef MS_OPS_CANN_CANN_OP_DEF_H_
+#define MS_OPS_CANN_CANN_OP_DEF_H_
 
 #include "register/op_def_registry.h"
 
@@ -25,4 +25,4 @@ inline void AddAiCoreConfig(ops::OpDef &def, const char *kernelFile) {
 
 }  // namespace ms_ops
 
-#endif  // MS_OPS_COMMON_CANN_OP_DEF_H_
+#endif  // MS_OPS_CANN_CANN_OP_DEF_H_

@@ -1,8 +1,8 @@
 // The CANN side of platform.h, for the TilingFunc registrations (CANN-only: never compiled by the
 // CPU build). Fills PlatformInfo from PlatformAscendC with the same meaning as the twin's Atlas A2
 // profile, so that the pure tiling functions size UB alike on both targets.
-#ifndef MS_OPS_COMMON_CANN_PLATFORM_H_
-#define MS_OPS_COMMON_CANN_PLATFORM_H_
+#ifndef MS_OPS_CANN_CANN_PLATFORM_H_
+#define MS_OPS_CANN_CANN_PLATFORM_H_
 
 #include <cstdint>
 
@@ -41,4 +41,4 @@ ge::graphStatus SetTiling(gert::TilingContext *context, const platform_ascendc::
 
 }  // namespace ms_ops
 
-#endif  // MS_OPS_COMMON_CANN_PLATFORM_H_
+#endif  // MS_OPS_CANN_CANN_PLATFORM_H_

@@ -10,35 +10,11 @@
 #include "cann_platform.h"
 #include "fused_linear_cross_entropy_grad_in_forward_infer.h"
 #include "fused_linear_cross_entropy_grad_in_forward_tiling.h"
-#include "tiling/tiling_api.h"
+#include "../../cross_entropy_cann_tiling.h"
 
 namespace {
 
 enum AttrIndex : size_t { kIgnoreIndex, kLabelSmoothing, kBlockBytes };
-
-matmul_tiling::DataType ToCubeType(ms_ops::CeFloat t) {
-  return t == ms_ops::CeFloat::kF32 ? matmul_tiling::DataType::DT_FLOAT
-         : t == ms_ops::CeFloat::kF16 ? matmul_tiling::DataType::DT_FLOAT16
-                                      : matmul_tiling::DataType::DT_BF16;
-}
-
-// The library's tiling of the product whose shape `shape` gives (A transposed when transA, B when
-// transB, fp32 GM result); false when the API finds none. `shape` is a copy: callers pass the
-// tiling that `out` overwrites.
-bool CubeTiling(const platform_ascendc::PlatformAscendC &ascendc, const AscendC::tiling::TCubeTiling shape,
-                matmul_tiling::DataType in, bool transA, bool transB, AscendC::tiling::TCubeTiling &out) {
-  matmul_tiling::MatmulApiTiling api(ascendc);
-  api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, in, transA);
-  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, in, transB);
-  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
-  api.SetShape(shape.M, shape.N, shape.Ka);
-  api.SetOrgShape(shape.M, shape.N, shape.Ka);
-  api.EnableBias(false);
-  api.SetBufferSpace(-1, -1, -1);
-  if (api.GetTiling(out) == -1) return false;
-  out.usedCoreNum = shape.usedCoreNum;
-  return true;
-}
 
 }  // namespace
 
@@ -73,10 +49,10 @@ static ge::graphStatus FusedLinearCrossEntropyGradInForwardTilingFunc(gert::Tili
     return ge::GRAPH_FAILED;
   }
   FusedLinearCrossEntropyGradInForwardTilingData &d = t.data;
-  const matmul_tiling::DataType in = ToCubeType(p.dataType);
-  if (!CubeTiling(ascendc, d.mmLogits, in, false, true, d.mmLogits) ||
-      !CubeTiling(ascendc, d.mmWeight, in, true, false, d.mmWeight) ||
-      !CubeTiling(ascendc, d.mmInput, in, false, false, d.mmInput)) {
+  const matmul_tiling::DataType in = ms_ops::ToCubeType(p.dataType);
+  if (!ms_ops::CubeTiling(ascendc, d.mmLogits, in, false, true, d.mmLogits) ||
+      !ms_ops::CubeTiling(ascendc, d.mmWeight, in, true, false, d.mmWeight) ||
+      !ms_ops::CubeTiling(ascendc, d.mmInput, in, false, false, d.mmInput)) {
     std::fprintf(stderr,
                  "ms_ops fused_linear_cross_entropy_grad_in_forward: tiling: no Matmul tiling for the part shapes\n");
     return ge::GRAPH_FAILED;
