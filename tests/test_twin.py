@@ -29,6 +29,7 @@ SIGNATURES = {
     "twin_strided_copy": [V, V, U, U, U, U],
     "twin_block_ids": [V, U],
     "twin_violation": [I, V, V],
+    "twin_race": [I, V, V],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_sync_sum": [I, V, V, U, U, U],
@@ -381,6 +382,10 @@ VIOLATIONS = [
     (9, "Add: UB address"),
     (10, "Compare: count 48 x 4 bytes = 192 bytes is not a multiple of 256 bytes (strict mode)"),
     (11, "Matmul::IterateAll: out-of-bounds GM access: elements up to 16 of a 8-element GM buffer"),
+    (12, "DataCopyPad: blockCount 4096 exceeds 4095"),
+    (13, "Duplicate: use after FreeTensor: UB bytes [0, 32) (TQue<VECIN> buffer 0 at UB offset 0, byte 0)"),
+    (14, "kernel end: 1 tensor(s) still allocated (AllocTensor without FreeTensor)"),
+    (15, "Adds: the destination (UB offset 544, 64 bytes) partially overlaps a source (UB offset 512, 64 bytes)"),
 ]
 
 
@@ -396,6 +401,64 @@ def test_violation_is_reported_and_recovers(lib, capfd, which, message):
     if which == 2:
         assert f"exceeds the UB budget of {UB_SIZE} bytes" in err
     assert block_ids_ok(lib)
+
+
+# ---- pipe races (twin_race in tests/twin/twin_cases.cpp) ----
+
+TBUF_A = "UB bytes [0, 32) (TBuf at UB offset 0, byte 0)"
+RAW_A = f"Adds: pipe race (read-after-write): Adds on V reads {TBUF_A} that DataCopy on MTE2 wrote, " \
+    "and nothing orders MTE2 before V (EnQue/DeQue of a queue between those pipes, " \
+    "SetFlag/WaitFlag<HardEvent::MTE2_V> or PipeBarrier<PIPE_ALL>) (strict mode)"
+RACES = [
+    (0, RAW_A),
+    (4, f"DataCopy: pipe race (write-after-read): DataCopy on MTE2 writes {TBUF_A} that Adds on V read, "
+        "and nothing orders V before MTE2"),
+    (7, f"DataCopy: pipe race (write-after-write): DataCopy on MTE2 writes {TBUF_A} that Duplicate on V wrote, "
+        "and nothing orders V before MTE2"),
+    (9, f"LocalTensor::GetValue: pipe race (read-after-write): LocalTensor::GetValue on S reads {TBUF_A} that "
+        "DataCopy on MTE2 wrote, and nothing orders MTE2 before S"),
+    (10, RAW_A),  # PipeBarrier<PIPE_V> orders V with itself only
+    (11, "DataCopy: pipe race (read-after-write): DataCopy on MTE3 reads UB bytes [64, 96) (TQue<VECIN> at UB "
+         "offset 64, byte 0) that DataCopy on MTE2 wrote, and nothing orders MTE2 before MTE3"),
+    (12, RAW_A),  # WaitFlag on event id 1 does not wait for SetFlag on id 0
+    (13, "DataCopy: pipe race (read-after-write): DataCopy on MTE3 reads UB bytes [32, 64) (TBuf at UB offset 0, "
+         "byte 32) that Adds on V wrote, and nothing orders V before MTE3"),
+]
+
+
+@pytest.mark.parametrize("which,message", RACES)
+def test_pipe_race_is_reported(lib, capfd, which, message):
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    assert lib.twin_race(which, P(x), P(out)) == 1
+    err = capfd.readouterr().err
+    assert f"ms_ops twin_race: block 0: {message}" in err
+    assert block_ids_ok(lib)
+
+
+# 1 SetFlag/WaitFlag<MTE2_V>, 2 EnQue/DeQue of a VECIN queue, 3 PipeBarrier<PIPE_ALL>,
+# 5 SetFlag/WaitFlag<V_MTE2> before the overwrite, 6 FreeTensor/AllocTensor of a VECIN queue between
+# rounds, 8 PipeBarrier<PIPE_ALL> between two writers.
+@pytest.mark.parametrize("which", [1, 2, 3, 5, 6, 8])
+def test_ordered_pipes_pass(lib, capfd, which):
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    assert lib.twin_race(which, P(x), P(out)) == 0
+    np.testing.assert_array_equal(out, x + 1)
+    assert "ms_ops" not in capfd.readouterr().err
+
+
+def test_pipe_race_warns_once_when_not_strict(lib, capfd, monkeypatch):
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", "0")
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    assert lib.twin_race(0, P(x), P(out)) == 0
+    np.testing.assert_array_equal(out, x + 1)  # the twin's program order hides the race
+    err = capfd.readouterr().err
+    assert "ms_ops twin_race: block 0: Adds: warning: pipe race (read-after-write)" in err
+    assert "on the NPU the result depends on the pipes' timing" in err
+    assert lib.twin_race(0, P(x), P(out)) == 0
+    assert "warning" not in capfd.readouterr().err
 
 
 def test_count_rounds_down_when_not_strict(lib, capfd, monkeypatch):

@@ -134,8 +134,9 @@ inline void FloatToBf16(bfloat16_t *d, const float *s, uint32_t n) {
 template <typename T, typename U>
 inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const RoundMode &roundMode, const uint32_t count) {
   using namespace twin_detail;
-  T *d = VecArg("Cast", dst, count);
-  const U *s = VecArg("Cast", src, count);
+  const U *s = VecIn("Cast", src, count);
+  T *d = VecOut("Cast", dst, count);
+  Disjoint("Cast", d, uint64_t(count) * sizeof(T), s, uint64_t(count) * sizeof(U));
   constexpr bool kToNarrow = std::is_same_v<U, float> && (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>);
   constexpr bool kFromNarrow = std::is_same_v<T, float> && (std::is_same_v<U, half> || std::is_same_v<U, bfloat16_t>);
   if constexpr (kToNarrow) {

@@ -131,6 +131,26 @@ inline uint64_t Span(uint64_t rows, uint64_t rowBytes, uint64_t pitch) {
   return rows == 0 ? 0 : (rows - 1) * pitch + rowBytes;
 }
 
+// The UB side of a row copy as pipe accesses: one span when the rows are adjacent, else row by row
+// (the gaps between rows are not touched).
+inline void UbRows(Pipe pipe, const char *call, const void *p, uint64_t rows, uint64_t rowBytes, uint64_t pitch,
+                   bool write) {
+  ::ms_ops::twin::Races &r = Races();
+  const uint8_t *b = static_cast<const uint8_t *>(p);
+  if (pitch == rowBytes || rows <= 1) {
+    write ? r.Write(pipe, call, b, rows * rowBytes) : r.Read(pipe, call, b, rows * rowBytes);
+    return;
+  }
+  for (uint64_t i = 0; i < rows; ++i)
+    write ? r.Write(pipe, call, b + i * pitch, rowBytes) : r.Read(pipe, call, b + i * pitch, rowBytes);
+}
+
+// blockCount's documented range is [0, 4095]: the field is 12 bits wide in the instruction.
+inline void BlockCount(const char *call, uint32_t count) {
+  if (__builtin_expect(count > 4095, 0))
+    Fail(call, "blockCount " + Str(count) + " exceeds 4095 (split the copy into several calls)");
+}
+
 }  // namespace twin_detail
 
 template <typename T>
@@ -139,6 +159,7 @@ inline void DataCopy(const LocalTensor<T> &dst, const GlobalTensor<T> &src, uint
   const uint64_t n = twin_detail::CopyCount<T>(count);
   twin_detail::UbSpan("DataCopy", dst, n * sizeof(T));
   src.TwinCheck("DataCopy", 0, n);
+  twin_detail::UbWrite(twin_detail::kPipeMte2, "DataCopy", dst.TwinData(), n * sizeof(T));
   std::memcpy(dst.TwinData(), src.TwinData(), n * sizeof(T));
 }
 
@@ -148,6 +169,7 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint
   const uint64_t n = twin_detail::CopyCount<T>(count);
   twin_detail::UbSpan("DataCopy", src, n * sizeof(T));
   dst.TwinCheck("DataCopy", 0, n);
+  twin_detail::UbRead(twin_detail::kPipeMte3, "DataCopy", src.TwinData(), n * sizeof(T));
   twin_detail::ToGm(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
                     n * sizeof(T));
 }
@@ -159,6 +181,8 @@ inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint3
   const uint64_t n = twin_detail::CopyCount<T>(count);
   twin_detail::UbSpan("DataCopy", dst, n * sizeof(T));
   twin_detail::UbSpan("DataCopy", src, n * sizeof(T));
+  twin_detail::UbRead(twin_detail::kPipeV, "DataCopy", src.TwinData(), n * sizeof(T));
+  twin_detail::UbWrite(twin_detail::kPipeV, "DataCopy", dst.TwinData(), n * sizeof(T));
   std::memmove(dst.TwinData(), src.TwinData(), n * sizeof(T));
 }
 
@@ -168,8 +192,10 @@ inline void DataCopy(const LocalTensor<T> &dst, const GlobalTensor<T> &src, cons
   using namespace twin_detail;
   UbAligned("DataCopy", dst.TwinData());
   const uint64_t row = p.blockLen * kBlk, sp = (p.blockLen + p.srcStride) * kBlk, dp = (p.blockLen + p.dstStride) * kBlk;
+  BlockCount("DataCopy", p.blockCount);
   UbSpan("DataCopy", dst, Span(p.blockCount, row, dp));
   GmSpan("DataCopy", src, Span(p.blockCount, row, sp));
+  UbRows(kPipeMte2, "DataCopy", dst.TwinData(), p.blockCount, row, dp, true);
   CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
            p.blockCount, row, dp, sp);
 }
@@ -179,8 +205,10 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, cons
   using namespace twin_detail;
   UbAligned("DataCopy", src.TwinData());
   const uint64_t row = p.blockLen * kBlk, sp = (p.blockLen + p.srcStride) * kBlk, dp = (p.blockLen + p.dstStride) * kBlk;
+  BlockCount("DataCopy", p.blockCount);
   UbSpan("DataCopy", src, Span(p.blockCount, row, sp));
   GmSpan("DataCopy", dst, Span(p.blockCount, row, dp));
+  UbRows(kPipeMte3, "DataCopy", src.TwinData(), p.blockCount, row, sp, false);
   CopyRowsToGm(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
            p.blockCount, row, dp, sp);
 }
@@ -191,8 +219,11 @@ inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, const
   UbAligned("DataCopy", dst.TwinData());
   UbAligned("DataCopy", src.TwinData());
   const uint64_t row = p.blockLen * kBlk, sp = (p.blockLen + p.srcStride) * kBlk, dp = (p.blockLen + p.dstStride) * kBlk;
+  BlockCount("DataCopy", p.blockCount);
   UbSpan("DataCopy", src, Span(p.blockCount, row, sp));
   UbSpan("DataCopy", dst, Span(p.blockCount, row, dp));
+  UbRows(kPipeV, "DataCopy", src.TwinData(), p.blockCount, row, sp, false);
+  UbRows(kPipeV, "DataCopy", dst.TwinData(), p.blockCount, row, dp, true);
   CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
            p.blockCount, row, dp, sp);
 }
@@ -213,8 +244,10 @@ inline void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, c
   if (left > kBlk || right > kBlk) Fail(call, "left/right padding beyond 32 bytes");
   const uint64_t row = ::ms_ops::AlignUp(left + p.blockLen + right, kBlk);
   const uint64_t dp = row + uint64_t(p.dstStride) * kBlk, sp = uint64_t(p.blockLen) + p.srcStride;
+  BlockCount(call, p.blockCount);
   UbSpan(call, dst, Span(p.blockCount, row, dp));
   GmSpan(call, src, Span(p.blockCount, p.blockLen, sp));
+  UbRows(kPipeMte2, call, dst.TwinData(), p.blockCount, row, dp, true);
   uint8_t *d = reinterpret_cast<uint8_t *>(dst.TwinData());
   const uint8_t *s = reinterpret_cast<const uint8_t *>(src.TwinData());
   for (uint64_t r = 0; r < p.blockCount; ++r) {
@@ -252,8 +285,10 @@ inline void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, c
     Fail(call, "blockLen " + Str(p.blockLen) + " bytes is not a multiple of the element size " + Str(sizeof(T)));
   const uint64_t sp = ::ms_ops::AlignUp(p.blockLen, kBlk) + uint64_t(p.srcStride) * kBlk;
   const uint64_t dp = uint64_t(p.blockLen) + p.dstStride;
+  BlockCount(call, p.blockCount);
   UbSpan(call, src, Span(p.blockCount, p.blockLen, sp));
   GmSpan(call, dst, Span(p.blockCount, p.blockLen, dp));
+  UbRows(kPipeMte3, call, src.TwinData(), p.blockCount, p.blockLen, sp, false);
   CopyRowsToGm(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
            p.blockCount, p.blockLen, dp, sp);
 }

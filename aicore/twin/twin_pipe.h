@@ -10,12 +10,48 @@
 #include "twin_tensor.h"
 
 namespace AscendC {
+namespace twin_detail {
+
+// The pipe that fills a buffer at position pos, and the pipe that takes it from there: a queue
+// from src to dst hands its tensors from Producer(src) to Consumer(dst) on EnQue/DeQue, and back
+// on FreeTensor/AllocTensor (VECIN: MTE2 -> V, VECOUT: V -> MTE3, VECCALC: V -> V, no order).
+constexpr Pipe Producer(TPosition pos) {
+  switch (pos) {
+    case TPosition::VECIN: case TPosition::A1: case TPosition::B1: case TPosition::C1: return kPipeMte2;
+    case TPosition::A2: case TPosition::B2: case TPosition::C2: return ::ms_ops::twin::kPipeMte1;
+    case TPosition::CO1: return ::ms_ops::twin::kPipeM;
+    case TPosition::CO2: return ::ms_ops::twin::kPipeFix;
+    default: return kPipeV;
+  }
+}
+constexpr Pipe Consumer(TPosition pos) {
+  switch (pos) {
+    case TPosition::VECOUT: case TPosition::CO2: return kPipeMte3;
+    case TPosition::A1: case TPosition::B1: case TPosition::C1: return ::ms_ops::twin::kPipeMte1;
+    case TPosition::A2: case TPosition::B2: case TPosition::C2: return ::ms_ops::twin::kPipeM;
+    case TPosition::CO1: return ::ms_ops::twin::kPipeFix;
+    default: return kPipeV;
+  }
+}
+
+}  // namespace twin_detail
 
 template <TPosition src, TPosition dst, int32_t depth, auto mask = 0>
 class TQueBind {
   static_assert(depth >= 1, "the twin supports queue depths >= 1");
+  static constexpr twin_detail::Pipe kProducer = twin_detail::Producer(src), kConsumer = twin_detail::Consumer(dst);
+  static constexpr bool kHandsOver = kProducer != kConsumer;
 
  public:
+  // How the race messages name the queue's buffers.
+  static constexpr const char *TwinWhat() {
+    if (src == TPosition::VECIN && dst == TPosition::VECIN) return "TQue<VECIN>";
+    if (src == TPosition::VECOUT && dst == TPosition::VECOUT) return "TQue<VECOUT>";
+    if (src == TPosition::VECCALC && dst == TPosition::VECCALC) return "TQue<VECCALC>";
+    if (src == TPosition::VECIN && dst == TPosition::VECOUT) return "TQueBind<VECIN, VECOUT>";
+    return "TQue";
+  }
+
   template <typename T>
   LocalTensor<T> AllocTensor() {
     if (num_ == 0) twin_detail::Fail("AllocTensor", "queue has no buffers (TPipe::InitBuffer not called)");
@@ -24,6 +60,10 @@ class TQueBind {
       if (state_[i] == kFree) {
         state_[i] = kHeld;
         next_ = (i + 1) % num_;
+        ::ms_ops::twin::Block &blk = ::ms_ops::twin::Current();
+        ++blk.liveTensors;
+        blk.races->MarkFreed(base_ + uint64_t(i) * len_, len_, false);
+        if (kHandsOver) blk.races->Take(kProducer, 1, base_ + uint64_t(i) * len_);
         return Tensor<T>(i);
       }
     }
@@ -41,6 +81,7 @@ class TQueBind {
     if (count_ == static_cast<uint32_t>(depth))
       twin_detail::Fail("EnQue", "queue of depth " + twin_detail::Str(depth) + " is full");
     state_[i] = kQueued;
+    if (kHandsOver) twin_detail::Races().Post(kProducer, 0, t.TwinData());
     fifo_[(head_ + count_++) % kMaxBuffers] = static_cast<uint8_t>(i);
     return true;
   }
@@ -52,6 +93,7 @@ class TQueBind {
     head_ = (head_ + 1) % kMaxBuffers;
     --count_;
     state_[i] = kHeld;
+    if (kHandsOver) twin_detail::Races().Take(kConsumer, 0, base_ + uint64_t(i) * len_);
     return Tensor<T>(i);
   }
   template <typename T>
@@ -63,6 +105,10 @@ class TQueBind {
     if (state_[i] == kFree) twin_detail::Fail("FreeTensor", "buffer is not allocated (double FreeTensor)");
     if (state_[i] == kQueued) twin_detail::Fail("FreeTensor", "tensor is still enqueued");
     state_[i] = kFree;
+    ::ms_ops::twin::Block &blk = ::ms_ops::twin::Current();
+    --blk.liveTensors;
+    blk.races->MarkFreed(t.TwinData(), len_, true);
+    if (kHandsOver) blk.races->Post(kConsumer, 1, t.TwinData());
   }
 
   bool HasTensorInQue() const { return count_ > 0; }
@@ -150,13 +196,13 @@ class TPipe {
   template <class Q>
   bool InitBuffer(Q &que, uint8_t num, uint32_t len) {
     const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
-    que.TwinInit(Carve("InitBuffer", uint64_t(num) * l, num, len), num, l);
+    que.TwinInit(Carve("InitBuffer", uint64_t(num) * l, num, len, Q::TwinWhat(), l), num, l);
     return true;
   }
   template <TPosition pos>
   bool InitBuffer(TBuf<pos> &buf, uint32_t len) {
     const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
-    buf.TwinInit(Carve("InitBuffer", l, 1, len), l);
+    buf.TwinInit(Carve("InitBuffer", l, 1, len, "TBuf", l), l);
     return true;
   }
 
@@ -181,7 +227,7 @@ class TPipe {
   void ReleaseEventID(TEventID) {}
 
  private:
-  uint8_t *Carve(const char *call, uint64_t bytes, uint32_t num, uint32_t len) {
+  uint8_t *Carve(const char *call, uint64_t bytes, uint32_t num, uint32_t len, const char *what, uint32_t stride) {
     if (!owns_) twin_detail::Fail(call, "TPipe already destroyed");
     const uint64_t budget = ::ms_ops::kAtlasA2.ubSize;
     if (block_->ubUsed + bytes > budget)
@@ -189,6 +235,7 @@ class TPipe {
                                   twin_detail::Str(bytes) + " bytes, " + twin_detail::Str(block_->ubUsed) +
                                   " already in use) exceeds the UB budget of " + twin_detail::Str(budget) + " bytes");
     uint8_t *p = block_->ub + block_->ubUsed;
+    block_->races->Carve(block_->ubUsed, bytes, what, num, stride);
     block_->ubUsed += static_cast<uint32_t>(bytes);
     return p;
   }

@@ -20,6 +20,7 @@
 
 #include "platform.h"
 #include "twin_memory.h"
+#include "twin_races.h"
 
 namespace ms_ops {
 namespace twin {
@@ -33,18 +34,29 @@ Block &Current() {
 
 void Fail(const char *call, const std::string &what) { throw Violation(call, what); }
 
-void Tolerated(const char *call, const std::string &what) {
+namespace {
+
+// In strict mode an error; else a warning once per kernel and call, ending in `consequence`.
+void WarnOnce(const char *call, const std::string &what, const char *consequence) {
   Block &b = Current();
   if (b.strict) Fail(call, what + " (strict mode)");
   static std::mutex mu;
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> lock(mu);
   if (!warned.insert(std::string(b.kernel) + '\0' + call).second) return;
-  std::fprintf(stderr,
-               "ms_ops %s: block %lld: %s: warning: %s; the NPU rounds down silently "
-               "(MS_OPS_TWIN_STRICT=1 makes this an error)\n",
-               b.kernel, static_cast<long long>(b.idx), call, what.c_str());
+  std::fprintf(stderr, "ms_ops %s: block %lld: %s: warning: %s; %s (MS_OPS_TWIN_STRICT=1 makes this an error)\n",
+               b.kernel, static_cast<long long>(b.idx), call, what.c_str(), consequence);
   std::fflush(stderr);
+}
+
+}  // namespace
+
+void Tolerated(const char *call, const std::string &what) {
+  WarnOnce(call, what, "the NPU rounds down silently");
+}
+
+void Hazard(const char *call, const std::string &what) {
+  WarnOnce(call, what, "on the NPU the result depends on the pipes' timing");
 }
 
 bool Strict() {
@@ -102,6 +114,13 @@ uint8_t *ThreadArena() {
   return arena.data();
 }
 
+// The race tracking of the blocks this thread runs, in pages like the arena (it is about 1 MiB).
+Races *ThreadRaces() {
+  static thread_local Pages pages;
+  pages.Reserve(sizeof(Races));
+  return pages.as<Races>();
+}
+
 thread_local std::string tlsLastFailure;
 
 std::string Describe(const char *kernel, int64_t block, const char *call, const char *what) {
@@ -149,14 +168,20 @@ void RunBlock(Grid &g, int64_t b) {
   bool ok = false;
   if (!g.failed.load(std::memory_order_relaxed)) {
     Block *outer = tlsBlock;
-    Block blk{g.kernel, b, g.blockDim, g.tilingKey, g.strict, nullptr, 0, nullptr, g.barrier};
+    Block blk{g.kernel, b, g.blockDim, g.tilingKey, g.strict, nullptr, 0, nullptr, g.barrier, nullptr, 0};
     try {
       blk.ub = ThreadArena();
+      blk.races = ThreadRaces();
+      blk.races->Reset(blk.ub);
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB
       // it never wrote gets visibly wrong results instead of lucky zeros.
       std::memset(blk.ub, 0xFF, kAtlasA2.ubSize);
       tlsBlock = &blk;
       g.body();
+      // On the NPU the queues' events would be left unbalanced for the next kernel of the core.
+      if (blk.liveTensors != 0)
+        Fail("kernel end", std::to_string(blk.liveTensors) + " tensor(s) still allocated (AllocTensor without "
+                                                              "FreeTensor)");
       ok = true;
     } catch (const Violation &v) {
       g.Record(b, v.call.c_str(), v.what());

@@ -20,6 +20,7 @@ struct Violation : std::runtime_error {
 };
 
 class Barrier;
+class Races;
 
 struct Block {
   const char *kernel;
@@ -30,6 +31,8 @@ struct Block {
   uint32_t ubUsed;     // bytes handed out by the live TPipe
   void *pipe;          // the live AscendC::TPipe, if any (GetTPipePtr)
   Barrier *barrier;    // SyncAll's barrier under LaunchCooperative, else null
+  Races *races;        // the pipe-race tracking of this block's UB (twin_races.h)
+  int64_t liveTensors;  // AllocTensor calls not yet matched by FreeTensor
 };
 
 extern thread_local Block *tlsBlock;
@@ -41,6 +44,10 @@ Block &Current();
 // A rule the hardware tolerates (it rounds): an error in strict mode, else one warning per kernel
 // and call, after which the caller proceeds as the hardware would.
 void Tolerated(const char *call, const std::string &what);
+
+// A race between the pipes of a core (twin_races.h): an error in strict mode, else one warning
+// per kernel and call, after which the kernel runs on (the twin's program order hides the race).
+void Hazard(const char *call, const std::string &what);
 
 // MS_OPS_TWIN_STRICT=1, read at each launch.
 bool Strict();

@@ -45,6 +45,7 @@ inline void CompareTo(const char *call, const LocalTensor<U> &dst, uint32_t coun
   UbAligned(call, dst.TwinData());
   const uint64_t maskBytes = (uint64_t(count) + 7) / 8;
   if (maskBytes > uint64_t(dst.TwinCap()) * sizeof(U)) UbOutOfRange(call, maskBytes / sizeof(U), dst.TwinCap());
+  UbWrite(kPipeV, call, dst.TwinData(), maskBytes);
   PackBits(reinterpret_cast<uint8_t *>(dst.TwinData()), count, pred);
 }
 
@@ -60,7 +61,7 @@ inline void Compare(const LocalTensor<U> &dst, const LocalTensor<T> &src0, const
     CountRule("Compare", count, sizeof(T), 256);
     count = static_cast<uint32_t>(bytes / 256 * 256 / sizeof(T));
   }
-  const T *a = VecArg("Compare", src0, count), *b = VecArg("Compare", src1, count);
+  const T *a = VecIn("Compare", src0, count), *b = VecIn("Compare", src1, count);
   WithCmp(cmpMode, [&](auto cmp) { CompareTo("Compare", dst, count, [&](uint32_t i) { return cmp(a[i], b[i]); }); });
 }
 
@@ -68,7 +69,7 @@ template <typename T, typename U>
 inline void CompareScalar(const LocalTensor<U> &dst, const LocalTensor<T> &src0, const T src1Scalar, CMPMODE cmpMode,
                           uint32_t count) {
   using namespace twin_detail;
-  const T *a = VecArg("CompareScalar", src0, count);
+  const T *a = VecIn("CompareScalar", src0, count);
   WithCmp(cmpMode,
           [&](auto cmp) { CompareTo("CompareScalar", dst, count, [&](uint32_t i) { return cmp(a[i], src1Scalar); }); });
 }
@@ -80,6 +81,7 @@ inline const uint8_t *MaskArg(const char *call, const LocalTensor<U> &mask, uint
   UbAligned(call, mask.TwinData());
   const uint64_t maskBytes = (uint64_t(count) + 7) / 8;
   if (maskBytes > uint64_t(mask.TwinCap()) * sizeof(U)) UbOutOfRange(call, maskBytes / sizeof(U), mask.TwinCap());
+  UbRead(kPipeV, call, mask.TwinData(), maskBytes);
   return reinterpret_cast<const uint8_t *>(mask.TwinData());
 }
 
@@ -94,9 +96,9 @@ inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, con
   using namespace twin_detail;
   if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE)
     Fail("Select", "the tensor/tensor form needs SELMODE::VSEL_TENSOR_TENSOR_MODE");
-  T *d = VecArg("Select", dst, count);
-  const T *a = VecArg("Select", src0, count), *b = VecArg("Select", src1, count);
+  const T *a = VecIn("Select", src0, count), *b = VecIn("Select", src1, count);
   const uint8_t *m = MaskArg("Select", selMask, count);
+  T *d = VecOut("Select", dst, count);
   for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i) ? a[i] : b[i];
 }
 
@@ -106,9 +108,9 @@ inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, con
   using namespace twin_detail;
   if (selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE)
     Fail("Select", "the tensor/scalar form needs SELMODE::VSEL_TENSOR_SCALAR_MODE");
-  T *d = VecArg("Select", dst, count);
-  const T *a = VecArg("Select", src0, count);
+  const T *a = VecIn("Select", src0, count);
   const uint8_t *m = MaskArg("Select", selMask, count);
+  T *d = VecOut("Select", dst, count);
   for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i) ? a[i] : src1;
 }
 
@@ -133,8 +135,8 @@ inline void ReduceBest(const char *call, const LocalTensor<T> &dst, const LocalT
                        const LocalTensor<T> &tmp, int32_t count, bool calIndex, Better better) {
   VecCount(call, count);
   if (count == 0) Fail(call, "count is 0");
-  const T *x = VecArg(call, src, count);
-  T *d = VecArg(call, dst, calIndex ? 2 : 1);
+  const T *x = VecIn(call, src, count);
+  T *d = VecOut(call, dst, calIndex ? 2 : 1);
   UbAligned(call, tmp.TwinData());
   Calc<T> lane[kLanes];
   for (int k = 0; k < kLanes; ++k) lane[k] = static_cast<Calc<T>>(x[0]);
@@ -178,8 +180,8 @@ inline void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, cons
                       const int32_t count) {
   using namespace twin_detail;
   VecCount("ReduceSum", count);
-  const T *x = VecArg("ReduceSum", src, count);
-  T *d = VecArg("ReduceSum", dst, 1);
+  const T *x = VecIn("ReduceSum", src, count);
+  T *d = VecOut("ReduceSum", dst, 1);
   UbAligned("ReduceSum", sharedTmpBuffer.TwinData());
   d[0] = static_cast<T>(SumOf(x, count));
 }

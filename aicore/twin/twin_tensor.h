@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "twin_races.h"
 #include "twin_types.h"
 
 namespace AscendC {
@@ -20,6 +21,18 @@ namespace twin_detail {
 [[noreturn]] __attribute__((noinline, cold)) inline void UbOutOfRange(const char *call, uint64_t end, uint64_t size) {
   Fail(call, "UB access out of range: elements up to " + Str(end) + " of a " + Str(size) + "-element UB buffer");
 }
+
+using ::ms_ops::twin::Pipe;
+using ::ms_ops::twin::kPipeS;
+using ::ms_ops::twin::kPipeV;
+using ::ms_ops::twin::kPipeMte2;
+using ::ms_ops::twin::kPipeMte3;
+
+inline ::ms_ops::twin::Races &Races() { return *::ms_ops::twin::Current().races; }
+
+// `bytes` of UB from p read / written by `call` on pipe `pipe` (twin_races.h).
+inline void UbRead(Pipe pipe, const char *call, const void *p, uint64_t bytes) { Races().Read(pipe, call, p, bytes); }
+inline void UbWrite(Pipe pipe, const char *call, const void *p, uint64_t bytes) { Races().Write(pipe, call, p, bytes); }
 
 inline uint64_t UbOffset(const void *p) {
   return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(::ms_ops::twin::Current().ub);
@@ -91,15 +104,19 @@ class LocalTensor {
 
   T GetValue(uint32_t index) const {
     if (__builtin_expect(index >= cap_, 0)) twin_detail::UbOutOfRange("LocalTensor::GetValue", uint64_t(index) + 1, cap_);
+    twin_detail::UbRead(twin_detail::kPipeS, "LocalTensor::GetValue", addr_ + index, sizeof(T));
     return addr_[index];
   }
   template <typename S>
   void SetValue(uint32_t index, S value) const {
     if (__builtin_expect(index >= cap_, 0)) twin_detail::UbOutOfRange("LocalTensor::SetValue", uint64_t(index) + 1, cap_);
+    twin_detail::UbWrite(twin_detail::kPipeS, "LocalTensor::SetValue", addr_ + index, sizeof(T));
     addr_[index] = static_cast<T>(value);
   }
   T &operator()(uint32_t index) const {
     if (__builtin_expect(index >= cap_, 0)) twin_detail::UbOutOfRange("LocalTensor::operator()", uint64_t(index) + 1, cap_);
+    // A reference the scalar unit may read or write: a write covers both checks.
+    twin_detail::UbWrite(twin_detail::kPipeS, "LocalTensor::operator()", addr_ + index, sizeof(T));
     return addr_[index];
   }
   LocalTensor operator[](uint32_t offset) const {

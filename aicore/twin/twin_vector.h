@@ -25,6 +25,35 @@ inline T *VecArg(const char *call, const LocalTensor<T> &t, int64_t count) {
   return t.TwinData();
 }
 
+// Vector operands as accesses of the V pipe: sources read, the destination written.
+template <typename T>
+inline const T *VecIn(const char *call, const LocalTensor<T> &t, int64_t count) {
+  const T *p = VecArg(call, t, count);
+  UbRead(kPipeV, call, p, uint64_t(count) * sizeof(T));
+  return p;
+}
+
+template <typename T>
+inline T *VecOut(const char *call, const LocalTensor<T> &t, int64_t count) {
+  T *p = VecArg(call, t, count);
+  UbWrite(kPipeV, call, p, uint64_t(count) * sizeof(T));
+  return p;
+}
+
+[[noreturn]] __attribute__((noinline, cold)) inline void PartialOverlap(const char *call, const void *d, uint64_t dBytes,
+                                                                        const void *s, uint64_t sBytes) {
+  Fail(call, "the destination (UB offset " + Str(UbOffset(d)) + ", " + Str(dBytes) + " bytes) partially overlaps a " +
+                 "source (UB offset " + Str(UbOffset(s)) + ", " + Str(sBytes) + " bytes): operands must start at " +
+                 "the same address or not overlap");
+}
+
+// The destination of a vector op and a source coincide or are disjoint: the hardware reads and
+// writes in 256-byte repeats, so a shifted overlap reads elements it has already overwritten.
+inline void Disjoint(const char *call, const void *d, uint64_t dBytes, const void *s, uint64_t sBytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(d), b = reinterpret_cast<uintptr_t>(s);
+  if (__builtin_expect(a != b && a < b + sBytes && b < a + dBytes, 0)) PartialOverlap(call, d, dBytes, s, sBytes);
+}
+
 [[noreturn]] __attribute__((noinline, cold)) inline void NegativeCount(const char *call, int64_t count) {
   Fail(call, "negative count " + std::to_string(count));
 }
@@ -37,16 +66,19 @@ template <typename T, class F>
 inline void Binary(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &a, const LocalTensor<T> &b,
                    int32_t count, F f) {
   VecCount(call, count);
-  T *d = VecArg(call, dst, count);
-  const T *x = VecArg(call, a, count), *y = VecArg(call, b, count);
+  const T *x = VecIn(call, a, count), *y = VecIn(call, b, count);
+  T *d = VecOut(call, dst, count);
+  Disjoint(call, d, count * sizeof(T), x, count * sizeof(T));
+  Disjoint(call, d, count * sizeof(T), y, count * sizeof(T));
   for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(static_cast<Calc<T>>(x[i]), static_cast<Calc<T>>(y[i])));
 }
 
 template <typename T, class F>
 inline void Unary(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &a, int32_t count, F f) {
   VecCount(call, count);
-  T *d = VecArg(call, dst, count);
-  const T *x = VecArg(call, a, count);
+  const T *x = VecIn(call, a, count);
+  T *d = VecOut(call, dst, count);
+  Disjoint(call, d, count * sizeof(T), x, count * sizeof(T));
   for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(static_cast<Calc<T>>(x[i])));
 }
 
@@ -95,8 +127,10 @@ MS_OPS_TWIN_UNARY(Relu, x > 0 ? x : decltype(x)(0))
   inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t &count) {                 \
     if constexpr (std::is_same_v<T, float>) {                                                                    \
       twin_detail::VecCount(#Name, count);                                                                       \
-      float *d = twin_detail::VecArg(#Name, dst, count);                                                         \
-      twin_detail::Map8(d, twin_detail::VecArg(#Name, src, count), count, f8);                                   \
+      const float *s = twin_detail::VecIn(#Name, src, count);                                                    \
+      float *d = twin_detail::VecOut(#Name, dst, count);                                                         \
+      twin_detail::Disjoint(#Name, d, count * 4ull, s, count * 4ull);                                            \
+      twin_detail::Map8(d, s, count, f8);                                                                        \
     } else {                                                                                                     \
       twin_detail::Unary(#Name, dst, src, count, [](auto x) { return f8(twin_detail::Splat(x))[0]; });           \
     }                                                                                                            \
@@ -108,7 +142,7 @@ MS_OPS_TWIN_UNARY8(Sqrt, twin_detail::Sqrt8)
 template <typename T>
 inline void Duplicate(const LocalTensor<T> &dst, const T &scalarValue, const int32_t &count) {
   twin_detail::VecCount("Duplicate", count);
-  T *d = twin_detail::VecArg("Duplicate", dst, count);
+  T *d = twin_detail::VecOut("Duplicate", dst, count);
   for (int32_t i = 0; i < count; ++i) d[i] = scalarValue;
 }
 

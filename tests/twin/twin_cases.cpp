@@ -37,6 +37,13 @@ void Store(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint32_t n) {
   DataCopyPad(dst, src, DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
 }
 
+// Orders pipe X before pipe Y of this core (the kernels' OrderPipes).
+template <HardEvent EVT>
+void Order() {
+  SetFlag<EVT>(0);
+  WaitFlag<EVT>(0);
+}
+
 // The launch's status, its failure printed for the test to read.
 int Reported(int status) {
   if (status != 0) std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str());
@@ -58,6 +65,7 @@ void VecKernel(int kind, int op, void *x, void *y, void *z, uint32_t n, float s)
   LocalTensor<T> a = buf.Get<T>(), b = a[len], c = a[2 * len];
   Load(a, Gm<T>(x, n), n);
   Load(b, Gm<T>(y, n), n);
+  Order<HardEvent::MTE2_V>();
   const T k = static_cast<T>(s);
   const int32_t cnt = static_cast<int32_t>(n);
   if (kind == 0) {
@@ -86,6 +94,7 @@ void VecKernel(int kind, int op, void *x, void *y, void *z, uint32_t n, float s)
       default: Duplicate(c, k, cnt); break;
     }
   }
+  Order<HardEvent::V_MTE3>();
   Store(Gm<T>(z, n), c, n);
 }
 
@@ -104,9 +113,11 @@ void ReduceKernel(void *x, void *vals, uint32_t *idx, uint32_t n) {
   GlobalTensor<T> v = Gm<T>(vals, 3);
   GlobalTensor<uint32_t> ix = Gm<uint32_t>(idx, 2);
   const uint32_t step = 32 / sizeof(T);
+  Order<HardEvent::MTE2_V>();
   ReduceMax(d, s, t, n, true);
   ReduceMin(d[step], s, t, n, true);
   ReduceSum(d[2 * step], s, t, n);
+  Order<HardEvent::V_S>();
   v.SetValue(0, d.GetValue(0));
   v.SetValue(1, d.GetValue(step));
   v.SetValue(2, d.GetValue(2 * step));
@@ -125,7 +136,9 @@ void CastKernel(int mode, void *x, void *out, uint32_t n) {
   LocalTensor<S> s = buf.Get<S>(n);
   LocalTensor<D> d = buf.GetWithOffset<D>(n, srcBytes);
   Load(s, Gm<S>(x, n), n);
+  Order<HardEvent::MTE2_V>();
   Cast(d, s, static_cast<RoundMode>(mode), n);
+  Order<HardEvent::V_MTE3>();
   Store(Gm<D>(out, n), d, n);
 }
 
@@ -183,10 +196,12 @@ TWIN_EXPORT int twin_cmp_select(int mode, float *a, float *b, float s, uint8_t *
     LocalTensor<uint8_t> m1 = mbuf.Get<uint8_t>(), m2 = m1[Bytes32(n / 8)];
     DataCopy(x, Gm<float>(a, n), n);
     DataCopy(y, Gm<float>(b, n), n);
+    Order<HardEvent::MTE2_V>();
     Compare(m1, x, y, static_cast<CMPMODE>(mode), n);
     Select(o1, m1, x, y, SELMODE::VSEL_TENSOR_TENSOR_MODE, n);
     CompareScalar(m2, x, s, static_cast<CMPMODE>(mode), n);
     Select(o2, m2, x, s, SELMODE::VSEL_TENSOR_SCALAR_MODE, n);
+    Order<HardEvent::V_MTE3>();
     DataCopy(Gm<float>(sel, n), o1, n);
     DataCopy(Gm<float>(ssel, n), o2, n);
     Store(Gm<uint8_t>(mask, n / 8), m1, n / 8);
@@ -206,6 +221,7 @@ TWIN_EXPORT int twin_copy_pad(float *x, float *out, float *img, uint32_t rows, u
     pipe.InitBuffer(buf, rows * pitch);
     LocalTensor<float> ub = buf.Get<float>();
     Duplicate(ub, 7.0f, total);
+    Order<HardEvent::V_MTE2>();
     GlobalTensor<float> xg = Gm<float>(x, uint64_t(rows - 1) * ld + cols);
     if (oldApi) {
       uint32_t bits;
@@ -216,6 +232,7 @@ TWIN_EXPORT int twin_copy_pad(float *x, float *out, float *img, uint32_t rows, u
       DataCopyPad(ub, xg, DataCopyExtParams(rows, cols * 4, (ld - cols) * 4, gap, 0),
                   DataCopyPadExtParams<float>(isPad != 0, left, right, padValue));
     }
+    Order<HardEvent::MTE2_MTE3>();
     DataCopy(Gm<float>(img, total), ub, total);
     if (left != 0) return;
     GlobalTensor<float> og = Gm<float>(out, uint64_t(rows - 1) * outLd + cols);
@@ -232,7 +249,7 @@ TWIN_EXPORT int twin_copy_pad(float *x, float *out, float *img, uint32_t rows, u
 TWIN_EXPORT int twin_strided_copy(float *x, float *out, uint32_t rows, uint32_t cols, uint32_t ld, uint32_t outLd) {
   return Run("twin_strided_copy", 1, [&] {
     TPipe pipe;
-    TQue<QuePosition::VECIN, 1> q;
+    TQueBind<TPosition::VECIN, TPosition::VECOUT, 1> q;  // MTE2 in, MTE3 out
     pipe.InitBuffer(q, 1, rows * cols * 4);
     LocalTensor<float> t = q.AllocTensor<float>();
     DataCopy(t, Gm<float>(x, rows * ld), DataCopyParams(rows, cols / 8, (ld - cols) / 8, 0));
@@ -251,7 +268,9 @@ TWIN_EXPORT int twin_block_ids(int32_t *out, uint32_t blocks) {
     pipe.InitBuffer(q, 2, 32);
     LocalTensor<int32_t> t = q.AllocTensor<int32_t>();
     Duplicate(t, static_cast<int32_t>(GetBlockNum()), 8);
+    Order<HardEvent::V_S>();
     t.SetValue(0, GetBlockIdx());
+    Order<HardEvent::S_V>();  // the queue hands V's work (now after S's) to MTE3
     q.EnQue(t);
     t = q.DeQue<int32_t>();
     GlobalTensor<int32_t> g = Gm<int32_t>(out, 8 * blocks);
@@ -265,7 +284,9 @@ TWIN_EXPORT int twin_block_ids(int32_t *out, uint32_t blocks) {
 // 2 UB over budget, 3 double FreeTensor, 4 DeQue of an empty queue, 5 AllocTensor beyond the
 // buffer count, 6 GM out of bounds, 7 EnQue beyond depth, 8 UB index out of range, 9 misaligned
 // vector operand, 10 Compare count not a multiple of 256 bytes, 11 accumulating Matmul into a C
-// too small for its 4 x 4 result.
+// too small for its 4 x 4 result, 12 DataCopyPad of 4096 rows (blockCount is at most 4095), 13 use
+// after FreeTensor, 14 a tensor still allocated at kernel end, 15 a vector op whose destination
+// is its source shifted by 8 elements.
 TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
   return Run("twin_violation", 2, [&] {
     const bool bad = GetBlockIdx() == GetBlockNum() - 1;
@@ -284,7 +305,9 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
       case 0: DataCopy(t[3], xg, 8); break;
       case 1:
         Duplicate(t, 0.0f, 16);
+        Order<HardEvent::V_MTE2>();
         DataCopy(t, xg, 10);
+        Order<HardEvent::MTE2_MTE3>();
         DataCopy(og, t, 16);
         break;
       case 2: pipe.InitBuffer(buf, ms_ops::kAtlasA2.ubSize); break;
@@ -322,11 +345,109 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
         mm.IterateAll(og[8], 1);
         break;
       }
+      case 13: {
+        LocalTensor<float> a = q.AllocTensor<float>();
+        q.FreeTensor(a);
+        Duplicate(a, 0.0f, 8);
+        break;
+      }
+      case 14: q.AllocTensor<float>(); break;
+      case 15:
+        Duplicate(t, 1.0f, 64);
+        Adds(t[8], t, 1.0f, 16);
+        break;
+      case 12:
+        DataCopyPad(t, xg, DataCopyExtParams(4096, 4, 0, 0, 0), DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+        break;
       default: {
         LocalTensor<uint8_t> m = buf.Get<uint8_t>();
         Compare(m, t, t, CMPMODE::EQ, 48);
         break;
       }
+    }
+  });
+}
+
+// ---- pipe races ----
+
+// out[0:8] = x[0:8] + 1 through one 32-byte UB block, with or without what orders the pipes.
+// Races (the NPU may overlap the two accesses): 0 MTE2 writes, V reads (read-after-write);
+// 4 V reads, MTE2 writes again (write-after-read); 7 V writes, MTE2 overwrites (write-after-write);
+// 9 MTE2 writes, S reads; 10 PipeBarrier<PIPE_V> (orders V with itself only) in place of a flag;
+// 11 a VECIN queue (it orders MTE2 before V) read out by MTE3; 12 WaitFlag on another event id
+// than the SetFlag; 13 V writes, MTE3 reads. Ordered: 1 SetFlag/WaitFlag, 2 EnQue/DeQue,
+// 3 PipeBarrier<PIPE_ALL>, 5 SetFlag<V_MTE2>, 6 FreeTensor/AllocTensor of a VECIN queue,
+// 8 PipeBarrier<PIPE_ALL>.
+TWIN_EXPORT int twin_race(int which, float *x, float *out) {
+  return Run("twin_race", 1, [&] {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    TQue<QuePosition::VECIN, 1> inQ;
+    pipe.InitBuffer(buf, 64);
+    pipe.InitBuffer(inQ, 1, 32);
+    GlobalTensor<float> xg = Gm<float>(x, 8), og = Gm<float>(out, 8);
+    LocalTensor<float> a = buf.Get<float>(8), b = buf.GetWithOffset<float>(8, 32);
+    auto finish = [&](const LocalTensor<float> &src) {  // out = src + 1, ordered
+      Adds(b, src, 1.0f, 8);
+      Order<HardEvent::V_MTE3>();
+      DataCopy(og, b, 8);
+      Order<HardEvent::MTE3_V>();  // b may be written again
+    };
+    switch (which) {
+      case 0: case 1: case 3: case 10: case 12:
+        DataCopy(a, xg, 8);
+        if (which == 1) Order<HardEvent::MTE2_V>();
+        if (which == 3) PipeBarrier<PIPE_ALL>();
+        if (which == 10) PipeBarrier<PIPE_V>();
+        if (which == 12) {
+          SetFlag<HardEvent::MTE2_V>(0);
+          WaitFlag<HardEvent::MTE2_V>(1);
+        }
+        return finish(a);
+      case 2: case 11: {
+        LocalTensor<float> t = inQ.AllocTensor<float>();
+        DataCopy(t, xg, 8);
+        inQ.EnQue(t);
+        t = inQ.DeQue<float>();
+        if (which == 11) DataCopy(og, t, 8);
+        else finish(t);
+        return inQ.FreeTensor(t);
+      }
+      case 4: case 5:
+        DataCopy(a, xg, 8);
+        Order<HardEvent::MTE2_V>();
+        Adds(b, a, 1.0f, 8);  // reads a
+        if (which == 5) Order<HardEvent::V_MTE2>();
+        DataCopy(a, xg, 8);
+        Order<HardEvent::MTE2_V>();
+        return finish(a);
+      case 6: {
+        for (int round = 0; round < 2; ++round) {
+          LocalTensor<float> t = inQ.AllocTensor<float>();
+          DataCopy(t, xg, 8);
+          inQ.EnQue(t);
+          t = inQ.DeQue<float>();
+          finish(t);
+          inQ.FreeTensor(t);
+        }
+        return;
+      }
+      case 7: case 8:
+        Duplicate(a, 0.0f, 8);
+        if (which == 8) PipeBarrier<PIPE_ALL>();
+        DataCopy(a, xg, 8);
+        Order<HardEvent::MTE2_V>();
+        return finish(a);
+      case 9:
+        DataCopy(a, xg, 8);
+        og.SetValue(0, a.GetValue(0));
+        return;
+      default:
+        DataCopy(a, xg, 8);
+        Order<HardEvent::MTE2_V>();
+        Adds(b, a, 1.0f, 8);
+        DataCopy(og, b, 8);
+        return;
     }
   });
 }

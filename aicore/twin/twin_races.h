@@ -1,0 +1,91 @@
+// Pipe races of one block's UB. On the NPU a core's pipes (S scalar, V vector, MTE2 GM->UB,
+// MTE3 UB->GM, the cube's MTE1/M/FIX) run concurrently; only EnQue/DeQue (and FreeTensor /
+// AllocTensor) of a queue, SetFlag/WaitFlag and PipeBarrier<PIPE_ALL> order one pipe's work
+// before another's. The twin runs everything in program order, so it tracks instead what the NPU
+// would guarantee: a vector clock per pipe (what it has been ordered after), and per 32-byte UB
+// block the last writer and the last read by each pipe. A cross-pipe read-after-write,
+// write-after-read or write-after-write that nothing orders is a race on the device.
+// Accesses of one pipe are issued and completed in order, so they never race with each other.
+#ifndef MS_OPS_TWIN_RACES_H_
+#define MS_OPS_TWIN_RACES_H_
+
+#include <cstdint>
+#include <string>
+
+namespace ms_ops {
+namespace twin {
+
+// pipe_t's numbering without PIPE_ALL: S V M MTE1 MTE2 MTE3 FIX.
+enum Pipe : uint8_t { kPipeS = 0, kPipeV, kPipeM, kPipeMte1, kPipeMte2, kPipeMte3, kPipeFix, kPipes };
+
+const char *PipeName(Pipe p);
+
+// How far each pipe's work is known to be complete (access counts; 0: nothing).
+struct Clock {
+  uint32_t t[kPipes];
+};
+
+class Races {
+ public:
+  static constexpr uint32_t kCells = 6144;  // 32-byte blocks of the UB arena (192 KiB)
+  static constexpr uint32_t kEvents = 40, kEventIds = 8;
+
+  // A new block over the UB arena `ub`: no pipe has done anything, no flag is set.
+  void Reset(const uint8_t *ub);
+  // A buffer carved by TPipe::InitBuffer: fresh, and described by `what` (static text) in messages.
+  void Carve(uint64_t off, uint64_t bytes, const char *what, uint32_t num, uint32_t len);
+
+  void Read(Pipe p, const char *call, const void *addr, uint64_t bytes) { Access(p, call, addr, bytes, false); }
+  void Write(Pipe p, const char *call, const void *addr, uint64_t bytes) { Access(p, call, addr, bytes, true); }
+
+  // SetFlag<src_dst>(id) / WaitFlag<src_dst>(id); event is HardEvent's value.
+  void SetFlag(Pipe src, uint32_t event, int32_t id);
+  void WaitFlag(Pipe dst, uint32_t event, int32_t id);
+  // PipeBarrier<PIPE_ALL>: every pipe waits for all work issued so far.
+  void BarrierAll();
+  // A queue's hand-over of the buffer at `addr` from pipe `from` to pipe `to` (EnQue -> DeQue,
+  // FreeTensor -> AllocTensor): slot 0 for EnQue/DeQue, 1 for FreeTensor/AllocTensor.
+  void Post(Pipe from, int slot, const void *addr);
+  void Take(Pipe to, int slot, const void *addr);
+  // A queue buffer given back by FreeTensor (freed) or handed out again by AllocTensor: any access
+  // to a freed buffer is a use after FreeTensor.
+  void MarkFreed(const void *addr, uint64_t bytes, bool freed);
+
+ private:
+  struct Cell {
+    uint32_t wEpoch;
+    uint8_t wPipe;
+    bool freed;
+    uint32_t rEpoch[kPipes];
+    const char *wCall;
+    const char *rCall[kPipes];
+  };
+  struct Region {
+    uint64_t off, bytes;
+    const char *what;
+    uint32_t num, len;
+  };
+  static constexpr uint32_t kRegions = 64;
+
+  void Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write);
+  [[noreturn]] void UseAfterFree(const char *call, uint32_t cell);
+  void Report(const char *kind, Pipe p, const char *call, bool write, Pipe q, const char *qCall,
+                           uint32_t cell);
+  void Join(Clock &into, const Clock &from);
+  Clock Now(Pipe p) const;
+  std::string Where(uint32_t cell) const;
+
+  uint32_t time_[kPipes];
+  Clock known_[kPipes];  // known_[p].t[q]: q's accesses up to this count complete before p's next
+  Clock flag_[kEvents][kEventIds];
+  Cell cells_[kCells];
+  Clock hand_[2][kCells];  // queue hand-overs, by the 32-byte block the buffer starts at
+  Region regions_[kRegions];
+  uint32_t numRegions_;
+  const uint8_t *ub_;
+};
+
+}  // namespace twin
+}  // namespace ms_ops
+
+#endif  // MS_OPS_TWIN_RACES_H_
