@@ -62,6 +62,9 @@ class CrossEntropyLossReduceKernel {
       // Targets are int32 or int64: compared on the scalar unit (the vector compares take
       // neither int64 nor exact float images of every int32).
       LocalTensor<float> kept = keptQ_.AllocTensor<float>();
+      // The scalar unit fills it: a VECOUT AllocTensor only makes V wait for MTE3 to finish
+      // copying out the buffer's previous chunk.
+      OrderPipes<HardEvent::MTE3_S>(&pipe_);
       for (uint32_t i = 0; i < n; ++i) {
         const bool keep = static_cast<int64_t>(target.GetValue(i)) != ignoreIndex_;
         kept.SetValue(i, keep ? loss.GetValue(i) : 0.0f);

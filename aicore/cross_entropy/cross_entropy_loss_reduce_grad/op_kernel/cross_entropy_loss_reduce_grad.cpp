@@ -58,6 +58,9 @@ class CrossEntropyLossReduceGradKernel {
       OrderPipes<HardEvent::MTE2_S>(&pipe_);
       // Targets are int32 or int64: compared on the scalar unit, as in the forward.
       LocalTensor<float> grad = gradQ_.AllocTensor<float>();
+      // The scalar unit fills it: a VECOUT AllocTensor only makes V wait for MTE3 to finish
+      // copying out the buffer's previous chunk.
+      OrderPipes<HardEvent::MTE3_S>(&pipe_);
       for (uint32_t i = 0; i < n; ++i) {
         const bool keep = static_cast<int64_t>(target.GetValue(i)) != ignoreIndex_;
         grad.SetValue(i, keep ? (reduction_ == kNone ? dout.GetValue(i) : scale) : 0.0f);
