@@ -5,7 +5,10 @@
 // would guarantee: a vector clock per pipe (what it has been ordered after), and per 32-byte UB
 // block the last writer and the last read by each pipe. A cross-pipe read-after-write,
 // write-after-read or write-after-write that nothing orders is a race on the device.
-// Accesses of one pipe are issued and completed in order, so they never race with each other.
+// Accesses of one pipe are issued and completed in order, so they never race with each other;
+// a scalar read (GetValue) completes before the scalar unit issues anything after it, so it never
+// races with a later write either. Queue buffers given back by FreeTensor are marked, so that a
+// later access through a stale tensor is reported as a use after FreeTensor.
 #ifndef MS_OPS_TWIN_RACES_H_
 #define MS_OPS_TWIN_RACES_H_
 
