@@ -420,9 +420,11 @@ RACES = [
     (10, RAW_A),  # PipeBarrier<PIPE_V> orders V with itself only
     (11, "DataCopy: pipe race (read-after-write): DataCopy on MTE3 reads UB bytes [64, 96) (TQue<VECIN> at UB "
          "offset 64, byte 0) that DataCopy on MTE2 wrote, and nothing orders MTE2 before MTE3"),
-    (12, RAW_A),  # WaitFlag on event id 1 does not wait for SetFlag on id 0
+    (12, RAW_A),  # the SetFlag comes before the copy it should order
     (13, "DataCopy: pipe race (read-after-write): DataCopy on MTE3 reads UB bytes [32, 64) (TBuf at UB offset 0, "
          "byte 32) that Adds on V wrote, and nothing orders V before MTE3"),
+    (14, "WaitFlag: WaitFlag<HardEvent::MTE2_V>(2) with no SetFlag<HardEvent::MTE2_V>(2) before it: the NPU "
+         "would wait forever"),
 ]
 
 

@@ -18,6 +18,7 @@ void Races::Reset(const uint8_t *ub) {
   std::memset(time_, 0, sizeof(time_));
   std::memset(known_, 0, sizeof(known_));
   std::memset(flag_, 0, sizeof(flag_));
+  std::memset(pending_, 0, sizeof(pending_));
   numRegions_ = 0;
 }
 
@@ -43,11 +44,20 @@ void Races::Join(Clock &into, const Clock &from) {
 }
 
 void Races::SetFlag(Pipe src, uint32_t event, int32_t id) {
-  if (event < kEvents && id >= 0 && static_cast<uint32_t>(id) < kEventIds) flag_[event][id] = Now(src);
+  if (event >= kEvents || id < 0 || static_cast<uint32_t>(id) >= kEventIds) return;
+  // A second SetFlag before the WaitFlag: the wait is only sure to see the first.
+  if (pending_[event][id]++ == 0) flag_[event][id] = Now(src);
 }
 
-void Races::WaitFlag(Pipe dst, uint32_t event, int32_t id) {
-  if (event < kEvents && id >= 0 && static_cast<uint32_t>(id) < kEventIds) Join(known_[dst], flag_[event][id]);
+void Races::WaitFlag(Pipe src, Pipe dst, uint32_t event, int32_t id) {
+  if (event >= kEvents || id < 0 || static_cast<uint32_t>(id) >= kEventIds) return;
+  if (pending_[event][id] == 0) {
+    const std::string evt = std::string("<HardEvent::") + PipeName(src) + "_" + PipeName(dst) + ">(" +
+                            std::to_string(id) + ")";
+    Fail("WaitFlag", "WaitFlag" + evt + " with no SetFlag" + evt + " before it: the NPU would wait forever");
+  }
+  --pending_[event][id];
+  Join(known_[dst], flag_[event][id]);
 }
 
 void Races::BarrierAll() {

@@ -41,9 +41,10 @@ class Races {
   void Read(Pipe p, const char *call, const void *addr, uint64_t bytes) { Access(p, call, addr, bytes, false); }
   void Write(Pipe p, const char *call, const void *addr, uint64_t bytes) { Access(p, call, addr, bytes, true); }
 
-  // SetFlag<src_dst>(id) / WaitFlag<src_dst>(id); event is HardEvent's value.
+  // SetFlag<src_dst>(id) / WaitFlag<src_dst>(id); event is HardEvent's value. A WaitFlag with no
+  // SetFlag of the same event and id before it waits forever on the NPU: always an error.
   void SetFlag(Pipe src, uint32_t event, int32_t id);
-  void WaitFlag(Pipe dst, uint32_t event, int32_t id);
+  void WaitFlag(Pipe src, Pipe dst, uint32_t event, int32_t id);
   // PipeBarrier<PIPE_ALL>: every pipe waits for all work issued so far.
   void BarrierAll();
   // A queue's hand-over of the buffer at `addr` from pipe `from` to pipe `to` (EnQue -> DeQue,
@@ -80,7 +81,8 @@ class Races {
 
   uint32_t time_[kPipes];
   Clock known_[kPipes];  // known_[p].t[q]: q's accesses up to this count complete before p's next
-  Clock flag_[kEvents][kEventIds];
+  Clock flag_[kEvents][kEventIds];   // what the first pending SetFlag of each event and id saw
+  uint32_t pending_[kEvents][kEventIds];  // SetFlags not yet consumed by a WaitFlag
   Cell cells_[kCells];
   Clock hand_[2][kCells];  // queue hand-overs, by the 32-byte block the buffer starts at
   Region regions_[kRegions];

@@ -47,7 +47,7 @@ template <HardEvent event>
 inline void WaitFlag(int32_t eventID) {
   static_assert(event < HardEvent::MAX, "WaitFlag: not an event");
   constexpr twin_detail::EventPipes e = twin_detail::kEventPipes[static_cast<int>(event)];
-  twin_detail::Races().WaitFlag(e.dst, static_cast<uint32_t>(event), eventID);
+  twin_detail::Races().WaitFlag(e.src, e.dst, static_cast<uint32_t>(event), eventID);
 }
 template <pipe_t pipe>
 inline void PipeBarrier() {

@@ -374,8 +374,8 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
 // Races (the NPU may overlap the two accesses): 0 MTE2 writes, V reads (read-after-write);
 // 4 V reads, MTE2 writes again (write-after-read); 7 V writes, MTE2 overwrites (write-after-write);
 // 9 MTE2 writes, S reads; 10 PipeBarrier<PIPE_V> (orders V with itself only) in place of a flag;
-// 11 a VECIN queue (it orders MTE2 before V) read out by MTE3; 12 WaitFlag on another event id
-// than the SetFlag; 13 V writes, MTE3 reads. Ordered: 1 SetFlag/WaitFlag, 2 EnQue/DeQue,
+// 11 a VECIN queue (it orders MTE2 before V) read out by MTE3; 12 SetFlag before the copy instead
+// of after it; 13 V writes, MTE3 reads. 14 is a WaitFlag with no SetFlag (the NPU hangs). Ordered: 1 SetFlag/WaitFlag, 2 EnQue/DeQue,
 // 3 PipeBarrier<PIPE_ALL>, 5 SetFlag<V_MTE2>, 6 FreeTensor/AllocTensor of a VECIN queue,
 // 8 PipeBarrier<PIPE_ALL>.
 TWIN_EXPORT int twin_race(int which, float *x, float *out) {
@@ -394,15 +394,16 @@ TWIN_EXPORT int twin_race(int which, float *x, float *out) {
       Order<HardEvent::MTE3_V>();  // b may be written again
     };
     switch (which) {
+      case 14:
+        WaitFlag<HardEvent::MTE2_V>(2);
+        return;
       case 0: case 1: case 3: case 10: case 12:
+        if (which == 12) SetFlag<HardEvent::MTE2_V>(0);  // before the copy: it orders nothing
         DataCopy(a, xg, 8);
+        if (which == 12) WaitFlag<HardEvent::MTE2_V>(0);
         if (which == 1) Order<HardEvent::MTE2_V>();
         if (which == 3) PipeBarrier<PIPE_ALL>();
         if (which == 10) PipeBarrier<PIPE_V>();
-        if (which == 12) {
-          SetFlag<HardEvent::MTE2_V>(0);
-          WaitFlag<HardEvent::MTE2_V>(1);
-        }
         return finish(a);
       case 2: case 11: {
         LocalTensor<float> t = inQ.AllocTensor<float>();
