@@ -1,6 +1,8 @@
 """ms_ops.fused_linear_cross_entropy and ms_ops.nn.FusedLinearCrossEntropyLoss against the float64
-reference: loss, input gradient and weight gradient, in both execution modes and both kernel
-modes, with ignore_index, label smoothing, every reduction, dynamic shapes and awkward sizes."""
+reference: loss, input gradient and weight gradient, in both execution modes and every kernel
+mode, with ignore_index, label smoothing, every reduction, dynamic shapes and awkward sizes.
+grad_in_forward's own cases (token blocks, upstream gradients, "auto") are in
+test_cross_entropy_grad_in_forward.py."""
 import mindspore as ms
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ import ms_ops
 from ms_ops.reference import cross_entropy as ref
 from tests.utils import assert_close, representable, rounding, to_ms, to_np
 
-KERNEL_MODES = ("memory_saving", "high_performance")
+KERNEL_MODES = ("memory_saving", "high_performance", "grad_in_forward")
 
 
 def make_case(n, h, v, dtype, ignore_every=5, ignore_index=-100, weight_scale=0.1):
@@ -83,24 +85,26 @@ def test_reductions(mode, reduction, kernel_mode):
         assert_close(name, value, e, nv, "fp32")
 
 
-def test_ignore_index_inside_vocabulary_and_int64(mode):
+@pytest.mark.parametrize("kernel_mode", KERNEL_MODES)
+def test_ignore_index_inside_vocabulary_and_int64(mode, kernel_mode):
     """An ignore_index that is a real class id (0 here) skips exactly those tokens."""
     x, w, target = make_case(33, 20, 130, "fp32", ignore_every=3, ignore_index=0)
     def loss_fn(a, b, t):
-        return ms_ops.fused_linear_cross_entropy(a, b, t, ignore_index=0)
+        return ms_ops.fused_linear_cross_entropy(a, b, t, ignore_index=0, mode=kernel_mode)
     loss, (dx, dw) = ms.value_and_grad(loss_fn, grad_position=(0, 1))(
         to_ms(x, "fp32"), to_ms(w, "fp32"), ms.Tensor(target.astype(np.int64)))
     check_against_reference(x, w, target, "fp32", (to_np(loss), to_np(dx), to_np(dw)), ignore_index=0)
     assert np.all(to_np(dx)[target == 0] == 0)
 
 
-def test_all_tokens_ignored():
+@pytest.mark.parametrize("kernel_mode", KERNEL_MODES)
+def test_all_tokens_ignored(kernel_mode):
     """'mean' over no tokens is 0/0 = NaN, as in PyTorch; 'sum' is 0; the gradients are 0."""
     x, w, _ = make_case(4, 8, 128, "fp32")
     target = np.full(4, -100, np.int32)
-    loss, dx, dw = value_and_grads(x, w, target, "fp32")
+    loss, dx, dw = value_and_grads(x, w, target, "fp32", mode=kernel_mode)
     assert np.isnan(loss) and not np.any(dx) and not np.any(dw)
-    loss, dx, dw = value_and_grads(x, w, target, "fp32", reduction="sum")
+    loss, dx, dw = value_and_grads(x, w, target, "fp32", reduction="sum", mode=kernel_mode)
     assert loss == 0 and not np.any(dx) and not np.any(dw)
 
 
@@ -140,6 +144,7 @@ def test_dynamic_token_count_graph(dtype, kernel_mode):
 
 
 def test_jit_function(mode):
+    """The default mode ("auto") compiled by ms.jit: grad_in_forward."""
     x, w, target = make_case(20, 16, 256, "fp32")
 
     def loss_fn(a, b, t):
@@ -153,7 +158,7 @@ def test_jit_function(mode):
     check_against_reference(x, w, target, "fp32", (to_np(loss), to_np(dx), to_np(dw)))
 
 
-@pytest.mark.parametrize("kernel_mode", KERNEL_MODES)
+@pytest.mark.parametrize("kernel_mode", ("auto",) + KERNEL_MODES)
 def test_cell_trains_its_weight(mode, kernel_mode):
     """The Cell's weight Parameter gets its gradient, and a few SGD steps lower the loss."""
     head = ms_ops.nn.FusedLinearCrossEntropyLoss(16, 100, mode=kernel_mode, label_smoothing=0.1)
@@ -171,19 +176,21 @@ def test_cell_trains_its_weight(mode, kernel_mode):
     assert float(loss.asnumpy()) < first - 0.05
 
 
-def test_high_performance_matches_memory_saving():
-    """Both kernel modes compute the same math; they agree to fp32 rounding."""
+def test_kernel_modes_agree():
+    """Every kernel mode computes the same math; they agree to fp32 rounding."""
     x, w, target = make_case(64, 48, 777, "fp32")
     a = value_and_grads(x, w, target, "fp32", mode="memory_saving", label_smoothing=0.1)
-    b = value_and_grads(x, w, target, "fp32", mode="high_performance", label_smoothing=0.1)
-    for u, v in zip(a, b):
-        np.testing.assert_allclose(u, v, rtol=2e-5, atol=1e-7)
+    for kernel_mode in KERNEL_MODES[1:]:
+        b = value_and_grads(x, w, target, "fp32", mode=kernel_mode, label_smoothing=0.1)
+        for u, v in zip(a, b):
+            np.testing.assert_allclose(u, v, rtol=2e-5, atol=1e-7)
 
 
-def test_deterministic():
+@pytest.mark.parametrize("kernel_mode", KERNEL_MODES)
+def test_deterministic(kernel_mode):
     x, w, target = make_case(300, 64, 2000, "bf16")
-    a = value_and_grads(x, w, target, "bf16")
-    b = value_and_grads(x, w, target, "bf16")
+    a = value_and_grads(x, w, target, "bf16", mode=kernel_mode)
+    b = value_and_grads(x, w, target, "bf16", mode=kernel_mode)
     for u, v in zip(a, b):
         assert np.array_equal(u, v)
 

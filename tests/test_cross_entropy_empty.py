@@ -1,5 +1,6 @@
 """Zero tokens (N = 0) through the cross-entropy family: ms_ops.fused_linear_cross_entropy in every
-reduction and kernel mode, GRAPH mode with N unknown at compile time, and each op of the trio.
+reduction and kernel mode ("auto" included), GRAPH mode with N unknown at compile time, and each op
+of the trio.
 
 Defined as PyTorch does: "mean" over nothing is NaN, "sum" 0, "none" a [0] tensor; the gradients
 are a [0, H] input gradient and zeros of the weight's shape. Every call gives the same, and nothing
@@ -20,7 +21,7 @@ from ms_ops.reference import cross_entropy as ref
 from tests.utils import assert_close, rounding
 
 HIDDEN, VOCAB = 24, 200
-KERNEL_MODES = ("memory_saving", "high_performance")
+KERNEL_MODES = ("memory_saving", "high_performance", "grad_in_forward", "auto")
 REDUCTIONS = ("mean", "sum", "none")
 EMPTY_LOSS = {"mean": np.float32(np.nan), "sum": np.float32(0.0)}
 
@@ -69,9 +70,10 @@ def test_no_tokens(mode, kernel_mode, reduction):
         check_empty(loss, dx, dw, reduction)
 
 
+@pytest.mark.parametrize("kernel_mode", ["memory_saving", "grad_in_forward"])
 @pytest.mark.parametrize("dtype", [ms.float16, ms.bfloat16])
-def test_no_tokens_half_precision(mode, dtype):
-    loss, (dx, dw) = grad_net("mean", "memory_saving")(*empty_args(dtype))
+def test_no_tokens_half_precision(mode, dtype, kernel_mode):
+    loss, (dx, dw) = grad_net("mean", kernel_mode)(*empty_args(dtype))
     check_empty(loss, dx, dw, "mean", dtype)
 
 
@@ -169,11 +171,12 @@ def run_child_cases():
                 check_empty(loss, dx, dw, reduction)
         test_trio_no_tokens(None)
     ms.set_context(mode=ms.GRAPH_MODE)
-    dynamic = GradCell("mean", "memory_saving")
-    dynamic.set_inputs(ms.Tensor(shape=[None, HIDDEN], dtype=ms.float32),
-                       ms.Tensor(shape=[VOCAB, HIDDEN], dtype=ms.float32), ms.Tensor(shape=[None], dtype=ms.int32))
-    loss, (dx, dw) = dynamic(*empty_args())
-    check_empty(loss, dx, dw, "mean")
+    for kernel_mode in ("memory_saving", "grad_in_forward"):
+        dynamic = GradCell("mean", kernel_mode)
+        dynamic.set_inputs(ms.Tensor(shape=[None, HIDDEN], dtype=ms.float32),
+                           ms.Tensor(shape=[VOCAB, HIDDEN], dtype=ms.float32), ms.Tensor(shape=[None], dtype=ms.int32))
+        loss, (dx, dw) = dynamic(*empty_args())
+        check_empty(loss, dx, dw, "mean")
     print("child cases done")
 
 

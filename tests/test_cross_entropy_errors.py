@@ -5,6 +5,7 @@ import re
 import mindspore as ms
 import numpy as np
 import pytest
+from mindspore.communication import GlobalComm
 
 import ms_ops
 
@@ -39,6 +40,8 @@ STATIC = {
     "ignore_index": (dict(ignore_index=1.5), TypeError, "'ignore_index' must be an int"),
     "start_without_group": (dict(vocab_start_index=16), ValueError, "'vocab_start_index' needs a 'group'"),
     "group_type": (dict(group=3), TypeError, "'group' must be a communication group name"),
+    "block_bytes_zero": (dict(block_bytes=0), ValueError, "'block_bytes' must be >= 1, got 0"),
+    "block_bytes_type": (dict(block_bytes=1.5), TypeError, "'block_bytes' must be an int"),
 }
 
 
@@ -76,4 +79,19 @@ def test_target_out_of_range(mode, capfd, bad):
         ms_ops.fused_linear_cross_entropy(X, W, target).asnumpy()
     assert "(in kernel fused_linear_online_max_sum)" in str(info.value)
     assert "ms_ops" not in capfd.readouterr().err
+    good_call()
+
+
+@pytest.mark.parametrize("group", ["tp_group", GlobalComm.WORLD_COMM_GROUP], ids=["other_name", "world_before_init"])
+def test_cpu_group_must_be_the_initialised_world_group(mode, group):
+    """MindSpore's CPU collectives run only on the world group of init() under msrun; without
+    init() MindSpore would report any group as one rank and fail later inside AllGather."""
+    assert not GlobalComm.INITED
+    text = (f"{OP}: 'group' on CPU must be the world group, mindspore.communication.GlobalComm.WORLD_COMM_GROUP "
+            f"('mccl_world_group' once init() has run in a process started by msrun): MindSpore's CPU collectives "
+            f"work on no other group; got {group!r}; mindspore.communication.init() has not run")
+    with pytest.raises(ValueError, match=re.escape(text)):
+        ms_ops.fused_linear_cross_entropy(X, W, T, group=group)
+    with pytest.raises(ValueError, match=re.escape(text.replace(OP, "FusedLinearCrossEntropyLoss"))):
+        ms_ops.nn.FusedLinearCrossEntropyLoss(8, 16, group=group)
     good_call()

@@ -58,8 +58,16 @@ def run_msrun(tmp_path, *args):
     return proc.returncode, out, results, sorted(os.listdir(tmp_dir))
 
 
-@pytest.mark.parametrize("args", [("--graph",), ("--mode", "high_performance")],
-                         ids=["graph_memory_saving", "pynative_high_performance"])
+# grad_in_forward's token blocks: 97 tokens, V_local = 500 (1000 over 2 ranks), 32 rows per block
+# (32 * 500 float32 logits) -> blocks of 32, 32, 32, 1.
+BLOCKS_OF_32 = str(32 * 500 * 4)
+
+
+@pytest.mark.parametrize("args", [("--graph", "--mode", "memory_saving"), ("--mode", "high_performance"),
+                                  ("--graph", "--mode", "grad_in_forward", "--block-bytes", BLOCKS_OF_32),
+                                  ("--block-bytes", BLOCKS_OF_32), ("--dynamic", "--block-bytes", BLOCKS_OF_32)],
+                         ids=["graph_memory_saving", "pynative_high_performance", "graph_grad_in_forward_blocks",
+                              "pynative_auto_blocks", "graph_auto_dynamic_one_block"])
 def test_two_workers_match_single_process(tmp_path, args):
     code, out, results, leftover = run_msrun(tmp_path, *args)
     # On a failure the script keeps its logs and prints their last lines: all in `out`.

@@ -1,6 +1,7 @@
 // Host-side facts shared by the cross-entropy ops (the trio fused_linear_online_max_sum,
-// fused_cross_entropy_loss_with_max_sum, fused_linear_cross_entropy_loss_grad, and the loss
-// reduction cross_entropy_loss_reduce with its gradient): their tiling keys, the layout of
+// fused_cross_entropy_loss_with_max_sum, fused_linear_cross_entropy_loss_grad, the loss
+// reduction cross_entropy_loss_reduce with its gradient, and grad_in_forward mode's
+// fused_linear_cross_entropy_grad_in_forward and cross_entropy_grad_scale): their tiling keys, the layout of
 // target_mask, the value check of target and the names of the reductions. Plain C++ without MindSpore or CANN
 // headers, so the pure tiling functions, the CANN registrations and the CPU entries can all use
 // it. Kernels do not include it: they test the key literals (CANN needs literals in TILING_KEY_IS).

@@ -1,6 +1,7 @@
 """The kernels of the vocabulary-parallel fused linear + cross-entropy (op descriptions):
 argument order, attributes and dtype rows shared with ``aicore/cross_entropy/<op>/``. The CANN
-trio, then the reduction of the per-token losses and its gradient. The public functions are in
+trio, the reduction of the per-token losses and its gradient, then grad_in_forward mode's two
+kernels (the loss with both gradients, and their scaling in the backward). The public functions are in
 :mod:`ms_ops.ops.cross_entropy`, the gradient wiring in :mod:`ms_ops.bprop.cross_entropy`.
 """
 from ms_ops._custom import BF16, F16, F32, I32, I64, U8, OpDesc
@@ -60,4 +61,14 @@ FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD = OpDesc(
     outputs=("loss", "input_grad", "weight_grad"),
     attrs=(("ignore_index", "int"), ("label_smoothing", "float"), ("block_bytes", "int")),
     dtype_rows=tuple((t, t, g, F32, t, t) for t in (F32, F16, BF16) for g in (I32, I64)),
+)
+
+# ms_ops's own: the backward of grad_in_forward mode. Scales the stored gradients of sum_r loss_r
+# by dout ("sum") or dout / count ("mean"); zeros when count is 0.
+CROSS_ENTROPY_GRAD_SCALE = OpDesc(
+    name="cross_entropy_grad_scale",
+    inputs=("input_grad", "weight_grad", "dout", "count"),
+    outputs=("scaled_input_grad", "scaled_weight_grad"),
+    attrs=(("reduction", "str"),),
+    dtype_rows=tuple((t, t, F32, F32, t, t) for t in (F32, F16, BF16)),
 )

@@ -4,8 +4,8 @@ from mindspore import Parameter
 from mindspore.common.initializer import Normal, initializer
 
 from ms_ops.nn._graph import RecoveringCell
-from ms_ops.ops._validation import check_choice, check_dim, check_rank, check_same_dtype
-from ms_ops.ops.cross_entropy import MODES, REDUCTIONS, fused_linear_cross_entropy
+from ms_ops.ops._validation import check_choice, check_dim, check_int, check_rank, check_same_dtype
+from ms_ops.ops.cross_entropy import MODES, REDUCTIONS, check_group, fused_linear_cross_entropy
 
 
 class FusedLinearCrossEntropyLoss(RecoveringCell):
@@ -13,7 +13,8 @@ class FusedLinearCrossEntropyLoss(RecoveringCell):
 
     Holds the classifier ``weight [V_local, H]`` and computes
     :func:`ms_ops.fused_linear_cross_entropy` ``(hidden, weight, target)`` without the
-    ``[N, V]`` logits (in the default ``"memory_saving"`` mode).
+    ``[N, V]`` logits (at most a token block of them in ``"grad_in_forward"`` mode, none in
+    ``"memory_saving"`` mode).
 
     Vocabulary parallel: with ``group``, the vocabulary of ``vocab_size`` ids is split in equal
     shards over the group's ranks in rank order; this rank holds ``vocab_size / group size``
@@ -29,7 +30,13 @@ class FusedLinearCrossEntropyLoss(RecoveringCell):
             Default ``"mean"``.
         label_smoothing (float): in ``[0, 1)``. Default 0.
         group (str, optional): tensor-parallel communication group. Default None.
-        mode (str): ``"memory_saving"`` or ``"high_performance"``. Default ``"memory_saving"``.
+        mode (str): ``"auto"``, ``"grad_in_forward"``, ``"memory_saving"`` or
+            ``"high_performance"`` (see :func:`ms_ops.fused_linear_cross_entropy`). Default
+            ``"auto"``: grad_in_forward when training with a scalar loss, memory_saving
+            otherwise; in GRAPH mode a compiled scalar loss takes grad_in_forward, so an
+            inference-only Cell there should pass ``mode="memory_saving"``.
+        block_bytes (int, optional): grad_in_forward's budget of one token block's float32
+            logits. Default 128 MiB.
         weight_init: initializer of the weight. Default ``Normal(0.02)``.
         dtype (mindspore.dtype): weight dtype (float32/float16/bfloat16); the hidden states must
             have it too. Default float32.
@@ -43,7 +50,7 @@ class FusedLinearCrossEntropyLoss(RecoveringCell):
     """
 
     def __init__(self, hidden_size, vocab_size, *, ignore_index=-100, reduction="mean",
-                 label_smoothing=0.0, group=None, mode="memory_saving", weight_init=None,
+                 label_smoothing=0.0, group=None, mode="auto", block_bytes=None, weight_init=None,
                  dtype=ms.float32):
         super().__init__()
         name = "FusedLinearCrossEntropyLoss"
@@ -52,9 +59,12 @@ class FusedLinearCrossEntropyLoss(RecoveringCell):
                 raise ValueError(f"{name}: '{arg}' must be a positive int, got {value!r}")
         check_choice(name, "reduction", reduction, REDUCTIONS)
         check_choice(name, "mode", mode, MODES)
+        if block_bytes is not None:
+            check_int(name, "block_bytes", block_bytes, low=1)
         shards = 1
         if group is not None:
             from mindspore.communication import get_group_size
+            check_group(name, group)
             shards = get_group_size(group)
             if vocab_size % shards:
                 raise ValueError(f"{name}: 'vocab_size' ({vocab_size}) must divide evenly over the "
@@ -66,6 +76,7 @@ class FusedLinearCrossEntropyLoss(RecoveringCell):
         self.label_smoothing = label_smoothing
         self.group = group
         self.mode = mode
+        self.block_bytes = block_bytes
         init = Normal(0.02) if weight_init is None else weight_init
         self.weight = Parameter(initializer(init, (vocab_size // shards, hidden_size), dtype),
                                 name="weight")
@@ -80,9 +91,10 @@ class FusedLinearCrossEntropyLoss(RecoveringCell):
         return fused_linear_cross_entropy(hidden, self.weight, target, ignore_index=self.ignore_index,
                                           reduction=self.reduction,
                                           label_smoothing=self.label_smoothing, group=self.group,
-                                          mode=self.mode)
+                                          mode=self.mode, block_bytes=self.block_bytes)
 
     def extend_repr(self):
         return (f"hidden_size={self.hidden_size}, vocab_size={self.vocab_size}, mode={self.mode}, "
                 f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
-                f"label_smoothing={self.label_smoothing}, group={self.group}")
+                f"label_smoothing={self.label_smoothing}, group={self.group}, "
+                f"block_bytes={self.block_bytes}")

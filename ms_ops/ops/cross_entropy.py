@@ -8,10 +8,11 @@ import functools
 
 import mindspore as ms
 from mindspore import ops
-from mindspore.communication import get_group_size, get_rank
+from mindspore.communication import GlobalComm, get_group_size, get_rank
+from mindspore.graph.api import _pynative_executor
 
 from ms_ops._custom import custom_op
-from ms_ops.bprop.cross_entropy import (FusedLinearCrossEntropyFunction,
+from ms_ops.bprop.cross_entropy import (FusedLinearCrossEntropyFunction, GradInForwardFunction,
                                         make_cross_entropy_loss_reduce_bprop)
 from ms_ops.kernels.cross_entropy import (CROSS_ENTROPY_LOSS_REDUCE, FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
                                           FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD,
@@ -20,8 +21,11 @@ from ms_ops.ops._validation import (FLOAT_DTYPES, check_choice, check_dim, check
                                     check_int, check_rank, check_same_dtype, known)
 
 TARGET_DTYPES = (ms.int32, ms.int64)
-MODES = ("memory_saving", "high_performance")
+MODES = ("auto", "grad_in_forward", "memory_saving", "high_performance")
 REDUCTIONS = ("mean", "sum", "none")
+DEFAULT_BLOCK_BYTES = 128 << 20
+# MindSpore's CPU collectives run only on this group (the world group of init() under msrun).
+CPU_WORLD_GROUP = "mccl_world_group"
 
 
 def _check_linear_args(op, input, weight, target):
@@ -42,6 +46,24 @@ def _check_linear_args(op, input, weight, target):
     return vocab
 
 
+def check_group(op, group):
+    """A communication group name this device can use. On CPU, MindSpore's collectives work only
+    on the world group of ``init()`` under msrun; any other name would fail later inside
+    AllGather ("AllGather only support mccl_world_group on CPU"), and without ``init()`` MindSpore
+    reports every group as one rank of rank 0."""
+    if not isinstance(group, str):
+        raise TypeError(f"{op}: 'group' must be a communication group name (str) or None, "
+                        f"got {type(group).__name__}")
+    if ms.get_context("device_target") != "CPU":
+        return
+    if not GlobalComm.INITED or group != GlobalComm.WORLD_COMM_GROUP:
+        state = "" if GlobalComm.INITED else "; mindspore.communication.init() has not run"
+        raise ValueError(f"{op}: 'group' on CPU must be the world group, "
+                         f"mindspore.communication.GlobalComm.WORLD_COMM_GROUP ({CPU_WORLD_GROUP!r} "
+                         f"once init() has run in a process started by msrun): MindSpore's CPU "
+                         f"collectives work on no other group; got {group!r}{state}")
+
+
 def _group_layout(op, group, vocab_local, vocab_start_index):
     """(vocab_start_index, vocab_size) of this rank: shards of equal size, in rank order by default."""
     if group is None:
@@ -49,9 +71,7 @@ def _group_layout(op, group, vocab_local, vocab_start_index):
             raise ValueError(f"{op}: 'vocab_start_index' needs a 'group' (without one the weight holds "
                              f"the whole vocabulary), got {vocab_start_index}")
         return 0, vocab_local
-    if not isinstance(group, str):
-        raise TypeError(f"{op}: 'group' must be a communication group name (str) or None, "
-                        f"got {type(group).__name__}")
+    check_group(op, group)
     vocab_size = vocab_local * get_group_size(group)
     start = get_rank(group) * vocab_local if vocab_start_index is None else vocab_start_index
     check_int(op, "vocab_start_index", start, low=0)
@@ -73,9 +93,61 @@ def _function(op, vocab_local, group, vocab_start_index, ignore_index, label_smo
                                            on_failure=_function.cache_clear)
 
 
+def _block_bounds(rows, vocab_local, block_bytes):
+    """Row ranges of the token blocks whose float32 logits ``[c, V_local]`` fit ``block_bytes``
+    (at least one row each); empty for a single block, or when N is unknown (``rows`` None)."""
+    block_rows = max(1, block_bytes // (4 * vocab_local))
+    if rows is None or rows <= block_rows:
+        return ()
+    return tuple((r0, min(r0 + block_rows, rows)) for r0 in range(0, rows, block_rows))
+
+
+@functools.lru_cache(maxsize=None)
+def _grad_in_forward_function(op, vocab_local, group, vocab_start_index, ignore_index, label_smoothing,
+                              reduction, block_bytes, rows):
+    """The grad-in-forward autograd Cell of one configuration (cached as :func:`_function`).
+    ``rows``: the static N of the vocabulary-parallel token blocks, else None."""
+    start, vocab_size = _group_layout(op, group, vocab_local, vocab_start_index)
+    bounds = _block_bounds(rows, vocab_local, block_bytes) if group is not None else ()
+    return GradInForwardFunction(start, start + vocab_local, vocab_size, ignore_index, label_smoothing,
+                                 reduction, group, block_bytes, bounds,
+                                 on_failure=_grad_in_forward_function.cache_clear)
+
+
+@functools.lru_cache(maxsize=None)
+def resolve_mode(mode, reduction, gradients):
+    """The kernel mode that computes ``mode`` for ``reduction``.
+
+    ``"auto"`` is ``"grad_in_forward"`` when ``gradients`` (a backward is expected) and the loss is
+    a scalar (``"mean"``, ``"sum"``), else ``"memory_saving"``; ``"grad_in_forward"`` with
+    ``reduction="none"`` is ``"memory_saving"`` (a per-token upstream gradient is only known in
+    the backward). The other modes stand for themselves. Cached: a pure function, which GRAPH
+    mode then runs in Python at compile time.
+    """
+    scalar = reduction != "none"
+    if mode == "auto":
+        return "grad_in_forward" if gradients and scalar else "memory_saving"
+    if mode == "grad_in_forward" and not scalar:
+        return "memory_saving"
+    return mode
+
+
+def gradients_expected(input):
+    """Whether a backward may follow the loss of ``input``. Run op by op, PyNative records for a
+    backward exactly inside ``ms.grad``/``value_and_grad`` (and the like). In a compiled graph
+    (GRAPH mode, ``ms.jit``) nothing tells the compiler whether the graph will be differentiated:
+    a backward is assumed. There a graph input is a variable at compile time, while op by op
+    every tensor is a constant. (MindSpore 2.10 leaves its PyNative grad state set after an
+    exception inside ``ms.grad``; later calls of the process then count as needing gradients,
+    which costs time, not correctness.)"""
+    if not ops.isconstant(input):
+        return True
+    return _pynative_executor.requires_grad()
+
+
 def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, reduction="mean",
-                               label_smoothing=0.0, group=None, vocab_start_index=None,
-                               mode="memory_saving"):
+                               label_smoothing=0.0, group=None, vocab_start_index=None, mode="auto",
+                               block_bytes=None):
     r"""Cross-entropy of the logits ``input @ weight^T`` without materialising them.
 
     With logits :math:`z = x W^T`, the smoothed target distribution
@@ -86,17 +158,46 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
         \ell_r = \log\sum_j e^{z_{rj}} - (1-\alpha)\, z_{r t_r} - \frac{\alpha}{V} \sum_j z_{rj},
         \qquad \frac{\partial \ell_r}{\partial z_{rj}} = \mathrm{softmax}(z_r)_j - q_{rj}
 
-    In ``"memory_saving"`` mode no ``[N, V]`` buffer exists at any time: the forward keeps an
-    online max and sum over vocabulary tiles and the backward recomputes each logits tile.
-    ``"high_performance"`` keeps the ``[N, V]`` float32 softmax for the backward instead (one
-    GEMM less).
+    Modes (kernels, memory and GEMMs; all compute the same function):
+
+    - ``"grad_in_forward"``: the forward computes the loss and both gradients of the summed loss
+      while each token block's logits are at hand (3 GEMMs per token, as high_performance, but
+      without its ``[N, V]`` softmax), and the backward only scales them by the upstream
+      gradient (kernel cross_entropy_grad_scale). A token block holds the rows whose float32
+      logits fit ``block_bytes``. Extra memory: one block of logits plus small per-row
+      statistics (fp16/bf16 with several blocks: also a float32 ``[V, H]`` weight-gradient
+      accumulator), and the input and weight gradients, held from the forward to the backward
+      (which writes scaled copies). The stored gradients are those of the sum over the tokens,
+      before the backward's 1 / count of "mean": in float16 they must fit its range (65504).
+      For a scalar loss (``reduction`` "mean" or "sum"); with ``reduction="none"`` it falls
+      back to ``"memory_saving"``.
+    - ``"memory_saving"``: no ``[N, V]`` buffer at any time: the forward keeps an online max and
+      sum over vocabulary tiles and the backward recomputes each logits tile (4 GEMMs per token).
+    - ``"high_performance"``: the forward keeps the ``[N, V]`` float32 softmax for the backward
+      (3 GEMMs per token).
+    - ``"auto"`` (default): ``"grad_in_forward"`` when gradients will be needed and the loss is a
+      scalar, else ``"memory_saving"`` (inference, ``reduction="none"``). Run op by op (PYNATIVE
+      mode), gradients are needed inside ``ms.grad``/``value_and_grad``. In a compiled graph
+      (GRAPH mode, ``ms.jit``) the compiler cannot know whether the graph will be
+      differentiated, so a scalar loss takes ``"grad_in_forward"`` there: for inference in GRAPH
+      mode pass ``mode="memory_saving"`` (grad_in_forward's forward does three times the GEMMs
+      of memory_saving's). :func:`resolve_mode` states the rule.
 
     Vocabulary parallel: with ``group``, ``weight`` is this rank's shard of an ``[V, H]``
     classifier split in equal parts, in rank order unless ``vocab_start_index`` says where it
     starts; ``V = V_local * group size``. The ranks combine their partial results with
     all-reduces (MAX of the row max, one SUM of the rescaled exp-sums, target logits and logit
-    sums). Every rank gets the full loss and the full input gradient (summed over the group in
-    the backward); each keeps the gradient of its own weight shard.
+    sums). Every rank gets the full loss and the full input gradient (summed over the group);
+    each keeps the gradient of its own weight shard. On CPU the group must be MindSpore's world
+    group (see :func:`check_group`). In ``"grad_in_forward"`` mode the token blocks are a
+    Python loop over the kernels of the other modes in high-performance form (the trio and the
+    collectives on block-sized tensors, then the gradient kernel with the block's softmax), all
+    in the forward. When N is unknown at compile time (GRAPH mode, ``set_inputs`` with a None
+    dimension) the whole batch is one block. Its extra memory is higher than without a group:
+    per block the float32 logits and softmax (twice ``block_bytes``) and the block's weight
+    gradient besides a float32 running sum of it, then the input gradient about three times
+    (blocks, their concatenation, the group sum). fp16/bf16 weight gradients are rounded per
+    block before the float32 sum.
 
     Args:
         input (Tensor): hidden states ``[N, H]``, float32/float16/bfloat16.
@@ -111,7 +212,12 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
         group (str, optional): tensor-parallel communication group. Default None.
         vocab_start_index (int, optional): first vocabulary id of this rank's shard (with
             ``group``). Default ``rank * V_local``.
-        mode (str): ``"memory_saving"`` or ``"high_performance"``. Default ``"memory_saving"``.
+        mode (str): ``"auto"``, ``"grad_in_forward"``, ``"memory_saving"`` or
+            ``"high_performance"``. Default ``"auto"``.
+        block_bytes (int, optional): grad_in_forward's budget of one token block's float32
+            logits, in bytes; a block has at least one row (without a group: one chunk of up to
+            128 rows) whatever the budget. Default 128 MiB. Without a group the results do not
+            depend on it.
 
     Returns:
         Tensor, float32: a scalar, or ``[N]`` for ``reduction="none"``. Differentiable w.r.t.
@@ -128,8 +234,17 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
     check_choice(op, "reduction", reduction, REDUCTIONS)
     check_choice(op, "mode", mode, MODES)
     check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
+    block_bytes = DEFAULT_BLOCK_BYTES if block_bytes is None else block_bytes
+    check_int(op, "block_bytes", block_bytes, low=1)
+    kernel_mode = resolve_mode(mode, reduction, gradients_expected(input))
+    if kernel_mode == "grad_in_forward":
+        # The token blocks of the vocabulary-parallel chain are a loop over static row ranges.
+        rows = input.shape[0] if group is not None and known(input.shape[0]) else None
+        function = _grad_in_forward_function(op, vocab_local, group, vocab_start_index, ignore_index,
+                                             float(label_smoothing), reduction, block_bytes, rows)
+        return function(input, weight, target)[0].reshape(())
     function = _function(op, vocab_local, group, vocab_start_index, ignore_index,
-                         float(label_smoothing), mode == "high_performance")
+                         float(label_smoothing), kernel_mode == "high_performance")
     loss = function(input, weight, target)[0]
     reduce = custom_op(CROSS_ENTROPY_LOSS_REDUCE, make_cross_entropy_loss_reduce_bprop, api=op,
                        ignore_index=ignore_index, reduction=reduction)

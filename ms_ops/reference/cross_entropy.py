@@ -12,7 +12,8 @@ The reductions over N tokens, of which K are not ignored: "sum" = sum_r loss_r, 
 (NaN when K = 0, e.g. N = 0, as in PyTorch), "none" = the [N] losses.
 
 ``rnd`` is a rounding applied after every operation: the identity gives the float64 reference,
-a rounding to the input dtype gives the same math done naively in that precision.
+a rounding to the input dtype gives the same math done naively in that precision (products and
+the reduction's sum accumulating in float32, as a GEMM or a kernel's sum does).
 """
 import numpy as np
 
@@ -46,6 +47,16 @@ def per_token_loss(x, weight, target, *, ignore_index=-100, label_smoothing=0.0,
     return np.where(valid, loss, 0.0)
 
 
+def _naive_reduce(loss_r, valid, reduction, rnd):
+    """"sum"/"mean" of the kept losses, summed one after the other in float32, then rounded."""
+    total = np.float32(0.0)
+    for value in np.where(valid, loss_r, 0.0).astype(np.float32):
+        total = np.float32(total + value)
+    if reduction == "mean":
+        total = np.float32(total / np.float32(valid.sum()))
+    return rnd(np.float64(total))
+
+
 def _reduce_weights(valid, reduction):
     if reduction == "none":
         return None
@@ -71,7 +82,7 @@ def fused_linear_cross_entropy(x, weight, target, *, ignore_index=-100, reductio
         g = np.ones(len(target)) if grad_output is None else np.asarray(grad_output, np.float64)
         g = np.where(valid, g, 0.0)
     else:
-        loss = np.sum(loss_r * weights)
+        loss = np.sum(loss_r * weights) if rnd is _exact else _naive_reduce(loss_r, valid, reduction, rnd)
         g = weights * (1.0 if grad_output is None else float(grad_output))
     z = _logits(x, weight, rnd)
     p = rnd(np.exp(rnd(z - z.max(axis=1, keepdims=True))))

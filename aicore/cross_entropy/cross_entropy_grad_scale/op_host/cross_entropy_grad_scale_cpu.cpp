@@ -1,0 +1,82 @@
+// MindSpore CPU entry of cross_entropy_grad_scale: checks shapes, dtypes and the reduction, tiles
+// and runs the kernel on the twin, for any element counts including 0. Inputs: input_grad and
+// weight_grad (float32/float16/bfloat16, any shapes), dout ([1]) and count ([1]) float32; outputs:
+// the scaled gradients, shapes and dtype of the inputs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../../cross_entropy_common.h"
+#include "cross_entropy_grad_scale_infer.h"
+#include "cross_entropy_grad_scale_tiling.h"
+#include "host_entry.h"
+#include "platform.h"
+#include "twin_runtime.h"
+
+extern "C" void cross_entropy_grad_scale(uint8_t *inputGrad, uint8_t *weightGrad, uint8_t *dout, uint8_t *count,
+                                         uint8_t *scaledInputGrad, uint8_t *scaledWeightGrad, uint8_t *workspace,
+                                         uint8_t *tiling);
+
+namespace ms_ops {
+namespace {
+
+constexpr const char *kOp = "cross_entropy_grad_scale";
+const char *const kArgNames[] = {"input_grad", "weight_grad", "dout", "count", "scaled_input_grad",
+                                 "scaled_weight_grad"};
+
+int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
+  Require(nparam == kCegsNumInputs + kCegsNumOutputs, "params",
+          "expected 4 inputs and 2 outputs, got " + std::to_string(nparam) + " tensors");
+  auto *extra = static_cast<mindspore::AotExtra *>(extraPtr);
+  CeReduction reduction = CeReduction::kMean;
+  const std::string name = ReadAttr<std::string>(extra, "reduction");
+  Require(ParseReduction(name, &reduction) && reduction != CeReduction::kNone, "reduction",
+          "must be 'mean' or 'sum' (the reductions to a single loss), got '" + name + "'");
+  const std::vector<Arg> args = Args(nparam, params, ndims, shapes, dtypes, kArgNames);
+  const Arg &inputGrad = args[kCegsInputGrad], &weightGrad = args[kCegsWeightGrad];
+  RequireFloat(inputGrad);
+  RequireDType(weightGrad, inputGrad.dtype, inputGrad.dtypeName);
+  for (int i : {kCegsDout, kCegsCount}) {
+    RequireDType(args[i], DType::kF32, "float32");
+    RequireShape(args[i], {1}, i == kCegsDout ? "the gradient of a reduced loss" : "the forward's count");
+  }
+  const int64_t inputElems = Numel(ndims[kCegsInputGrad], shapes[kCegsInputGrad]);
+  const int64_t weightElems = Numel(ndims[kCegsWeightGrad], shapes[kCegsWeightGrad]);
+  RequireOutput(kArgNames[kCegsNumInputs], kCegsNumInputs, ndims, shapes, dtypes, inputGrad.shape, inputGrad.dtype);
+  RequireOutput(kArgNames[kCegsNumInputs + 1], kCegsNumInputs + 1, ndims, shapes, dtypes, weightGrad.shape,
+                weightGrad.dtype);
+
+  CrossEntropyGradScaleProblem p;
+  p.inputElems = inputElems;
+  p.weightElems = weightElems;
+  p.dataType = ToFloatEnum<CeFloat>(inputGrad.dtype);
+  p.reduction = reduction;
+  CrossEntropyGradScaleTiling t = ComputeCrossEntropyGradScaleTiling(p, kAtlasA2);
+  if (!t.error.empty()) Reject("tiling", t.error);
+  auto gm = [params](int i) { return static_cast<uint8_t *>(params[i]); };
+  return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
+    cross_entropy_grad_scale(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), nullptr, reinterpret_cast<uint8_t *>(&t.data));
+  });
+}
+
+}  // namespace
+}  // namespace ms_ops
+
+extern "C" __attribute__((visibility("default"))) int CrossEntropyGradScale(int nparam, void **params, int *ndims,
+                                                                           int64_t **shapes, const char **dtypes,
+                                                                           void *stream, void *extra) {
+  return ms_ops::GuardedEntry(ms_ops::kOp, extra, [&] { return ms_ops::Run(nparam, params, ndims, shapes, dtypes, extra); });
+}
+
+extern "C" __attribute__((visibility("default"))) std::vector<std::vector<int64_t>> CrossEntropyGradScaleInferShape(
+    int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {
+  std::vector<std::vector<int64_t>> in;
+  for (int i = 0; i < ms_ops::kCegsNumInputs; ++i) in.emplace_back(shapes[i], shapes[i] + ndims[i]);
+  return ms_ops::CrossEntropyGradScaleOutShapes(in);
+}
+
+extern "C" __attribute__((visibility("default"))) std::vector<mindspore::TypeId> CrossEntropyGradScaleInferType(
+    std::vector<mindspore::TypeId> types, mindspore::AotExtra *extra) {
+  if (types.size() < size_t(ms_ops::kCegsNumInputs)) types.resize(ms_ops::kCegsNumInputs, mindspore::kTypeUnknown);
+  return ms_ops::CrossEntropyGradScaleOutTypes(types);
+}
