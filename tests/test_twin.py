@@ -386,6 +386,7 @@ VIOLATIONS = [
     (13, "Duplicate: use after FreeTensor: UB bytes [0, 32) (TQue<VECIN> buffer 0 at UB offset 0, byte 0)"),
     (14, "kernel end: 1 tensor(s) still allocated (AllocTensor without FreeTensor)"),
     (15, "Adds: the destination (UB offset 544, 64 bytes) partially overlaps a source (UB offset 512, 64 bytes)"),
+    (16, "Matmul::IterateAll: Matmul used after the scope of its REGIST_MATMUL_OBJ ended"),
 ]
 
 

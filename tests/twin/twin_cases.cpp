@@ -345,6 +345,23 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
         mm.IterateAll(og[8], 1);
         break;
       }
+      case 16: {
+        // Registered in an inner scope that ends before the Matmul is used (it was inside a
+        // kernel's Init once): the NPU's cube core stops serving when the registration ends.
+        using F32 = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+        TCubeTiling tiling{};
+        tiling.M = tiling.N = tiling.Ka = tiling.Kb = 2;
+        tiling.singleCoreM = tiling.singleCoreN = tiling.singleCoreK = 2;
+        tiling.baseM = tiling.baseN = tiling.baseK = 16;
+        Matmul<F32, F32, F32> mm;
+        {
+          REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
+        }
+        mm.SetTensorA(xg);
+        mm.SetTensorB(xg);
+        mm.IterateAll(og, 0);
+        break;
+      }
       case 13: {
         LocalTensor<float> a = q.AllocTensor<float>();
         q.FreeTensor(a);

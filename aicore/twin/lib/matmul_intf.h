@@ -199,6 +199,9 @@ class Matmul {
     tm_ = tn_ = tileM_ = tileN_ = 0;
   }
 
+  // Set when the REGIST_MATMUL_OBJ that registered this object goes out of scope.
+  bool *TwinClientEnded() { return &clientEnded_; }
+
  private:
   static int CeilDiv(int a, int b) { return (a + b - 1) / b; }
 
@@ -212,6 +215,10 @@ class Matmul {
 
   void Check(const char *call, uint8_t enAtomic) {
     if (!init_) twin_detail::Fail(call, "Matmul used before Init / REGIST_MATMUL_OBJ with a tiling");
+    if (clientEnded_)
+      twin_detail::Fail(call, "Matmul used after the scope of its REGIST_MATMUL_OBJ ended: on the NPU the vector "
+                              "core's registration is a local object whose destructor tells the cube core to stop "
+                              "serving, so register at kernel scope, outside any braces, before any InitBuffer");
     if (a_.TwinData() == nullptr || b_.TwinData() == nullptr) twin_detail::Fail(call, "SetTensorA/SetTensorB not called");
     if (enAtomic > 1) twin_detail::Fail(call, "only enAtomic 0 (overwrite) and 1 (add) are supported by the twin");
     if (m_ < 0 || n_ < 0 || k_ <= 0 || m_ > M_ || n_ > N_ || k_ > Ka_ || k_ > Kb_)
@@ -269,7 +276,7 @@ class Matmul {
   }
 
   TCubeTiling t_{};
-  bool init_ = false, transA_ = false, transB_ = false, hasBias_ = false, iterating_ = false;
+  bool init_ = false, transA_ = false, transB_ = false, hasBias_ = false, iterating_ = false, clientEnded_ = false;
   int M_ = 0, N_ = 0, Ka_ = 0, Kb_ = 0, m_ = 0, n_ = 0, k_ = 0;
   int tm_ = 0, tn_ = 0, tileM_ = 0, tileN_ = 0;
   GlobalTensor<SrcAT> a_;
@@ -288,6 +295,33 @@ inline void RegistMatmulObj(TPipe *pipe, MM &mm, Tiling &&tiling, Rest &&...rest
   RegistMatmulObj(pipe, std::forward<Rest>(rest)...);
 }
 
+// What REGIST_MATMUL_OBJ declares: registers its Matmul objects and, when it goes out of scope,
+// marks them unusable, as the NPU's cube core stops serving when the vector core's client ends.
+class MatmulClient {
+ public:
+  template <class... Args>
+  explicit MatmulClient(TPipe *pipe, Args &&...args) {
+    Collect(args...);
+    RegistMatmulObj(pipe, std::forward<Args>(args)...);
+  }
+  ~MatmulClient() {
+    for (int i = 0; i < count_; ++i) *ended_[i] = true;
+  }
+  MatmulClient(const MatmulClient &) = delete;
+  MatmulClient &operator=(const MatmulClient &) = delete;
+
+ private:
+  void Collect() {}
+  template <class MM, class Tiling, class... Rest>
+  void Collect(MM &mm, Tiling &&, Rest &&...rest) {
+    ended_[count_++] = mm.TwinClientEnded();
+    Collect(rest...);
+  }
+
+  bool *ended_[4] = {};
+  int count_ = 0;
+};
+
 }  // namespace twin_detail
 }  // namespace AscendC
 
@@ -299,7 +333,11 @@ using AscendC::MatmulConfig;
 using AscendC::MatmulType;
 }  // namespace matmul
 
-// REGIST_MATMUL_OBJ(&pipe, workspace, mm1, &tiling1[, mm2, &tiling2 ...]): Init with each tiling.
-#define REGIST_MATMUL_OBJ(tpipe, workspace, ...) ::AscendC::twin_detail::RegistMatmulObj(tpipe, __VA_ARGS__)
+// REGIST_MATMUL_OBJ(&pipe, workspace, mm1, &tiling1[, mm2, &tiling2 ...]): Init with each tiling;
+// the objects stay usable until the end of the enclosing scope.
+#define MS_OPS_TWIN_CAT2(a, b) a##b
+#define MS_OPS_TWIN_CAT(a, b) MS_OPS_TWIN_CAT2(a, b)
+#define REGIST_MATMUL_OBJ(tpipe, workspace, ...) \
+  ::AscendC::twin_detail::MatmulClient MS_OPS_TWIN_CAT(twinMatmulClient, __LINE__)(tpipe, __VA_ARGS__)
 
 #endif  // MS_OPS_TWIN_LIB_MATMUL_INTF_H_

@@ -42,11 +42,13 @@ class FusedLinearOnlineMaxSumKernel {
  public:
   __aicore__ inline FusedLinearOnlineMaxSumKernel() {}
 
+  // Registered by Run with REGIST_MATMUL_OBJ before Init's InitBuffer calls.
+  TPipe pipe;
+  Matmul<AType, BType, CType> mm;
+
   __aicore__ inline void Init(GM_ADDR input, GM_ADDR weight, GM_ADDR target, GM_ADDR logitsMax, GM_ADDR sumExp,
                               GM_ADDR predicted, GM_ADDR targetMask, GM_ADDR maskedTarget, GM_ADDR logits,
                               GM_ADDR sumLogits, GM_ADDR workspace, const FusedLinearOnlineMaxSumTilingData &td) {
-    // Before any InitBuffer: in a mixed AIC/AIV kernel the Matmul object is registered first.
-    REGIST_MATMUL_OBJ(&pipe_, GetSysWorkSpacePtr(), mm_, &td.mm);
     rows_ = td.rows;
     hidden_ = td.hidden;
     vocab_ = td.vocab;
@@ -81,15 +83,15 @@ class FusedLinearOnlineMaxSumKernel {
 
     // Same sizes as FlomsUbFixed / FlomsUbPerChunkRow in the host tiling.
     const uint32_t pitch = UbBytes(nTile_, 4) / 4;
-    pipe_.InitBuffer(chunkQ_, 2, chunkRows_ * pitch * 4);
-    pipe_.InitBuffer(expBuf_, pitch * 4);
-    pipe_.InitBuffer(reduceTmp_, pitch * 4);
-    pipe_.InitBuffer(reduceOut_, 3 * kUbAlign);
-    pipe_.InitBuffer(state_, 8 * mTile_ * 4);
-    pipe_.InitBuffer(localTarget_, mTile_ * 4);
-    pipe_.InitBuffer(targetQ_, 1, UbBytes(mTile_, sizeof(G)));
-    pipe_.InitBuffer(maskedQ_, 1, UbBytes(mTile_, sizeof(G)));
-    pipe_.InitBuffer(maskQ_, 1, UbBytes(mTile_ / 8, 1));
+    pipe.InitBuffer(chunkQ_, 2, chunkRows_ * pitch * 4);
+    pipe.InitBuffer(expBuf_, pitch * 4);
+    pipe.InitBuffer(reduceTmp_, pitch * 4);
+    pipe.InitBuffer(reduceOut_, 3 * kUbAlign);
+    pipe.InitBuffer(state_, 8 * mTile_ * 4);
+    pipe.InitBuffer(localTarget_, mTile_ * 4);
+    pipe.InitBuffer(targetQ_, 1, UbBytes(mTile_, sizeof(G)));
+    pipe.InitBuffer(maskedQ_, 1, UbBytes(mTile_, sizeof(G)));
+    pipe.InitBuffer(maskQ_, 1, UbBytes(mTile_ / 8, 1));
   }
 
   __aicore__ inline void Process() {
@@ -97,18 +99,18 @@ class FusedLinearOnlineMaxSumKernel {
       const uint32_t mt = static_cast<uint32_t>(Min64(rowEnd_ - r0, mTile_));
       Targets(r0, mt);
       StartRows(mt);
-      mm_.SetTensorA(inputGm_[r0 * hidden_]);
+      mm.SetTensorA(inputGm_[r0 * hidden_]);
       for (int64_t v0 = 0; v0 < vocab_; v0 += nTile_) {
         const uint32_t n = static_cast<uint32_t>(Min64(vocab_ - v0, nTile_));
         const GlobalTensor<float> tile = tileAtRows_ ? tileGm_[r0 * vocab_ + v0] : tileGm_;
-        mm_.SetTensorB(weightGm_[v0 * hidden_], true);
-        mm_.SetSingleShape(mt, n, static_cast<int32_t>(hidden_));
-        mm_.IterateAll(tile);
+        mm.SetTensorB(weightGm_[v0 * hidden_], true);
+        mm.SetSingleShape(mt, n, static_cast<int32_t>(hidden_));
+        mm.IterateAll(tile);
         FoldTile(tile, mt, v0, n);
       }
       FinishRows(r0, mt);
     }
-    mm_.End();
+    mm.End();
   }
 
  private:
@@ -128,7 +130,7 @@ class FusedLinearOnlineMaxSumKernel {
     CopyIn(tgt, targetGm_[r0], mt);
     targetQ_.EnQue(tgt);
     tgt = targetQ_.DeQue<G>();
-    OrderPipes<HardEvent::MTE2_S>(&pipe_);
+    OrderPipes<HardEvent::MTE2_S>(&pipe);
     LocalTensor<G> masked = maskedQ_.AllocTensor<G>();
     LocalTensor<uint8_t> mask = maskQ_.AllocTensor<uint8_t>();
     LocalTensor<int32_t> local = localTarget_.Get<int32_t>();
@@ -151,7 +153,7 @@ class FusedLinearOnlineMaxSumKernel {
     maskQ_.EnQue(mask);
     masked = maskedQ_.DeQue<G>();
     mask = maskQ_.DeQue<uint8_t>();
-    OrderPipes<HardEvent::S_MTE3>(&pipe_);
+    OrderPipes<HardEvent::S_MTE3>(&pipe);
     CopyOut(maskedGm_[r0], masked, mt);
     CopyOut(maskGm_[r0 / 8], mask, (mt + 7) / 8);
     maskedQ_.FreeTensor(masked);
@@ -160,7 +162,7 @@ class FusedLinearOnlineMaxSumKernel {
 
   __aicore__ inline void StartRows(uint32_t mt) {
     // The previous row tile's results have left for GM before the state is reset.
-    OrderPipes<HardEvent::MTE3_V>(&pipe_);
+    OrderPipes<HardEvent::MTE3_V>(&pipe);
     Duplicate(State(kRunMax), kLowest, mt);
     Duplicate(State(kSumExp), 0.0f, mt);
     Duplicate(State(kSumLogits), 0.0f, mt);
@@ -184,7 +186,7 @@ class FusedLinearOnlineMaxSumKernel {
       chunkQ_.FreeTensor(z);
     }
     // sum = sum * exp(old max - new max) + tile sum (relative to the new max), for all rows at once.
-    OrderPipes<HardEvent::S_V>(&pipe_);
+    OrderPipes<HardEvent::S_V>(&pipe);
     LocalTensor<float> factor = State(kFactor), sumExp = State(kSumExp), sumLogits = State(kSumLogits);
     Sub(factor, State(kRunMax), State(kNewMax), mt);
     Exp(factor, factor, mt);
@@ -199,19 +201,19 @@ class FusedLinearOnlineMaxSumKernel {
   __aicore__ inline void FoldRow(const LocalTensor<float> &row, uint32_t i, int64_t v0, uint32_t n) {
     LocalTensor<float> red = reduceOut_.Get<float>(), tmp = reduceTmp_.Get<float>();
     ReduceMax(red[kRedMax], row, tmp, n);
-    OrderPipes<HardEvent::V_S>(&pipe_);
+    OrderPipes<HardEvent::V_S>(&pipe);
     const float tileMax = red.GetValue(kRedMax), oldMax = State(kRunMax).GetValue(i);
     const float newMax = tileMax > oldMax ? tileMax : oldMax;
     State(kNewMax).SetValue(i, newMax);
     const int64_t col = static_cast<int64_t>(localTarget_.Get<int32_t>().GetValue(i)) - v0;
     if (col >= 0 && col < n) State(kPick).SetValue(i, row.GetValue(static_cast<uint32_t>(col)));
-    OrderPipes<HardEvent::S_V>(&pipe_);
+    OrderPipes<HardEvent::S_V>(&pipe);
     LocalTensor<float> e = expBuf_.Get<float>();
     Adds(e, row, -newMax, n);
     Exp(e, e, n);
     ReduceSum(red[kRedSumExp], e, tmp, n);
     ReduceSum(red[kRedSum], row, tmp, n);
-    OrderPipes<HardEvent::V_S>(&pipe_);
+    OrderPipes<HardEvent::V_S>(&pipe);
     State(kTileSumExp).SetValue(i, red.GetValue(kRedSumExp));
     State(kTileSum).SetValue(i, red.GetValue(kRedSum));
   }
@@ -220,19 +222,17 @@ class FusedLinearOnlineMaxSumKernel {
   __aicore__ inline void FinishRows(int64_t r0, uint32_t mt) {
     LocalTensor<float> runMax = State(kRunMax), pred = State(kPick);
     Sub(pred, pred, runMax, mt);
-    OrderPipes<HardEvent::V_S>(&pipe_);
+    OrderPipes<HardEvent::V_S>(&pipe);
     LocalTensor<int32_t> local = localTarget_.Get<int32_t>();
     for (uint32_t i = 0; i < mt; ++i)
       if (local.GetValue(i) < 0) pred.SetValue(i, 0.0f);
-    OrderPipes<HardEvent::S_MTE3>(&pipe_);
+    OrderPipes<HardEvent::S_MTE3>(&pipe);
     CopyOut(maxGm_[r0], runMax, mt);
     CopyOut(sumExpGm_[r0], State(kSumExp), mt);
     CopyOut(predGm_[r0], pred, mt);
     CopyOut(sumLogitsGm_[r0], State(kSumLogits), mt);
   }
 
-  TPipe pipe_;
-  Matmul<AType, BType, CType> mm_;
   TQue<QuePosition::VECIN, 2> chunkQ_;
   TQue<QuePosition::VECIN, 1> targetQ_;
   TQue<QuePosition::VECOUT, 1> maskedQ_, maskQ_;
@@ -253,6 +253,11 @@ __aicore__ inline void Run(GM_ADDR input, GM_ADDR weight, GM_ADDR target, GM_ADD
                            GM_ADDR predicted, GM_ADDR targetMask, GM_ADDR maskedTarget, GM_ADDR logits,
                            GM_ADDR sumLogits, GM_ADDR workspace, const FusedLinearOnlineMaxSumTilingData &td) {
   FusedLinearOnlineMaxSumKernel<T, G> op;
+  // At kernel scope and outside any braces, before any InitBuffer: on the cube core the
+  // registration serves the vector core's Matmul requests and returns from here; on the vector
+  // core it declares the client those requests go through, which must live until the kernel ends
+  // (inside Init it was destroyed at Init's return, ending the cube side's service).
+  REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mm, &td.mm);
   op.Init(input, weight, target, logitsMax, sumExp, predicted, targetMask, maskedTarget, logits, sumLogits, workspace,
           td);
   op.Process();
