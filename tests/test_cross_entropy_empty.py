@@ -18,7 +18,7 @@ from mindspore import nn
 
 import ms_ops
 from ms_ops.reference import cross_entropy as ref
-from tests.utils import assert_close, rounding
+from tests.utils import Fn, assert_close, rounding
 
 HIDDEN, VOCAB = 24, 200
 KERNEL_MODES = ("memory_saving", "high_performance", "grad_in_forward", "auto")
@@ -131,15 +131,6 @@ def grad_saving(g, x, w, mask, target, m, s):
 
 def grad_softmax(g, x, w, mask, target, p):
     return ms_ops.fused_linear_cross_entropy_loss_grad(g, x, w, mask, target, softmax=p, label_smoothing=0.1)
-
-
-class Fn(nn.Cell):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def construct(self, *args):
-        return self.fn(*args)
 
 
 def test_trio_no_tokens(mode):

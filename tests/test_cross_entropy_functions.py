@@ -8,24 +8,12 @@ import re
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import nn
 
 import ms_ops
 from ms_ops.reference import cross_entropy as ref
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Fn, assert_close, representable, rounding, to_ms, to_np
 
 F32 = rounding("fp32")
-
-
-class Fn(nn.Cell):
-    """Runs ``fn`` compiled as a graph in GRAPH mode (op by op in PYNATIVE)."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def construct(self, *args):
-        return self.fn(*args)
 
 
 def loss_only(m, s, p):

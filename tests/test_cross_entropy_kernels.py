@@ -6,27 +6,16 @@ import re
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import nn, ops
+from mindspore import ops
 
 from ms_ops._custom import custom_op
 from ms_ops.kernels.cross_entropy import (FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
                                           FUSED_LINEAR_ONLINE_MAX_SUM)
 from ms_ops.reference import cross_entropy as ref_ce
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Fn, assert_close, representable, rounding, to_ms, to_np
 
 DTYPES = ["fp32", "fp16", "bf16"]
 IGNORE = -100
-
-
-class Fn(nn.Cell):
-    """Runs a primitive inside a Cell so that GRAPH mode compiles it as a graph."""
-
-    def __init__(self, prim):
-        super().__init__()
-        self.prim = prim
-
-    def construct(self, *args):
-        return self.prim(*args)
 
 
 def online_max_sum_prim(start, end, vocab_size, return_logits):

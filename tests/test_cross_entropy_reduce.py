@@ -7,23 +7,13 @@ import re
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import nn
 
 from ms_ops._custom import custom_op
 from ms_ops.kernels.cross_entropy import CROSS_ENTROPY_LOSS_REDUCE, CROSS_ENTROPY_LOSS_REDUCE_GRAD
-from tests.utils import assert_close, rounding
+from tests.utils import Fn, assert_close, rounding
 
 IGNORE = -100
 REDUCTIONS = ["mean", "sum", "none"]
-
-
-class Fn(nn.Cell):
-    def __init__(self, prim):
-        super().__init__()
-        self.prim = prim
-
-    def construct(self, *args):
-        return self.prim(*args)
 
 
 def prims(reduction, graph):

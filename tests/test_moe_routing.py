@@ -7,20 +7,9 @@ from mindspore import nn, ops
 
 import ms_ops
 from ms_ops.reference import moe_routing as ref
-from tests.utils import MS_DTYPES, assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Fn, MS_DTYPES, assert_close, representable, rounding, to_ms, to_np
 
 DTYPES = ["fp32", "fp16", "bf16"]
-
-
-class Fn(nn.Cell):
-    """Runs ``fn`` inside a Cell so that GRAPH mode compiles it as a graph."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def construct(self, *args):
-        return self.fn(*args)
 
 
 def routing(rows, top_k, experts, zero_experts=()):

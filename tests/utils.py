@@ -6,6 +6,7 @@ the dtype's rounding noise at the reference's magnitude.
 """
 import mindspore as ms
 import numpy as np
+from mindspore import nn
 
 MS_DTYPES = {"fp32": ms.float32, "fp16": ms.float16, "bf16": ms.bfloat16}
 
@@ -65,3 +66,15 @@ def assert_close(name, actual, ref, naive, dtype, show=5):
         i = tuple(idx)
         lines.append(f"  at {i}: got {actual[i]!r}, reference {ref[i]!r}, naive {naive[i]!r}")
     raise AssertionError("\n".join(lines))
+
+
+class Fn(nn.Cell):
+    """Runs ``fn`` (a function or a primitive) inside a Cell, so that GRAPH mode compiles it as a
+    graph (PYNATIVE runs it op by op)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def construct(self, *args):
+        return self.fn(*args)
