@@ -33,6 +33,11 @@ __aicore__ inline bool FaTileVisible(const FlashAttentionTilingData &td, int64_t
   return last >= k0 && first <= k0 + n - 1 && last >= 0 && first <= td.seq2 - 1;
 }
 
+// Elements of a tensor with `heads` heads of `seq` rows.
+__aicore__ inline uint64_t FaElems(const FlashAttentionTilingData &td, int64_t heads, int64_t seq) {
+  return uint64_t(td.batch) * heads * seq * td.dim;
+}
+
 __aicore__ inline int64_t FaQBase(const FlashAttentionTilingData &td, int64_t b, int64_t n1) {
   return b * td.qStrideB + n1 * td.qStrideN;
 }

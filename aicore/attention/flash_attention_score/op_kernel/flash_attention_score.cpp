@@ -34,10 +34,11 @@ class FlashAttentionScoreKernel {
                               GM_ADDR workspace, const FlashAttentionTilingData &td) {
     td_ = &td;
     const int64_t mT = td.mTile, nT = td.nTile, d = td.dim;
-    qGm_.SetGlobalBuffer((__gm__ T *)q, uint64_t(td.batch) * td.qStrideB);
-    kGm_.SetGlobalBuffer((__gm__ T *)k, uint64_t(td.batch) * td.kStrideB);
-    vGm_.SetGlobalBuffer((__gm__ T *)v, uint64_t(td.batch) * td.kStrideB);
-    outGm_.SetGlobalBuffer((__gm__ T *)out, uint64_t(td.batch) * td.qStrideB);
+    const uint64_t qElems = FaElems(td, td.heads1, td.seq1), kElems = FaElems(td, td.heads2, td.seq2);
+    qGm_.SetGlobalBuffer((__gm__ T *)q, qElems);
+    kGm_.SetGlobalBuffer((__gm__ T *)k, kElems);
+    vGm_.SetGlobalBuffer((__gm__ T *)v, kElems);
+    outGm_.SetGlobalBuffer((__gm__ T *)out, qElems);
     const uint64_t stats = uint64_t(td.batch) * td.heads1 * td.seq1 * 8;
     maxGm_.SetGlobalBuffer((__gm__ float *)maxOut, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)sumOut, stats);

@@ -48,7 +48,7 @@ class FlashAttentionScoreGradKernel {
   __aicore__ inline void Init(const FagArgs &a, const FlashAttentionTilingData &td) {
     td_ = &td;
     const int64_t mT = td.mTile, nT = td.nTile, d = td.dim, big = mT > nT ? mT : nT;
-    const uint64_t qElems = uint64_t(td.batch) * td.qStrideB, kElems = uint64_t(td.batch) * td.kStrideB;
+    const uint64_t qElems = FaElems(td, td.heads1, td.seq1), kElems = FaElems(td, td.heads2, td.seq2);
     qGm_.SetGlobalBuffer((__gm__ T *)a.q, qElems);
     kGm_.SetGlobalBuffer((__gm__ T *)a.k, kElems);
     vGm_.SetGlobalBuffer((__gm__ T *)a.v, kElems);
