@@ -11,7 +11,6 @@ from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_s
 
 _OP = "flash_attention_score"
 _LAYOUTS = {"BSH": 3, "SBH": 3, "BSND": 4, "BNSD": 4}
-_MAX_TOKENS = 2147483647
 
 
 def _unsupported(name, what):
@@ -126,7 +125,7 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         raise TypeError(f"{_OP}: 'scalar_value' must be a float, got {type(scalar_value).__name__}")
     _check_shapes(query, key, value, head_num, input_layout)
     prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=head_num,
-                     scale_value=float(scalar_value), pre_tokens=min(pre_tokens, _MAX_TOKENS),
-                     next_tokens=min(next_tokens, _MAX_TOKENS), input_layout=input_layout,
+                     scale_value=float(scalar_value), pre_tokens=pre_tokens, next_tokens=next_tokens,
+                     input_layout=input_layout,
                      sparse_mode=sparse_mode)
     return prim(query, key, value)[2]
