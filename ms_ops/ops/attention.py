@@ -17,9 +17,9 @@ def _unsupported(name, what):
     raise ValueError(f"{_OP}: '{name}' {what} is not supported yet in ms_ops")
 
 
-def _dims(t, layout, heads):
-    """(B, S, N, D) of a tensor in ``layout``; N and D of the 3-D layouts from ``heads``
-    (None: N unknown, D = None)."""
+def _dims(t, layout):
+    """(B, S, N, D) of a tensor in ``layout``; for the 3-D layouts N is the hidden size N*D and
+    D is None (head_num splits it)."""
     shape = t.shape
     if layout in ("BSH", "SBH"):
         b, s = (shape[0], shape[1]) if layout == "BSH" else (shape[1], shape[0])
@@ -38,8 +38,8 @@ def _check_shapes(query, key, value, head_num, layout):
     check_dtype(_OP, "query", query, FLOAT_DTYPES)
     check_same_dtype(_OP, "key", key, "query", query)
     check_same_dtype(_OP, "value", value, "query", query)
-    bq, _, nq, dq = _dims(query, layout, head_num)
-    bk, _, nk, dk = _dims(key, layout, head_num)
+    bq, _, nq, dq = _dims(query, layout)
+    bk, _, nk, dk = _dims(key, layout)
     if known(bq) and known(bk) and bq != bk:
         raise ValueError(f"{_OP}: 'key' batch {bk} differs from query's {bq} (shapes {query.shape}, {key.shape})")
     if rank == 3:
