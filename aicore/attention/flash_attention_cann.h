@@ -1,0 +1,89 @@
+// The CANN registrations' common part for flash_attention_score and flash_attention_score_grad:
+// the problem from the TilingContext, the three Matmul tilings from CANN's tiling API, and the
+// TilingFunc body. CANN-only: never compiled by the CPU build.
+#ifndef MS_OPS_FLASH_ATTENTION_CANN_H_
+#define MS_OPS_FLASH_ATTENTION_CANN_H_
+
+#include <cstdio>
+#include <string>
+
+#include "cann_host.h"
+#include "cann_platform.h"
+#include "flash_attention_infer.h"
+#include "tiling/tiling_api.h"
+
+namespace ms_ops {
+
+// Attribute order of both OpDefs.
+enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode };
+
+inline matmul_tiling::DataType FaMatmulType(ge::DataType d) {
+  return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
+                           : d == ge::DT_FLOAT16 ? matmul_tiling::DataType::DT_FLOAT16 : matmul_tiling::DataType::DT_BF16;
+}
+
+// One Matmul tiling for C[m, n] = op(A) op(B) with K = k, fp32 C; the kernel sets the org shapes
+// (the strides of the layout) at run time.
+inline bool FaFillCube(const platform_ascendc::PlatformAscendC &ascendc, ge::DataType dtype, bool transA, bool transB,
+                       int64_t m, int64_t n, int64_t k, TCubeTiling &out) {
+  matmul_tiling::MatmulApiTiling api(ascendc);
+  api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, FaMatmulType(dtype), transA);
+  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, FaMatmulType(dtype), transB);
+  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
+  api.SetBias(false);
+  api.SetOrgShape(m, n, k);
+  api.SetShape(m, n, k);
+  api.SetBufferSpace(-1, -1, -1);
+  return api.GetTiling(out) != -1;
+}
+
+inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op, bool grad) {
+  const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
+  const PlatformInfo plat = ReadPlatformInfo(ascendc);
+  const gert::RuntimeAttrs *attrs = context->GetAttrs();
+  const ge::DataType dtype = context->GetInputDesc(0)->GetDataType();
+  FlashAttentionProblem p;
+  const int64_t heads = *attrs->GetAttrPointer<int64_t>(kFaHeadNum);
+  p.scale = *attrs->GetAttrPointer<float>(kFaScale);
+  p.preTokens = *attrs->GetAttrPointer<int64_t>(kFaPreTokens);
+  p.nextTokens = *attrs->GetAttrPointer<int64_t>(kFaNextTokens);
+  p.sparseMode = *attrs->GetAttrPointer<int64_t>(kFaSparseMode);
+  p.dataType = ToFloatEnum<FaFloat>(dtype);
+  const char *layout = attrs->GetStr(kFaLayout);
+  std::string error;
+  if (layout == nullptr || !FaParseLayout(layout, p.layout)) {
+    error = "input_layout must be BSH, SBH, BSND or BNSD";
+  } else {
+    int64_t s2 = -1, d2 = -1;
+    FaDims(p.layout, Dims(context->GetInputShape(0)->GetStorageShape()), FaRank(p.layout) == 3 ? heads : 0, 0, p.batch,
+           p.seq1, p.heads1, p.dim);
+    int64_t b2 = -1;
+    FaDims(p.layout, Dims(context->GetInputShape(1)->GetStorageShape()), 0, p.dim, b2, s2, p.heads2, d2);
+    p.seq2 = s2;
+    if (p.heads1 != heads || d2 != p.dim || b2 != p.batch) error = "query/key shapes do not match head_num and layout";
+  }
+  FlashAttentionTiling t;
+  if (error.empty()) {
+    t = ComputeFlashAttentionTiling(p, plat, grad);
+    error = t.error;
+  }
+  if (error.empty() && t.blockDim > 0) {
+    const int64_t m = t.data.mTile, n = t.data.nTile, d = t.data.dim;
+    if (!FaFillCube(ascendc, dtype, false, true, m, n, d, t.data.mmNT) ||
+        !FaFillCube(ascendc, dtype, false, false, m, d, n, t.data.mmNN) ||
+        !FaFillCube(ascendc, dtype, true, false, n, d, m, t.data.mmTN))
+      error = "the Matmul tiling API refused a tile";
+  }
+  if (!error.empty()) {
+    std::fprintf(stderr, "ms_ops %s: tiling: %s\n", op, error.c_str());
+    return ge::GRAPH_FAILED;
+  }
+  // An empty problem still launches one block, which finds no work item.
+  const ge::graphStatus status = SetTiling(context, ascendc, t.data, t.blockDim > 0 ? t.blockDim : 1, t.tilingKey);
+  context->GetWorkspaceSizes(1)[0] += t.workspaceBytes;  // the blocks' tiles, after the library's part
+  return status;
+}
+
+}  // namespace ms_ops
+
+#endif  // MS_OPS_FLASH_ATTENTION_CANN_H_

@@ -1,0 +1,64 @@
+// MindSpore CPU entry of flash_attention_score: checks shapes, dtypes and attributes, tiles for
+// Atlas A2 and runs the kernel on the twin with the blocks' tile workspaces.
+// Inputs: query, key, value; outputs: softmax_max, softmax_sum, attention_out.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../../flash_attention_host.h"
+#include "host_entry.h"
+#include "platform.h"
+#include "twin_memory.h"
+#include "twin_runtime.h"
+
+extern "C" void flash_attention_score(uint8_t *query, uint8_t *key, uint8_t *value, uint8_t *softmaxMax,
+                                      uint8_t *softmaxSum, uint8_t *attentionOut, uint8_t *workspace,
+                                      uint8_t *tiling);
+
+namespace ms_ops {
+namespace {
+
+constexpr const char *kOp = "flash_attention_score";
+const char *const kNames[] = {"query", "key", "value", "softmax_max", "softmax_sum", "attention_out"};
+
+int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
+  Require(nparam == 6, "params", "expected 3 inputs and 3 outputs, got " + std::to_string(nparam) + " tensors");
+  const std::vector<Arg> a = Args(nparam, params, ndims, shapes, dtypes, kNames);
+  const FlashAttentionProblem p = FaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr), a[0], a[1], a[2]);
+  const Shape stats{p.batch, p.heads1, p.seq1, 8};
+  RequireOutput("softmax_max", 3, ndims, shapes, dtypes, stats, DType::kF32);
+  RequireOutput("softmax_sum", 4, ndims, shapes, dtypes, stats, DType::kF32);
+  RequireOutput("attention_out", 5, ndims, shapes, dtypes, a[0].shape, a[0].dtype);
+  FlashAttentionTiling t = ComputeFlashAttentionTiling(p, kAtlasA2, false);
+  if (!t.error.empty()) Reject("tiling", t.error);
+  Require(p.seq2 >= 1 || p.seq1 == 0 || p.batch == 0, "key", "needs at least one key row (S2 >= 1)");
+  if (t.blockDim == 0) return 0;
+  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
+  return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
+    flash_attention_score(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data, workspace.data(),
+                          reinterpret_cast<uint8_t *>(&t.data));
+  });
+}
+
+}  // namespace
+}  // namespace ms_ops
+
+extern "C" __attribute__((visibility("default"))) int FlashAttentionScore(int nparam, void **params, int *ndims,
+                                                                         int64_t **shapes, const char **dtypes,
+                                                                         void *stream, void *extra) {
+  return ms_ops::GuardedEntry(ms_ops::kOp, extra, [&] { return ms_ops::Run(nparam, params, ndims, shapes, dtypes, extra); });
+}
+
+extern "C" __attribute__((visibility("default"))) std::vector<std::vector<int64_t>> FlashAttentionScoreInferShape(
+    int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {
+  int64_t heads;
+  std::string layout;
+  ms_ops::FaInferAttrs(extra, heads, layout);
+  return ms_ops::FlashAttentionScoreOutShapes(std::vector<int64_t>(shapes[0], shapes[0] + ndims[0]), layout, heads);
+}
+
+extern "C" __attribute__((visibility("default"))) std::vector<mindspore::TypeId> FlashAttentionScoreInferType(
+    std::vector<mindspore::TypeId> types, mindspore::AotExtra *extra) {
+  const mindspore::TypeId q = types.empty() ? mindspore::kTypeUnknown : types[0];
+  return {mindspore::kNumberTypeFloat32, mindspore::kNumberTypeFloat32, q};
+}

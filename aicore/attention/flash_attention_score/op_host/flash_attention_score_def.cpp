@@ -1,0 +1,33 @@
+// CANN OpDef of FlashAttentionScoreMsops (ms_ops flash_attention_score, the first slice: no pse,
+// dropout, mask tensors or prefix). Built only by the CANN toolchain; tiling and inference are
+// registered in flash_attention_score_tiling.cpp.
+#include "../../../cann/cann_op_def.h"
+
+namespace ops {
+
+class FlashAttentionScoreMsops : public OpDef {
+ public:
+  explicit FlashAttentionScoreMsops(const char *name) : OpDef(name) {
+    const std::vector<ge::DataType> data = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16};
+    const std::vector<ge::DataType> f32(data.size(), ge::DT_FLOAT);
+    const std::vector<ge::Format> nd(data.size(), ge::FORMAT_ND);
+    for (const char *in : {"query", "key", "value"})
+      this->Input(in).ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    this->Output("softmax_max").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
+    this->Output("softmax_sum").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
+    this->Output("attention_out").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    // Order: ms_ops::FaAttr (flash_attention_cann.h).
+    this->Attr("head_num").AttrType(REQUIRED).Int();
+    this->Attr("scale_value").AttrType(OPTIONAL).Float(1.0f);
+    this->Attr("pre_tokens").AttrType(OPTIONAL).Int(2147483647);
+    this->Attr("next_tokens").AttrType(OPTIONAL).Int(2147483647);
+    this->Attr("input_layout").AttrType(OPTIONAL).String("BSH");
+    this->Attr("sparse_mode").AttrType(OPTIONAL).Int(0);
+
+    ms_ops::AddAiCoreConfig(*this, "flash_attention_score");
+  }
+};
+
+OP_ADD(FlashAttentionScoreMsops);
+
+}  // namespace ops

@@ -1,0 +1,35 @@
+// CANN OpDef of FlashAttentionScoreGradMsops (ms_ops flash_attention_score_grad: dq, dk, dv of
+// the first slice's flash_attention_score). Built only by the CANN toolchain; tiling and inference
+// are registered in flash_attention_score_grad_tiling.cpp.
+#include "../../../cann/cann_op_def.h"
+
+namespace ops {
+
+class FlashAttentionScoreGradMsops : public OpDef {
+ public:
+  explicit FlashAttentionScoreGradMsops(const char *name) : OpDef(name) {
+    const std::vector<ge::DataType> data = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16};
+    const std::vector<ge::DataType> f32(data.size(), ge::DT_FLOAT);
+    const std::vector<ge::Format> nd(data.size(), ge::FORMAT_ND);
+    for (const char *in : {"query", "key", "value", "dy"})
+      this->Input(in).ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    this->Input("softmax_max").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
+    this->Input("softmax_sum").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
+    this->Input("attention_in").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    for (const char *out : {"dq", "dk", "dv"})
+      this->Output(out).ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    // Order: ms_ops::FaAttr (flash_attention_cann.h).
+    this->Attr("head_num").AttrType(REQUIRED).Int();
+    this->Attr("scale_value").AttrType(OPTIONAL).Float(1.0f);
+    this->Attr("pre_tokens").AttrType(OPTIONAL).Int(2147483647);
+    this->Attr("next_tokens").AttrType(OPTIONAL).Int(2147483647);
+    this->Attr("input_layout").AttrType(OPTIONAL).String("BSH");
+    this->Attr("sparse_mode").AttrType(OPTIONAL).Int(0);
+
+    ms_ops::AddAiCoreConfig(*this, "flash_attention_score_grad");
+  }
+};
+
+OP_ADD(FlashAttentionScoreGradMsops);
+
+}  // namespace ops

@@ -1,0 +1,131 @@
+"""Flash attention: ``flash_attention_score`` (CANN FlashAttentionScore), differentiable with
+respect to query, key and value. Signature and defaults are MindSpore's
+``ops.flash_attention_score``; this first slice supports a part of it (see the function).
+"""
+import mindspore as ms
+
+from ms_ops._custom import custom_op
+from ms_ops.bprop.attention import make_flash_attention_score_bprop
+from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
+from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
+
+_OP = "flash_attention_score"
+_LAYOUTS = {"BSH": 3, "SBH": 3, "BSND": 4, "BNSD": 4}
+
+
+def _unsupported(name, what):
+    raise ValueError(f"{_OP}: '{name}' {what} is not supported yet in ms_ops")
+
+
+def _dims(t, layout):
+    """(B, S, N, D) of a tensor in ``layout``; for the 3-D layouts N is the hidden size N*D and
+    D is None (head_num splits it)."""
+    shape = t.shape
+    if layout in ("BSH", "SBH"):
+        b, s = (shape[0], shape[1]) if layout == "BSH" else (shape[1], shape[0])
+        return b, s, shape[2], None
+    if layout == "BSND":
+        return shape[0], shape[1], shape[2], shape[3]
+    return shape[0], shape[2], shape[1], shape[3]
+
+
+def _check_shapes(query, key, value, head_num, layout):
+    rank = _LAYOUTS[layout]
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_tensor(_OP, name, t)
+        if t.ndim != rank:
+            raise ValueError(f"{_OP}: '{name}' must be {rank}-D for input_layout '{layout}', got shape {t.shape}")
+    check_dtype(_OP, "query", query, FLOAT_DTYPES)
+    check_same_dtype(_OP, "key", key, "query", query)
+    check_same_dtype(_OP, "value", value, "query", query)
+    bq, _, nq, dq = _dims(query, layout)
+    bk, _, nk, dk = _dims(key, layout)
+    if known(bq) and known(bk) and bq != bk:
+        raise ValueError(f"{_OP}: 'key' batch {bk} differs from query's {bq} (shapes {query.shape}, {key.shape})")
+    if rank == 3:
+        if known(nq) and nq % head_num != 0:
+            raise ValueError(f"{_OP}: 'query' hidden size {nq} is not a multiple of head_num {head_num}")
+        if known(nq):
+            dq = nq // head_num
+            if known(nk) and nk % dq != 0:
+                raise ValueError(f"{_OP}: 'key' hidden size {nk} is not a multiple of the head dim {dq}")
+            n1, n2 = head_num, nk // dq if known(nk) else None
+        else:
+            n1, n2 = head_num, None
+    else:
+        if known(nq) and nq != head_num:
+            raise ValueError(f"{_OP}: 'head_num' is {head_num} but query {query.shape} has {nq} heads")
+        if known(dq) and known(dk) and dq != dk:
+            raise ValueError(f"{_OP}: 'key' head dim {dk} must equal query's {dq}")
+        n1, n2 = head_num, nk
+    if known(dq) and not 1 <= dq <= 512:
+        raise ValueError(f"{_OP}: 'query' head dim must be 1..512, got {dq}")
+    if n2 is not None and known(n2) and (n2 < 1 or n1 % n2 != 0):
+        raise ValueError(f"{_OP}: 'key' has {n2} heads, which must divide query's {n1} (GQA/MQA)")
+    if tuple(value.shape) != tuple(key.shape):
+        raise ValueError(f"{_OP}: 'value' must have key's shape {key.shape}, got {value.shape}")
+
+
+def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mask=None, padding_mask=None,
+                          attn_mask=None, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, keep_prob=1.0,
+                          scalar_value=1.0, pre_tokens=2147483647, next_tokens=2147483647, inner_precise=0,
+                          input_layout="BSH", sparse_mode=0):
+    r"""Multi-head attention without the ``S1 x S2`` score matrix in memory:
+
+    .. math::
+        \text{out} = \operatorname{softmax}(\text{scalar\_value}\cdot Q K^\top \text{ over visible keys})\, V
+
+    per batch and query head; query head ``n`` reads key/value head ``n // (N1 // N2)`` (GQA/MQA).
+
+    Args:
+        query: ``[B, S1, N1*D]`` (BSH), ``[S1, B, N1*D]`` (SBH), ``[B, S1, N1, D]`` (BSND) or
+            ``[B, N1, S1, D]`` (BNSD); float32, float16 or bfloat16.
+        key, value: the same layout with S2 rows and N2 heads (N1 a multiple of N2), query's
+            dtype and head dim D (1..512).
+        head_num (int): N1.
+        scalar_value (float): the scale of the scores.
+        pre_tokens, next_tokens (int): with ``sparse_mode=0``, query i sees keys
+            ``i - pre_tokens <= j <= i + next_tokens`` (the defaults: every key).
+        input_layout (str): "BSH", "SBH", "BSND" or "BNSD".
+        sparse_mode (int): 0 (band of pre/next_tokens), 2 (causal from the top left: j <= i) or
+            3 (causal from the bottom right: j <= i + S2 - S1); pre/next_tokens are ignored in 2, 3.
+
+    Not supported yet (a ValueError names the argument): real_shift, drop_mask, keep_prob < 1,
+    padding_mask, attn_mask, prefix, actual_seq_qlen/actual_seq_kvlen (TND), the other
+    sparse modes and inner_precise other than 0 or 1.
+
+    Returns:
+        Tensor: attention_out, query's shape and dtype. A query row that sees no key gets 0.
+
+    Gradient: dq, dk, dv by the kernel flash_attention_score_grad (deterministic).
+    """
+    for name, value_ in (("real_shift", real_shift), ("drop_mask", drop_mask), ("padding_mask", padding_mask),
+                         ("attn_mask", attn_mask), ("prefix", prefix), ("actual_seq_qlen", actual_seq_qlen),
+                         ("actual_seq_kvlen", actual_seq_kvlen)):
+        if value_ is not None:
+            _unsupported(name, "(any value but None)")
+    if keep_prob != 1.0:
+        _unsupported("keep_prob", f"{keep_prob} (dropout; only 1.0)")
+    if input_layout not in _LAYOUTS:
+        if input_layout == "TND":
+            _unsupported("input_layout", "'TND'")
+        raise ValueError(f"{_OP}: 'input_layout' must be one of {tuple(_LAYOUTS)}, got {input_layout!r}")
+    check_int(_OP, "sparse_mode", sparse_mode)
+    if sparse_mode not in (0, 2, 3):
+        if 0 <= sparse_mode <= 8:
+            _unsupported("sparse_mode", f"{sparse_mode} (only 0, 2 and 3)")
+        raise ValueError(f"{_OP}: 'sparse_mode' must be in 0..8, got {sparse_mode}")
+    check_int(_OP, "inner_precise", inner_precise)
+    if inner_precise not in (0, 1):
+        _unsupported("inner_precise", f"{inner_precise} (only 0 and 1)")
+    check_int(_OP, "head_num", head_num, low=1)
+    check_int(_OP, "pre_tokens", pre_tokens)
+    check_int(_OP, "next_tokens", next_tokens)
+    if isinstance(scalar_value, bool) or not isinstance(scalar_value, (int, float)):
+        raise TypeError(f"{_OP}: 'scalar_value' must be a float, got {type(scalar_value).__name__}")
+    _check_shapes(query, key, value, head_num, input_layout)
+    prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=head_num,
+                     scale_value=float(scalar_value), pre_tokens=pre_tokens, next_tokens=next_tokens,
+                     input_layout=input_layout,
+                     sparse_mode=sparse_mode)
+    return prim(query, key, value)[2]
