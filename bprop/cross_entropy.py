@@ -25,11 +25,12 @@ the logits are at hand, and reduces the losses; the backward only scales those g
 d loss (and 1 / count for "mean") with kernel cross_entropy_grad_scale.
 """
 import mindspore as ms
-from mindspore import nn, ops
+from mindspore import ops
 from mindspore.communication import get_group_size
 from mindspore.ops import ReduceOp
 
 from ms_ops._custom import custom_op
+from ms_ops._graph import RecoveringCell
 from ms_ops.kernels.cross_entropy import (CROSS_ENTROPY_GRAD_SCALE, CROSS_ENTROPY_LOSS_REDUCE,
                                           CROSS_ENTROPY_LOSS_REDUCE_GRAD,
                                           FUSED_CROSS_ENTROPY_LOSS_WITH_MAX_SUM,
@@ -51,33 +52,13 @@ def make_cross_entropy_loss_reduce_bprop(*, ignore_index, reduction):
     return bprop
 
 
-class _Chain(nn.Cell):
-    """An autograd Cell of kernels and collectives; ``on_failure`` lets its owner drop it."""
-
-    def __init__(self, on_failure=None):
-        super().__init__()
-        self.on_failure = on_failure
-
-    def compile_and_run(self, *args, **kwargs):
-        """GRAPH mode, called outside a graph: this Cell runs as its own compiled graph. When a
-        kernel refuses its input (a target out of range), MindSpore marks that graph as failed
-        and refuses every later run of it; ``on_failure`` lets the owner drop this Cell so the
-        next call compiles a fresh one."""
-        try:
-            return super().compile_and_run(*args, **kwargs)
-        except RuntimeError:
-            if self.on_failure is not None:
-                self.on_failure()
-            raise
-
-
-class _VocabParallel(_Chain):
+class _VocabParallel(RecoveringCell):
     """The kernels of one vocabulary shard and, with ``group``, the collectives that combine the
     shards' partial statistics."""
 
     def __init__(self, vocab_start_index, vocab_end_index, vocab_size, ignore_index,
-                 label_smoothing, high_performance, group, on_failure=None):
-        super().__init__(on_failure)
+                 label_smoothing, high_performance, group):
+        super().__init__()
         self.vocab_start_index = vocab_start_index
         self.vocab_end_index = vocab_end_index
         self.high_performance = high_performance
@@ -157,9 +138,9 @@ class GradInForwardFunction(_VocabParallel):
     """
 
     def __init__(self, vocab_start_index, vocab_end_index, vocab_size, ignore_index, label_smoothing,
-                 reduction, group, block_bytes, block_bounds, on_failure=None):
+                 reduction, group, block_bytes, block_bounds):
         super().__init__(vocab_start_index, vocab_end_index, vocab_size, ignore_index, label_smoothing,
-                         True, group, on_failure)
+                         True, group)
         self.block_bounds = block_bounds
         self.loss_grads_op = custom_op(FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD, api=API,
                                        ignore_index=ignore_index, label_smoothing=label_smoothing,

@@ -3,7 +3,7 @@ import mindspore as ms
 from mindspore import Parameter
 from mindspore.common.initializer import Normal, initializer
 
-from ms_ops.nn._graph import RecoveringCell
+from ms_ops._graph import RecoveringCell
 from ms_ops.ops._validation import check_choice, check_dim, check_int, check_rank, check_same_dtype
 from ms_ops.ops.cross_entropy import MODES, REDUCTIONS, check_group, fused_linear_cross_entropy
 

@@ -5,7 +5,7 @@ import mindspore as ms
 from mindspore import Parameter, ops
 from mindspore.common.initializer import Normal, initializer
 
-from ms_ops.nn._graph import RecoveringCell
+from ms_ops._graph import RecoveringCell
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dim, check_dtype, check_tensor, known
 from ms_ops.ops.moe_routing import moe_finalize_routing, moe_init_routing
 

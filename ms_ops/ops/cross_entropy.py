@@ -89,8 +89,7 @@ def _function(op, vocab_local, group, vocab_start_index, ignore_index, label_smo
     Python at compile time (the group queries and the Cell are compile-time constants)."""
     start, vocab_size = _group_layout(op, group, vocab_local, vocab_start_index)
     return FusedLinearCrossEntropyFunction(start, start + vocab_local, vocab_size, ignore_index,
-                                           label_smoothing, high_performance, group,
-                                           on_failure=_function.cache_clear)
+                                           label_smoothing, high_performance, group)
 
 
 def _block_bounds(rows, vocab_local, block_bytes):
@@ -110,8 +109,7 @@ def _grad_in_forward_function(op, vocab_local, group, vocab_start_index, ignore_
     start, vocab_size = _group_layout(op, group, vocab_local, vocab_start_index)
     bounds = _block_bounds(rows, vocab_local, block_bytes) if group is not None else ()
     return GradInForwardFunction(start, start + vocab_local, vocab_size, ignore_index, label_smoothing,
-                                 reduction, group, block_bytes, bounds,
-                                 on_failure=_grad_in_forward_function.cache_clear)
+                                 reduction, group, block_bytes, bounds)
 
 
 @functools.lru_cache(maxsize=None)

@@ -34,7 +34,8 @@ def reset_graph(cell):
 
 class RecoveringCell(nn.Cell):
     """A Cell that, called as the outermost graph in GRAPH mode, resets its compiled graph after a
-    kernel error, so one bad batch does not end it (the error is still raised)."""
+    kernel error, so one bad batch does not end it (the error is still raised). The ms_ops Cells
+    and the cross-entropy's autograd Cells (called outside a graph by the function) are these."""
 
     def compile_and_run(self, *args, **kwargs):
         try:
