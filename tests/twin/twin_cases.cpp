@@ -44,6 +44,17 @@ void Order() {
   WaitFlag<EVT>(0);
 }
 
+using F32 = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+
+// The tiling of an n x n x n fp32 product on one core.
+TCubeTiling SquareTiling(int n) {
+  TCubeTiling t{};
+  t.M = t.N = t.Ka = t.Kb = n;
+  t.singleCoreM = t.singleCoreN = t.singleCoreK = n;
+  t.baseM = t.baseN = t.baseK = 16;
+  return t;
+}
+
 // The launch's status, its failure printed for the test to read.
 int Reported(int status) {
   if (status != 0) std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str());
@@ -333,11 +344,7 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
       case 8: t.GetValue(64); break;
       case 9: Add(t[1], t, t, 8); break;
       case 11: {
-        using F32 = MatmulType<TPosition::GM, CubeFormat::ND, float>;
-        TCubeTiling tiling{};
-        tiling.M = tiling.N = tiling.Ka = tiling.Kb = 4;
-        tiling.singleCoreM = tiling.singleCoreN = tiling.singleCoreK = 4;
-        tiling.baseM = tiling.baseN = tiling.baseK = 16;
+        const TCubeTiling tiling = SquareTiling(4);
         Matmul<F32, F32, F32> mm;
         REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
         mm.SetTensorA(xg);
@@ -348,11 +355,7 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
       case 16: {
         // Registered in an inner scope that ends before the Matmul is used (it was inside a
         // kernel's Init once): the NPU's cube core stops serving when the registration ends.
-        using F32 = MatmulType<TPosition::GM, CubeFormat::ND, float>;
-        TCubeTiling tiling{};
-        tiling.M = tiling.N = tiling.Ka = tiling.Kb = 2;
-        tiling.singleCoreM = tiling.singleCoreN = tiling.singleCoreK = 2;
-        tiling.baseM = tiling.baseN = tiling.baseK = 16;
+        const TCubeTiling tiling = SquareTiling(2);
         Matmul<F32, F32, F32> mm;
         {
           REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &tiling);
