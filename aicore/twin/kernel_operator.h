@@ -11,5 +11,10 @@
 #include "twin_cast.h"
 #include "twin_select.h"
 #include "twin_sync.h"
+#include "twin_atomic.h"
+#include "twin_mask.h"
+#include "twin_vector_repeat.h"
+#include "twin_reduce.h"
+#include "twin_gather.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "twin_atomic.h"
 #include "twin_tensor.h"
 
 namespace AscendC {
@@ -127,6 +128,17 @@ inline void CopyRowsToGm(uint8_t *dst, const uint8_t *src, uint64_t rows, uint64
   for (uint64_t r = 0; r < rows; ++r) ToGm(dst + r * dstPitch, src + r * srcPitch, rowBytes);
 }
 
+// A UB -> GM copy of T rows: plain stores, or the store atomic SetAtomicAdd/Max/Min set.
+template <typename T>
+inline void StoreRows(const char *call, uint8_t *dst, const uint8_t *src, uint64_t rows, uint64_t rowBytes,
+                      uint64_t dstPitch, uint64_t srcPitch) {
+  const AtomicOp op = StoreAtomic<T>(call);
+  if (op == kAtomicNone) return CopyRowsToGm(dst, src, rows, rowBytes, dstPitch, srcPitch);
+  for (uint64_t r = 0; r < rows; ++r)
+    AtomicStore(op, reinterpret_cast<T *>(dst + r * dstPitch), reinterpret_cast<const T *>(src + r * srcPitch),
+                rowBytes / sizeof(T));
+}
+
 inline uint64_t Span(uint64_t rows, uint64_t rowBytes, uint64_t pitch) {
   return rows == 0 ? 0 : (rows - 1) * pitch + rowBytes;
 }
@@ -170,8 +182,8 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint
   twin_detail::UbSpan("DataCopy", src, n * sizeof(T));
   dst.TwinCheck("DataCopy", 0, n);
   twin_detail::UbRead(twin_detail::kPipeMte3, "DataCopy", src.TwinData(), n * sizeof(T));
-  twin_detail::ToGm(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
-                    n * sizeof(T));
+  twin_detail::StoreRows<T>("DataCopy", reinterpret_cast<uint8_t *>(dst.TwinData()),
+                            reinterpret_cast<const uint8_t *>(src.TwinData()), 1, n * sizeof(T), 0, 0);
 }
 
 template <typename T>
@@ -209,8 +221,8 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, cons
   UbSpan("DataCopy", src, Span(p.blockCount, row, sp));
   GmSpan("DataCopy", dst, Span(p.blockCount, row, dp));
   UbRows(kPipeMte3, "DataCopy", src.TwinData(), p.blockCount, row, sp, false);
-  CopyRowsToGm(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
-           p.blockCount, row, dp, sp);
+  StoreRows<T>("DataCopy", reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
+               p.blockCount, row, dp, sp);
 }
 
 template <typename T>
@@ -289,8 +301,8 @@ inline void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, c
   UbSpan(call, src, Span(p.blockCount, p.blockLen, sp));
   GmSpan(call, dst, Span(p.blockCount, p.blockLen, dp));
   UbRows(kPipeMte3, call, src.TwinData(), p.blockCount, p.blockLen, sp, false);
-  CopyRowsToGm(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
-           p.blockCount, p.blockLen, dp, sp);
+  StoreRows<T>(call, reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
+               p.blockCount, p.blockLen, dp, sp);
 }
 
 template <typename T>

@@ -34,6 +34,11 @@ constexpr Pipe Consumer(TPosition pos) {
   }
 }
 
+// The pipes of EnQue<srcUserPos, dstUserPos, T> / DeQue<...>: data coming from GM was written by
+// MTE2, data going to GM is read by MTE3, UB positions are the vector unit's.
+constexpr Pipe UserWriter(TPosition pos) { return pos == TPosition::GM ? kPipeMte2 : kPipeV; }
+constexpr Pipe UserReader(TPosition pos) { return pos == TPosition::GM ? kPipeMte3 : kPipeV; }
+
 }  // namespace twin_detail
 
 template <TPosition src, TPosition dst, int32_t depth, auto mask = 0>
@@ -76,25 +81,23 @@ class TQueBind {
 
   template <typename T>
   bool EnQue(const LocalTensor<T> &t) {
-    uint32_t i = IndexOf("EnQue", t.TwinData());
-    if (state_[i] != kHeld) twin_detail::Fail("EnQue", "tensor is not allocated (or already enqueued)");
-    if (count_ == static_cast<uint32_t>(depth))
-      twin_detail::Fail("EnQue", "queue of depth " + twin_detail::Str(depth) + " is full");
-    state_[i] = kQueued;
-    if (kHandsOver) twin_detail::Races().Post(kProducer, 0, t.TwinData());
-    fifo_[(head_ + count_++) % kMaxBuffers] = static_cast<uint8_t>(i);
-    return true;
+    return Push(t.TwinData(), kHandsOver, kProducer);
+  }
+  // The hand-over named by the user positions of its two sides (a TQueBind passing data on).
+  template <TPosition srcUserPos, TPosition dstUserPos, typename T>
+  bool EnQue(const LocalTensor<T> &t) {
+    constexpr twin_detail::Pipe from = twin_detail::UserWriter(srcUserPos), to = twin_detail::UserReader(dstUserPos);
+    return Push(t.TwinData(), from != to, from);
   }
 
   template <typename T>
   LocalTensor<T> DeQue() {
-    if (count_ == 0) twin_detail::Fail("DeQue", "queue is empty (DeQue without a matching EnQue)");
-    uint32_t i = fifo_[head_];
-    head_ = (head_ + 1) % kMaxBuffers;
-    --count_;
-    state_[i] = kHeld;
-    if (kHandsOver) twin_detail::Races().Take(kConsumer, 0, base_ + uint64_t(i) * len_);
-    return Tensor<T>(i);
+    return Tensor<T>(Pop(kHandsOver, kConsumer));
+  }
+  template <TPosition srcUserPos, TPosition dstUserPos, typename T>
+  LocalTensor<T> DeQue() {
+    constexpr twin_detail::Pipe from = twin_detail::UserWriter(srcUserPos), to = twin_detail::UserReader(dstUserPos);
+    return Tensor<T>(Pop(from != to, to));
   }
   template <typename T>
   void DeQue(LocalTensor<T> &t) { t = DeQue<T>(); }
@@ -127,6 +130,26 @@ class TQueBind {
  private:
   static constexpr uint32_t kMaxBuffers = 256;  // InitBuffer's num is a uint8_t
   enum State : uint8_t { kFree, kHeld, kQueued };
+
+  bool Push(const void *p, bool handsOver, twin_detail::Pipe from) {
+    uint32_t i = IndexOf("EnQue", p);
+    if (state_[i] != kHeld) twin_detail::Fail("EnQue", "tensor is not allocated (or already enqueued)");
+    if (count_ == static_cast<uint32_t>(depth))
+      twin_detail::Fail("EnQue", "queue of depth " + twin_detail::Str(depth) + " is full");
+    state_[i] = kQueued;
+    if (handsOver) twin_detail::Races().Post(from, 0, p);
+    fifo_[(head_ + count_++) % kMaxBuffers] = static_cast<uint8_t>(i);
+    return true;
+  }
+  uint32_t Pop(bool handsOver, twin_detail::Pipe to) {
+    if (count_ == 0) twin_detail::Fail("DeQue", "queue is empty (DeQue without a matching EnQue)");
+    uint32_t i = fifo_[head_];
+    head_ = (head_ + 1) % kMaxBuffers;
+    --count_;
+    state_[i] = kHeld;
+    if (handsOver) twin_detail::Races().Take(to, 0, base_ + uint64_t(i) * len_);
+    return i;
+  }
 
   template <typename T>
   LocalTensor<T> Tensor(uint32_t i) const {
@@ -161,6 +184,14 @@ class TBuf {
   LocalTensor<T> Get(uint32_t len) {
     return GetWithOffset<T>(len, 0);
   }
+  // The whole buffer as a tensor, as Get: a TBuf has no queue state to hand out or take back.
+  template <typename T>
+  LocalTensor<T> AllocTensor() {
+    return Get<T>();
+  }
+  template <typename T>
+  void FreeTensor(LocalTensor<T> &) {}
+
   // bufOffset in bytes from the start of the buffer.
   template <typename T>
   LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) {

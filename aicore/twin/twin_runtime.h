@@ -33,6 +33,14 @@ struct Block {
   Barrier *barrier;    // SyncAll's barrier under LaunchCooperative, else null
   Races *races;        // the pipe-race tracking of this block's UB (twin_races.h)
   int64_t liveTensors;  // AllocTensor calls not yet matched by FreeTensor
+  // The vector unit's mask register (twin_mask.h): normal mode bits (low, high) or, in counter
+  // mode, the element count in the low word. A core starts in normal mode with every bit set.
+  uint64_t vecMask[2] = {~0ull, ~0ull};
+  bool maskCounter = false;
+  // The store-atomic setting of MTE3 (twin_atomic.h): kAtomicNone or the operation, with the
+  // element type it was set for (a tag naming the type, 0 for none).
+  uint8_t atomicOp = 0;
+  uint8_t atomicType = 0;
 };
 
 extern thread_local Block *tlsBlock;

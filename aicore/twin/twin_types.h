@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "platform.h"
 #include "twin_runtime.h"
@@ -19,7 +20,15 @@
   Type var;                                            \
   std::memcpy(&var, reinterpret_cast<const void *>(tiling), sizeof(Type))
 #define TILING_KEY_IS(k) (::ms_ops::twin::Current().tilingKey == static_cast<uint64_t>(k))
-#define KERNEL_TASK_TYPE_DEFAULT(type)
+// The kernel types a CANN build accepts; another token is a compile error here as it is there.
+enum KernelMetaType : uint8_t {
+  KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_0, KERNEL_TYPE_MIX_AIC_1_1,
+  KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_AICORE, KERNEL_TYPE_VECTORCORE, KERNEL_TYPE_MIX_AICORE,
+  KERNEL_TYPE_MIX_VECTOR_CORE, KERNEL_TYPE_MAX
+};
+#define KERNEL_TASK_TYPE_DEFAULT(type)                                                                   \
+  static_assert(std::is_same_v<decltype(type), KernelMetaType> && (type) != KERNEL_TYPE_MAX,             \
+                "KERNEL_TASK_TYPE_DEFAULT takes one of the KERNEL_TYPE_* kernel types")
 
 using half = _Float16;
 
@@ -68,6 +77,17 @@ constexpr int32_t ONE_REPEAT_BYTE_SIZE = 256;  // bytes one vector instruction r
 enum class RoundMode : uint8_t { CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
 enum class CMPMODE : uint8_t { LT = 0, GT, EQ, LE, GE, NE };
 enum class SELMODE : uint8_t { VSEL_CMPMASK_SPR = 0, VSEL_TENSOR_SCALAR_MODE, VSEL_TENSOR_TENSOR_MODE };
+enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX = 0, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
+enum class MaskMode : uint8_t { NORMAL = 0, COUNTER };
+
+// The mask argument of a call made with isSetMask = false (the mask register is used instead).
+constexpr uint64_t MASK_PLACEHOLDER = 0;
+constexpr uint64_t MASK_PLACEHOLDER_LIST[2] = {0, 0};
+constexpr uint8_t DEFAULT_BLK_NUM = 8;  // data blocks of one repeat
+constexpr uint8_t DEFAULT_BLK_STRIDE = 1;
+constexpr uint8_t DEFAULT_REPEAT_STRIDE = 8;
+constexpr int32_t MAX_REPEAT_TIMES = 255;
+
 enum class CacheMode : uint8_t { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL, CACHE_MODE_LAST, CACHE_MODE_PERSISTENT };
 
 inline int64_t GetBlockIdx() { return ::ms_ops::twin::Current().idx; }

@@ -109,6 +109,7 @@ MS_OPS_TWIN_SCALAR(Adds, x + y)
 MS_OPS_TWIN_SCALAR(Muls, x * y)
 MS_OPS_TWIN_SCALAR(Maxs, x > y ? x : y)
 MS_OPS_TWIN_SCALAR(Mins, x < y ? x : y)
+MS_OPS_TWIN_SCALAR(LeakyRelu, x >= 0 ? x : x * y)
 #undef MS_OPS_TWIN_SCALAR
 
 #define MS_OPS_TWIN_UNARY(Name, expr)                                                                            \
@@ -119,6 +120,8 @@ MS_OPS_TWIN_SCALAR(Mins, x < y ? x : y)
 MS_OPS_TWIN_UNARY(Ln, std::log(x))
 MS_OPS_TWIN_UNARY(Abs, std::abs(x))
 MS_OPS_TWIN_UNARY(Relu, x > 0 ? x : decltype(x)(0))
+MS_OPS_TWIN_UNARY(Reciprocal, decltype(x)(1) / x)
+MS_OPS_TWIN_UNARY(Rsqrt, decltype(x)(1) / std::sqrt(x))
 #undef MS_OPS_TWIN_UNARY
 
 // Exp and Sqrt on float go through the explicit 8-wide forms of twin_math.h.

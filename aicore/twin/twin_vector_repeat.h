@@ -1,0 +1,129 @@
+// The level-0 forms of the vector ops of twin_vector.h: mask (bitwise uint64_t[2] or contiguous
+// uint64_t), repeatTime and RepeatParams, with the isSetMask template parameter (twin_mask.h has
+// the mask and stride rules). Half arithmetic is done in float and rounded per op, as in
+// twin_vector.h.
+#ifndef MS_OPS_TWIN_VECTOR_REPEAT_H_
+#define MS_OPS_TWIN_VECTOR_REPEAT_H_
+
+#include <cmath>
+#include <cstdint>
+
+#include "twin_mask.h"
+#include "twin_vector.h"
+
+namespace AscendC {
+namespace twin_detail {
+
+template <typename T, class F>
+inline void Binary0(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &a, const LocalTensor<T> &b,
+                    const Lanes &l, const BinaryRepeatParams &p, F f) {
+  const Strided<T> x = Operand(call, a, l, p.src0BlkStride, p.src0RepStride, false);
+  const Strided<T> y = Operand(call, b, l, p.src1BlkStride, p.src1RepStride, false);
+  const Strided<T> d = Operand(call, dst, l, p.dstBlkStride, p.dstRepStride, true);
+  ForLanes(l, [&](uint32_t r, uint32_t e) {
+    d.At(r, e) = static_cast<T>(f(static_cast<Calc<T>>(x.At(r, e)), static_cast<Calc<T>>(y.At(r, e))));
+  });
+}
+
+template <typename T, class F>
+inline void Unary0(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &a, const Lanes &l,
+                   const UnaryRepeatParams &p, F f) {
+  const Strided<T> x = Operand(call, a, l, p.srcBlkStride, p.srcRepStride, false);
+  const Strided<T> d = Operand(call, dst, l, p.dstBlkStride, p.dstRepStride, true);
+  ForLanes(l, [&](uint32_t r, uint32_t e) { d.At(r, e) = static_cast<T>(f(static_cast<Calc<T>>(x.At(r, e)))); });
+}
+
+}  // namespace twin_detail
+
+#define MS_OPS_TWIN_BINARY0(Name, expr)                                                                          \
+  template <typename T, bool isSetMask = true>                                                                   \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1,           \
+                   const uint64_t mask[], const uint8_t repeatTime, const BinaryRepeatParams &repeatParams) {    \
+    twin_detail::Binary0(#Name, dst, src0, src1, twin_detail::MaskOf<T, isSetMask>(#Name, mask, repeatTime),     \
+                         repeatParams, [](auto x, auto y) { return expr; });                                     \
+  }                                                                                                              \
+  template <typename T, bool isSetMask = true>                                                                   \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1,           \
+                   uint64_t mask, const uint8_t repeatTime, const BinaryRepeatParams &repeatParams) {            \
+    twin_detail::Binary0(#Name, dst, src0, src1, twin_detail::MaskOf<T, isSetMask>(#Name, mask, repeatTime),     \
+                         repeatParams, [](auto x, auto y) { return expr; });                                     \
+  }
+MS_OPS_TWIN_BINARY0(Add, x + y)
+MS_OPS_TWIN_BINARY0(Sub, x - y)
+MS_OPS_TWIN_BINARY0(Mul, x * y)
+MS_OPS_TWIN_BINARY0(Div, x / y)
+MS_OPS_TWIN_BINARY0(Max, x > y ? x : y)
+MS_OPS_TWIN_BINARY0(Min, x < y ? x : y)
+#undef MS_OPS_TWIN_BINARY0
+
+#define MS_OPS_TWIN_UNARY0(Name, expr)                                                                           \
+  template <typename T, bool isSetMask = true>                                                                   \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const uint64_t mask[],                  \
+                   const uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {                            \
+    twin_detail::Unary0(#Name, dst, src, twin_detail::MaskOf<T, isSetMask>(#Name, mask, repeatTime), repeatParams, \
+                        [](auto x) { return expr; });                                                            \
+  }                                                                                                              \
+  template <typename T, bool isSetMask = true>                                                                   \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint64_t mask, const uint8_t repeatTime, \
+                   const UnaryRepeatParams &repeatParams) {                                                      \
+    twin_detail::Unary0(#Name, dst, src, twin_detail::MaskOf<T, isSetMask>(#Name, mask, repeatTime), repeatParams, \
+                        [](auto x) { return expr; });                                                            \
+  }
+MS_OPS_TWIN_UNARY0(Exp, std::exp(x))
+MS_OPS_TWIN_UNARY0(Ln, std::log(x))
+MS_OPS_TWIN_UNARY0(Abs, std::abs(x))
+MS_OPS_TWIN_UNARY0(Sqrt, std::sqrt(x))
+MS_OPS_TWIN_UNARY0(Relu, x > 0 ? x : decltype(x)(0))
+MS_OPS_TWIN_UNARY0(Reciprocal, decltype(x)(1) / x)
+MS_OPS_TWIN_UNARY0(Rsqrt, decltype(x)(1) / std::sqrt(x))
+#undef MS_OPS_TWIN_UNARY0
+
+#define MS_OPS_TWIN_SCALAR0(Name, expr)                                                                          \
+  template <typename T, bool isSetMask = true>                                                                   \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue,                  \
+                   const uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {     \
+    const twin_detail::Calc<T> y = static_cast<twin_detail::Calc<T>>(scalarValue);                               \
+    twin_detail::Unary0(#Name, dst, src, twin_detail::MaskOf<T, isSetMask>(#Name, mask, repeatTime), repeatParams, \
+                        [y](auto x) { return expr; });                                                           \
+  }                                                                                                              \
+  template <typename T, bool isSetMask = true>                                                                   \
+  inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue, uint64_t mask,    \
+                   const uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {                            \
+    const twin_detail::Calc<T> y = static_cast<twin_detail::Calc<T>>(scalarValue);                               \
+    twin_detail::Unary0(#Name, dst, src, twin_detail::MaskOf<T, isSetMask>(#Name, mask, repeatTime), repeatParams, \
+                        [y](auto x) { return expr; });                                                           \
+  }
+MS_OPS_TWIN_SCALAR0(Adds, x + y)
+MS_OPS_TWIN_SCALAR0(Muls, x * y)
+MS_OPS_TWIN_SCALAR0(Maxs, x > y ? x : y)
+MS_OPS_TWIN_SCALAR0(Mins, x < y ? x : y)
+MS_OPS_TWIN_SCALAR0(LeakyRelu, x >= 0 ? x : x * y)
+#undef MS_OPS_TWIN_SCALAR0
+
+namespace twin_detail {
+
+template <typename T>
+inline void Duplicate0(const LocalTensor<T> &dst, T value, const Lanes &l, uint16_t blk, uint8_t rep) {
+  const Strided<T> d = Operand("Duplicate", dst, l, blk, rep, true);
+  ForLanes(l, [&](uint32_t r, uint32_t e) { d.At(r, e) = value; });
+}
+
+}  // namespace twin_detail
+
+// Strides in data blocks: dstBlockStride within a repeat, dstRepeatStride between repeats.
+template <typename T, bool isSetMask = true>
+inline void Duplicate(const LocalTensor<T> &dst, const T &scalarValue, const uint64_t mask[], const uint8_t repeatTime,
+                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride) {
+  twin_detail::Duplicate0(dst, scalarValue, twin_detail::MaskOf<T, isSetMask>("Duplicate", mask, repeatTime),
+                          dstBlockStride, dstRepeatStride);
+}
+template <typename T, bool isSetMask = true>
+inline void Duplicate(const LocalTensor<T> &dst, const T &scalarValue, uint64_t mask, const uint8_t repeatTime,
+                      const uint16_t dstBlockStride, const uint8_t dstRepeatStride) {
+  twin_detail::Duplicate0(dst, scalarValue, twin_detail::MaskOf<T, isSetMask>("Duplicate", mask, repeatTime),
+                          dstBlockStride, dstRepeatStride);
+}
+
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_VECTOR_REPEAT_H_

@@ -1,0 +1,305 @@
+"""Tests of the twin's level-0 vector API (masks, counter mode, repeats, block/repeat strides), the
+per-repeat reductions, Brcb / Gather / CreateVecIndex, store atomics across blocks and the
+TQueBind / TBuf extras, with the kernels of tests/twin/twin_api_cases.cpp. Values are checked
+against numpy models of the documented semantics; each rule has a failing case."""
+import ctypes
+import glob
+import importlib.util
+import os
+import subprocess
+
+import numpy as np
+import pytest
+import scipy_openblas32
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+V, I, U, U64, I32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int32
+SIGNATURES = {
+    "twin_vec0_f32": [I, I, V, V, V, U, U64, U64, U64, U, V],
+    "twin_vec0_f16": [I, I, V, V, V, U, U64, U64, U64, U, V],
+    "twin_reduce0_f32": [I, I, V, V, U, U, U64, U64, I32, I32, I32, I32, I32, I],
+    "twin_reduce0_f16": [I, I, V, V, U, U, U64, U64, I32, I32, I32, I32, I32, I],
+    "twin_fill": [I, V, V, V, U, U, U, U, U],
+    "twin_atomic": [I, I, I, V, V, U, U, I],
+    "twin_bind": [V, V, U, I],
+}
+BUF = 16384  # bytes of each UB buffer of the test kernels
+ALL = (1 << 64) - 1
+
+
+def _load_build():
+    spec = importlib.util.spec_from_file_location("_ms_ops_build", os.path.join(ROOT, "ms_ops", "_build.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    # twin_blas.cpp leaves the BLAS symbols to the process: load them globally first.
+    ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas.so"), mode=ctypes.RTLD_GLOBAL)
+    out = str(tmp_path_factory.mktemp("twin_api") / "libtwin_api_cases.so")
+    sources = [os.path.join(ROOT, "tests", "twin", "twin_api_cases.cpp")]
+    sources += sorted(glob.glob(os.path.join(ROOT, "aicore", "twin", "*.cpp")))
+    _load_build().compile_library(sources, out, ROOT)
+    so = ctypes.CDLL(out)
+    for name, args in SIGNATURES.items():
+        getattr(so, name).argtypes = args
+        getattr(so, name).restype = I
+    return so
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch):
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", "1")
+
+
+def P(a):
+    return a.ctypes.data_as(V)
+
+
+# ---- the level-0 model ----
+
+def active(kind, bits, length, lanes, repeat):
+    """(repeats, on(r, e)) of a level-0 call: kind 0/2 bitwise, 1 contiguous, 3 counter mode."""
+    if kind == 3:
+        return -(-length // lanes), lambda r, e: r * lanes + e < length
+    if kind == 1:
+        return repeat, lambda r, e: e < length
+    return repeat, lambda r, e: (bits[e // 64] >> (e % 64)) & 1 == 1
+
+
+def at(r, e, blk, rep, per):
+    return (r * rep + e // per * blk) * per + e % per
+
+
+def level0_model(op, x, y, z, kind, bits, length, repeat, strides, dtype):
+    per, lanes = 32 // np.dtype(dtype).itemsize, 256 // np.dtype(dtype).itemsize
+    db, sb, dr, sr = strides
+    reps, on = active(kind, bits, length, lanes, repeat)
+    out = z.copy()
+    f = np.float32
+    for r in range(reps):
+        for e in range(lanes):
+            if not on(r, e):
+                continue
+            a, b = f(x[at(r, e, sb, sr, per)]), f(y[at(r, e, sb, sr, per)])
+            ops = [lambda: a + b, lambda: a * f(2), lambda: f(1) / a, lambda: a if a >= 0 else a * f(0.5),
+                   lambda: f(7), lambda: max(a, b), lambda: f(1) / np.sqrt(a)]
+            out[at(r, e, db, dr, per)] = dtype(ops[op]())
+    return out
+
+
+def run_vec0(lib, dtype, op, kind, bits=(0, 0), length=0, repeat=1, strides=(1, 1, 8, 8), n=None):
+    n = n or BUF // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(op * 10 + kind)
+    x = rng.uniform(0.5, 2.0, n).astype(dtype) * np.where(rng.random(n) < 0.3, -1, 1).astype(dtype)
+    if op in (2, 6):
+        x = np.abs(x)
+    y = rng.standard_normal(n).astype(dtype)
+    z = rng.standard_normal(n).astype(dtype)
+    fn = lib.twin_vec0_f32 if dtype == np.float32 else lib.twin_vec0_f16
+    got = z.copy()
+    s = np.array(strides, np.uint32)
+    status = fn(op, kind, P(x), P(y), P(got), n, bits[0], bits[1], length, repeat, P(s))
+    return status, got, (x, y, z)
+
+
+VEC0 = [
+    # dtype, op, kind, bits, len, repeat, strides (dstBlk, srcBlk, dstRep, srcRep)
+    (np.float32, 0, 0, (0xF0F0F0F00F0F0F0F, 0), 0, 3, (1, 1, 8, 8)),
+    (np.float32, 1, 1, (0, 0), 37, 2, (2, 1, 16, 8)),
+    (np.float16, 0, 0, (0x8000000000000001, 0xFFFF00000000FFFF), 0, 2, (1, 2, 8, 16)),
+    (np.float16, 3, 1, (0, 0), 128, 4, (1, 1, 8, 8)),
+    (np.float32, 5, 2, (0x00000000FFFFFFFF, 0), 0, 2, (1, 1, 4, 8)),
+    (np.float32, 2, 3, (0, 0), 150, 0, (1, 1, 8, 8)),
+    (np.float16, 4, 3, (0, 0), 300, 0, (1, 1, 8, 8)),
+    (np.float32, 6, 1, (0, 0), 64, 3, (1, 3, 8, 24)),
+    (np.float32, 4, 0, (0x5, 0), 0, 2, (3, 1, 0, 8)),
+]
+
+
+@pytest.mark.parametrize("dtype,op,kind,bits,length,repeat,strides", VEC0)
+def test_level0_vector_ops(lib, dtype, op, kind, bits, length, repeat, strides):
+    status, got, (x, y, z) = run_vec0(lib, dtype, op, kind, bits, length, repeat, strides)
+    assert status == 0
+    ref = level0_model(op, x, y, z, kind, bits, length, repeat, strides, dtype)
+    if op in (2, 6):
+        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, ref)
+    assert not np.array_equal(got, z)  # the call did write something
+
+
+FAILS0 = [
+    (np.float32, 0, 0, (1, 1), 0, 1, (1, 1, 8, 8), "Add: mask[1] must be 0 for 32-bit operands (64 lanes a repeat)"),
+    (np.float32, 1, 1, (0, 0), 65, 1, (1, 1, 8, 8), "Muls: mask 65 is outside [1, 64]"),
+    (np.float16, 2, 1, (0, 0), 0, 1, (1, 1, 8, 8), "Reciprocal: mask 0 is outside [1, 128]"),
+    (np.float32, 0, 1, (0, 0), 64, 200, (1, 1, 8, 8), "Add: UB access out of range"),
+    (np.float32, 1, 3, (0, 0), 64 * 256, 0, (1, 1, 8, 8), "Muls: counter-mode count 16384 needs more than 255"),
+]
+
+
+@pytest.mark.parametrize("dtype,op,kind,bits,length,repeat,strides,message", FAILS0)
+def test_level0_rules(lib, capfd, dtype, op, kind, bits, length, repeat, strides, message):
+    status, got, (_, _, z) = run_vec0(lib, dtype, op, kind, bits, length, repeat, strides)
+    assert status == 1
+    assert f"ms_ops twin_vec0: block 0: {message}" in capfd.readouterr().err
+    np.testing.assert_array_equal(got, z)
+
+
+# ---- per-repeat reductions ----
+
+def reduce_model(which, x, z, bits, length, repeat, dst_rep, src_blk, src_rep, order, dtype):
+    per, lanes = 32 // np.dtype(dtype).itemsize, 256 // np.dtype(dtype).itemsize
+    _, on = active(0 if bits else 1, bits, length, lanes, repeat)
+    out = z.copy()
+    idx_view = out.view(np.uint16 if dtype == np.float16 else np.uint32)
+    for r in range(repeat):
+        vals = {e: np.float32(x[at(r, e, src_blk, src_rep, per)]) for e in range(lanes) if on(r, e)}
+        if which <= 2:
+            if which == 2:
+                out[r * dst_rep] = dtype(sum(vals.values(), np.float32(0)))
+                continue
+            best = (max if which == 0 else min)(vals.values())
+            i = min(e for e, v in vals.items() if v == best)
+            base = r * dst_rep * 2
+            vi, ii = (base, base + 1) if order == 0 else (base + 1, base)
+            out[vi] = dtype(best)
+            idx_view[ii] = i
+            continue
+        group, unit = (per, 8) if which <= 5 else (2, 128 // np.dtype(dtype).itemsize)
+        fn = {3: max, 4: min, 5: sum, 6: sum}[which]
+        for k in range(lanes // group):
+            g = [vals[e] for e in range(k * group, (k + 1) * group) if e in vals]
+            if g:
+                out[r * dst_rep * unit + k] = dtype(fn(g) if which in (3, 4) else sum(g, np.float32(0)))
+    return out
+
+
+REDUCE0 = [
+    # which, dtype, bits, len, repeat, dstRep, srcBlk, srcRep, order
+    (0, np.float32, None, 50, 3, 1, 1, 8, 0),
+    (1, np.float16, (0xFFFF0000FFFF0000, 0x0F0F), 0, 2, 2, 1, 8, 1),
+    (2, np.float32, None, 64, 4, 1, 1, 8, 0),
+    (2, np.float16, (ALL, 1), 0, 3, 3, 2, 16, 0),
+    (3, np.float16, (0x00FF00FF00FF00FF, 0), 0, 2, 1, 1, 8, 0),
+    (4, np.float32, None, 40, 2, 2, 1, 8, 0),
+    (5, np.float32, None, 64, 3, 1, 1, 8, 0),
+    (6, np.float16, None, 100, 2, 1, 1, 8, 0),
+    (6, np.float32, (0xFFFFFFFF0000FFFF, 0), 0, 2, 1, 1, 8, 0),
+]
+
+
+@pytest.mark.parametrize("which,dtype,bits,length,repeat,dst_rep,src_blk,src_rep,order", REDUCE0)
+def test_per_repeat_reductions(lib, which, dtype, bits, length, repeat, dst_rep, src_blk, src_rep, order):
+    n = BUF // np.dtype(dtype).itemsize
+    rng = np.random.default_rng(which)
+    x = rng.standard_normal(n).astype(dtype)
+    z = rng.standard_normal(512).astype(dtype)
+    got = z.copy()
+    fn = lib.twin_reduce0_f32 if dtype == np.float32 else lib.twin_reduce0_f16
+    b = bits or (0, 0)
+    assert fn(which, bits is not None, P(x), P(got), n, z.size, b[0], b[1], length, repeat, dst_rep, src_blk, src_rep,
+              order) == 0
+    ref = reduce_model(which, x, z, bits, length, repeat, dst_rep, src_blk, src_rep, order, dtype)
+    if which in (2, 5, 6):
+        tol = 2e-3 if dtype == np.float16 else 1e-5
+        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
+    assert not np.array_equal(got, z)
+
+
+def test_reduction_repeat_rule(lib, capfd):
+    x = np.zeros(BUF // 4, np.float32)
+    z = np.zeros(512, np.float32)
+    assert lib.twin_reduce0_f32(2, 0, P(x), P(z), x.size, z.size, 0, 0, 64, 300, 1, 1, 8, 0) == 1
+    assert "ms_ops twin_reduce0: block 0: WholeReduceSum: repeatTime 300 is outside [0, 255]" in capfd.readouterr().err
+
+
+# ---- Brcb, Gather, CreateVecIndex ----
+
+def test_brcb(lib):
+    x = np.arange(64, dtype=np.float32) + 1
+    z = np.full(1024, -1, np.float32)
+    off = np.zeros(1024, np.uint32)
+    assert lib.twin_fill(0, P(x), P(off), P(z), x.size, z.size, 2, 2, 20) == 0
+    ref = np.full(1024, -1, np.float32)
+    for r in range(2):
+        for j in range(8):
+            start = (r * 20 + j * 2) * 8
+            ref[start:start + 8] = x[r * 8 + j]
+    np.testing.assert_array_equal(z, ref)
+
+
+def test_gather_and_vec_index(lib, capfd):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(256).astype(np.float32)
+    pick = rng.integers(0, 200, 64)
+    off = (pick * 4).astype(np.uint32)
+    z = np.zeros(64, np.float32)
+    assert lib.twin_fill(1, P(x), P(off), P(z), x.size, z.size, 0, 16, 0) == 0
+    np.testing.assert_array_equal(z, x[pick + 4])
+    assert lib.twin_fill(2, P(x), P(off), P(z), x.size, z.size, 0, 5, 0) == 0
+    np.testing.assert_array_equal(z, np.arange(5, 69, dtype=np.float32))
+    off[3] = 6
+    assert lib.twin_fill(1, P(x), P(off), P(z), x.size, z.size, 0, 0, 0) == 1
+    assert "Gather: offset 6 of element 3 is not a multiple of the element size" in capfd.readouterr().err
+
+
+# ---- store atomics ----
+
+@pytest.mark.parametrize("dtype,op,pad", [(np.float32, 0, 0), (np.float32, 1, 1), (np.float32, 2, 0),
+                                          (np.float16, 0, 1)])
+def test_store_atomics_across_blocks(lib, dtype, op, pad):
+    blocks, n = 16, 256
+    rng = np.random.default_rng(op)
+    if dtype == np.float16:
+        x = rng.integers(-8, 8, blocks * n).astype(dtype)  # exact sums in any order
+    else:
+        x = rng.standard_normal(blocks * n).astype(dtype)
+    z0 = rng.standard_normal(n).astype(dtype)
+    rows = x.reshape(blocks, n).astype(np.float64)
+    for _ in range(3):  # the threads interleave differently each time
+        z = z0.copy()
+        assert lib.twin_atomic(dtype == np.float16, op, pad, P(x), P(z), n, blocks, 0) == 0
+        if op == 0:
+            ref = z0.astype(np.float64) + rows.sum(0)
+            np.testing.assert_allclose(z.astype(np.float64), ref, rtol=1e-5 if dtype == np.float32 else 1e-3,
+                                       atol=1e-4 if dtype == np.float32 else 0.02)
+        else:
+            fn = np.maximum if op == 1 else np.minimum
+            np.testing.assert_array_equal(z, fn(z0, fn.reduce(x.reshape(blocks, n), axis=0)))
+
+
+def test_store_atomic_type_rule(lib, capfd):
+    x = np.ones(256, np.float32)
+    z = np.zeros(128, np.float32)
+    assert lib.twin_atomic(0, 0, 0, P(x), P(z), 128, 2, 1) == 1
+    assert "DataCopy: the store atomic is set for int32_t but the copy moves float" in capfd.readouterr().err
+    assert (z == 0).all()
+
+
+# ---- TQueBind user-position hand-overs, TBuf::AllocTensor ----
+
+def test_que_bind_user_positions(lib, capfd):
+    x = np.arange(64, dtype=np.float32)
+    z = np.zeros(64, np.float32)
+    assert lib.twin_bind(P(x), P(z), 64, 0) == 0
+    np.testing.assert_array_equal(z, x + 1)
+    assert lib.twin_bind(P(x), P(z), 64, 1) == 1
+    assert "DataCopy: pipe race (read-after-write): DataCopy on MTE3 reads" in capfd.readouterr().err
+
+
+# ---- KERNEL_TASK_TYPE_DEFAULT ----
+
+@pytest.mark.parametrize("token,ok", [("KERNEL_TYPE_MIX_AIC_1_2", True), ("KERNEL_TYPE_AIV_ONLY", True),
+                                      ("KERNEL_TYPE_MAX", False), ("KERNEL_TYPE_ANYTHING", False), ("3", False)])
+def test_kernel_task_type_tokens(tmp_path, token, ok):
+    src = tmp_path / "k.cpp"
+    src.write_text('#include "kernel_operator.h"\nvoid k() { KERNEL_TASK_TYPE_DEFAULT(%s); }\n' % token)
+    build = _load_build()
+    flags = [f for f in build.CXXFLAGS if f.startswith("-std") or f.startswith("-march")]
+    cmd = ["g++", *flags, "-fsyntax-only", *(f"-I{d}" for d in build.include_dirs(ROOT)), str(src)]
+    assert (subprocess.run(cmd, capture_output=True).returncode == 0) == ok

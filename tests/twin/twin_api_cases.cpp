@@ -1,0 +1,276 @@
+// AscendC kernels for the twin's level-0 vector API (masks, repeats, strides), the per-repeat
+// reductions, Brcb / Gather / CreateVecIndex, store atomics and the TQueBind / TBuf extras, with C
+// entry points for tests/test_twin_api.py. Each returns the launch's status (0, or 1 after a twin
+// violation, printed on stderr as `ms_ops <kernel>: block <b>: <call>: <what>`).
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+
+#include "kernel_operator.h"
+#include "twin_runtime.h"
+
+using namespace AscendC;
+
+#define TWIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// Every UB buffer of these kernels: 16 KiB, room for the widest stride patterns the tests use.
+constexpr uint32_t kBuf = 16384;
+
+int Run(const char *name, uint32_t blocks, const std::function<void()> &body) {
+  const int status = ms_ops::twin::Launch(name, blocks, 0, body);
+  if (status != 0) std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str());
+  return status;
+}
+
+template <typename T>
+GlobalTensor<T> Gm(void *p, uint64_t n) {
+  GlobalTensor<T> g;
+  g.SetGlobalBuffer(reinterpret_cast<__gm__ T *>(p), n);
+  return g;
+}
+
+// n elements GM -> a fresh VECIN buffer, handed to the vector unit.
+template <typename T, class Q>
+LocalTensor<T> LoadIn(Q &q, const GlobalTensor<T> &g, uint32_t n) {
+  LocalTensor<T> t = q.template AllocTensor<T>();
+  DataCopy(t, g, n);
+  q.EnQue(t);
+  return q.template DeQue<T>();
+}
+
+template <typename T, class Q>
+void StoreOut(Q &q, LocalTensor<T> &t, const GlobalTensor<T> &g, uint32_t n) {
+  q.EnQue(t);
+  LocalTensor<T> o = q.template DeQue<T>();
+  DataCopy(g, o, n);
+  q.FreeTensor(o);
+}
+
+// How a level-0 call gets its mask: 0 bitwise argument, 1 contiguous argument, 2 bits set
+// beforehand with SetVectorMask and isSetMask = false, 3 counter mode (SetMaskCount, count set
+// with SetVectorMask<T, COUNTER>, isSetMask = false).
+struct MaskArgs {
+  int kind;
+  uint64_t bits[2];
+  uint64_t len;
+};
+
+// op on (x, y) into z (z's old contents in, for the masked-off lanes): 0 Add, 1 Muls by 2,
+// 2 Reciprocal, 3 LeakyRelu 0.5, 4 Duplicate 7, 5 Max, 6 Rsqrt. strides: dstBlk, srcBlk,
+// dstRep, srcRep (both sources alike).
+template <typename T, bool set>
+void Level0(int op, const LocalTensor<T> &z, const LocalTensor<T> &x, const LocalTensor<T> &y, const MaskArgs &m,
+            uint8_t repeat, const uint32_t *s) {
+  const BinaryRepeatParams bp(s[0], s[1], s[1], s[2], s[3], s[3]);
+  const UnaryRepeatParams up(s[0], s[1], s[2], s[3]);
+  const bool bits = m.kind == 0;
+  const uint64_t len = set ? m.len : MASK_PLACEHOLDER;
+  const uint64_t *mask = set ? m.bits : MASK_PLACEHOLDER_LIST;
+  switch (op) {
+    case 0: bits ? Add<T, set>(z, x, y, mask, repeat, bp) : Add<T, set>(z, x, y, len, repeat, bp); break;
+    case 1: bits ? Muls<T, set>(z, x, T(2), mask, repeat, up) : Muls<T, set>(z, x, T(2), len, repeat, up); break;
+    case 2: bits ? Reciprocal<T, set>(z, x, mask, repeat, up) : Reciprocal<T, set>(z, x, len, repeat, up); break;
+    case 3:
+      bits ? LeakyRelu<T, set>(z, x, T(0.5), mask, repeat, up) : LeakyRelu<T, set>(z, x, T(0.5), len, repeat, up);
+      break;
+    case 4:
+      bits ? Duplicate<T, set>(z, T(7), mask, repeat, s[0], s[2]) : Duplicate<T, set>(z, T(7), len, repeat, s[0], s[2]);
+      break;
+    case 5: bits ? Max<T, set>(z, x, y, mask, repeat, bp) : Max<T, set>(z, x, y, len, repeat, bp); break;
+    default: bits ? Rsqrt<T, set>(z, x, mask, repeat, up) : Rsqrt<T, set>(z, x, len, repeat, up); break;
+  }
+}
+
+template <typename T>
+int Vec0(int op, int kind, void *x, void *y, void *z, uint32_t n, uint64_t m0, uint64_t m1, uint64_t len,
+         uint32_t repeat, const uint32_t *strides) {
+  return Run("twin_vec0", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qy, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qy, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const GlobalTensor<T> zg = Gm<T>(z, n);
+    LocalTensor<T> a = LoadIn(qx, Gm<T>(x, n), n), b = LoadIn(qy, Gm<T>(y, n), n), old = LoadIn(qz, zg, n);
+    LocalTensor<T> out = qo.AllocTensor<T>();
+    DataCopy(out, old, n);
+    const MaskArgs m{kind, {m0, m1}, len};
+    if (kind == 2) SetVectorMask<T>(m1, m0);
+    if (kind == 3) {
+      SetMaskCount();
+      SetVectorMask<T, MaskMode::COUNTER>(0, len);
+    }
+    if (kind <= 1) Level0<T, true>(op, out, a, b, m, static_cast<uint8_t>(repeat), strides);
+    else Level0<T, false>(op, out, a, b, m, static_cast<uint8_t>(repeat), strides);
+    if (kind == 3) SetMaskNorm();
+    qx.FreeTensor(a);
+    qy.FreeTensor(b);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, zg, n);
+  });
+}
+
+// which: 0 WholeReduceMax, 1 WholeReduceMin, 2 WholeReduceSum, 3 BlockReduceMax, 4 BlockReduceMin,
+// 5 BlockReduceSum, 6 PairReduceSum; bitwise mask when `bits`, else contiguous `len`.
+template <typename T>
+void Reduce0(int which, const LocalTensor<T> &d, const LocalTensor<T> &s, bool bits, const uint64_t *mask,
+             int32_t len, int32_t repeat, int32_t dstRep, int32_t srcBlk, int32_t srcRep, ReduceOrder order) {
+  switch (which) {
+    case 0:
+      bits ? WholeReduceMax(d, s, mask, repeat, dstRep, srcBlk, srcRep, order)
+           : WholeReduceMax(d, s, len, repeat, dstRep, srcBlk, srcRep, order);
+      break;
+    case 1:
+      bits ? WholeReduceMin(d, s, mask, repeat, dstRep, srcBlk, srcRep, order)
+           : WholeReduceMin(d, s, len, repeat, dstRep, srcBlk, srcRep, order);
+      break;
+    case 2:
+      bits ? WholeReduceSum(d, s, mask, repeat, dstRep, srcBlk, srcRep)
+           : WholeReduceSum(d, s, len, repeat, dstRep, srcBlk, srcRep);
+      break;
+    case 3:
+      bits ? BlockReduceMax(d, s, repeat, mask, dstRep, srcBlk, srcRep)
+           : BlockReduceMax(d, s, repeat, len, dstRep, srcBlk, srcRep);
+      break;
+    case 4:
+      bits ? BlockReduceMin(d, s, repeat, mask, dstRep, srcBlk, srcRep)
+           : BlockReduceMin(d, s, repeat, len, dstRep, srcBlk, srcRep);
+      break;
+    case 5:
+      bits ? BlockReduceSum(d, s, repeat, mask, dstRep, srcBlk, srcRep)
+           : BlockReduceSum(d, s, repeat, len, dstRep, srcBlk, srcRep);
+      break;
+    default:
+      bits ? PairReduceSum(d, s, repeat, mask, dstRep, srcBlk, srcRep)
+           : PairReduceSum(d, s, repeat, len, dstRep, srcBlk, srcRep);
+      break;
+  }
+}
+
+template <typename T>
+int Red0(int which, int bits, void *x, void *z, uint32_t n, uint32_t nz, uint64_t m0, uint64_t m1, int32_t len,
+         int32_t repeat, int32_t dstRep, int32_t srcBlk, int32_t srcRep, int order) {
+  return Run("twin_reduce0", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const GlobalTensor<T> zg = Gm<T>(z, nz);
+    LocalTensor<T> a = LoadIn(qx, Gm<T>(x, n), n), old = LoadIn(qz, zg, nz);
+    LocalTensor<T> out = qo.AllocTensor<T>();
+    DataCopy(out, old, nz);
+    const uint64_t mask[2] = {m0, m1};
+    Reduce0(which, out, a, bits != 0, mask, len, repeat, dstRep, srcBlk, srcRep, static_cast<ReduceOrder>(order));
+    qx.FreeTensor(a);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, zg, nz);
+  });
+}
+
+}  // namespace
+
+TWIN_EXPORT int twin_vec0_f32(int op, int kind, void *x, void *y, void *z, uint32_t n, uint64_t m0, uint64_t m1,
+                              uint64_t len, uint32_t repeat, const uint32_t *strides) {
+  return Vec0<float>(op, kind, x, y, z, n, m0, m1, len, repeat, strides);
+}
+TWIN_EXPORT int twin_vec0_f16(int op, int kind, void *x, void *y, void *z, uint32_t n, uint64_t m0, uint64_t m1,
+                              uint64_t len, uint32_t repeat, const uint32_t *strides) {
+  return Vec0<half>(op, kind, x, y, z, n, m0, m1, len, repeat, strides);
+}
+
+TWIN_EXPORT int twin_reduce0_f32(int which, int bits, void *x, void *z, uint32_t n, uint32_t nz, uint64_t m0,
+                                 uint64_t m1, int32_t len, int32_t repeat, int32_t dstRep, int32_t srcBlk,
+                                 int32_t srcRep, int order) {
+  return Red0<float>(which, bits, x, z, n, nz, m0, m1, len, repeat, dstRep, srcBlk, srcRep, order);
+}
+TWIN_EXPORT int twin_reduce0_f16(int which, int bits, void *x, void *z, uint32_t n, uint32_t nz, uint64_t m0,
+                                 uint64_t m1, int32_t len, int32_t repeat, int32_t dstRep, int32_t srcBlk,
+                                 int32_t srcRep, int order) {
+  return Red0<half>(which, bits, x, z, n, nz, m0, m1, len, repeat, dstRep, srcBlk, srcRep, order);
+}
+
+// which: 0 Brcb (repeat, dstBlk = a, dstRep = b), 1 Gather (byte offsets in off, base a),
+// 2 CreateVecIndex (first a): float x in, float z out (z's old contents in).
+TWIN_EXPORT int twin_fill(int which, float *x, uint32_t *off, float *z, uint32_t n, uint32_t nz, uint32_t repeat,
+                          uint32_t a, uint32_t b) {
+  return Run("twin_fill", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qi, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qi, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const GlobalTensor<float> zg = Gm<float>(z, nz);
+    LocalTensor<float> s = LoadIn(qx, Gm<float>(x, n), n), old = LoadIn(qz, zg, nz);
+    LocalTensor<uint32_t> idx = LoadIn(qi, Gm<uint32_t>(off, nz), nz);
+    LocalTensor<float> out = qo.AllocTensor<float>();
+    DataCopy(out, old, nz);
+    if (which == 0) Brcb(out, s, static_cast<uint8_t>(repeat), BrcbRepeatParams(a, b));
+    else if (which == 1) Gather(out, s, idx, a, nz);
+    else CreateVecIndex(out, static_cast<float>(a), nz);
+    qx.FreeTensor(s);
+    qi.FreeTensor(idx);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, zg, nz);
+  });
+}
+
+// `blocks` blocks combine their row x[b * n ..] into z with the store atomic `op` (0 Add, 1 Max,
+// 2 Min), through DataCopy (pad = 0) or DataCopyPad (pad = 1); T: float (f16 = 0) or half.
+template <typename T>
+int Atomic(int op, int pad, void *x, void *z, uint32_t n, uint32_t blocks, int mismatch) {
+  return Run("twin_atomic", blocks, [&] {
+    TPipe pipe;
+    TQueBind<TPosition::VECIN, TPosition::VECOUT, 1> q;
+    pipe.InitBuffer(q, 1, kBuf);
+    LocalTensor<T> t = q.AllocTensor<T>();
+    DataCopy(t, Gm<T>(x, uint64_t(n) * blocks)[uint64_t(GetBlockIdx()) * n], n);
+    q.EnQue(t);
+    LocalTensor<T> o = q.DeQue<T>();
+    if (mismatch) SetAtomicAdd<int32_t>();
+    else if (op == 0) SetAtomicAdd<T>();
+    else if (op == 1) SetAtomicMax<T>();
+    else SetAtomicMin<T>();
+    if (pad) DataCopyPad(Gm<T>(z, n), o, DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
+    else DataCopy(Gm<T>(z, n), o, n);
+    SetAtomicNone();
+    q.FreeTensor(o);
+  });
+}
+
+TWIN_EXPORT int twin_atomic(int f16, int op, int pad, void *x, void *z, uint32_t n, uint32_t blocks, int mismatch) {
+  return f16 ? Atomic<half>(op, pad, x, z, n, blocks, mismatch) : Atomic<float>(op, pad, x, z, n, blocks, mismatch);
+}
+
+// A TQueBind<VECIN, VECOUT> passing data GM -> UB -> GM through the user-position forms of
+// EnQue / DeQue, and a TBuf handing out its tensor with AllocTensor: z = x + 1. skip = 1 leaves
+// out the DeQue before the copy out (a race the checks find).
+TWIN_EXPORT int twin_bind(float *x, float *z, uint32_t n, int skip) {
+  return Run("twin_bind", 1, [&] {
+    TPipe pipe;
+    TQueBind<TPosition::VECIN, TPosition::VECOUT, 1> q;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(q, 1, n * sizeof(float));
+    pipe.InitBuffer(buf, n * sizeof(float));
+    LocalTensor<float> t = q.AllocTensor<float>();
+    DataCopy(t, Gm<float>(x, n), n);
+    q.EnQue<TPosition::GM, TPosition::VECIN, float>(t);
+    LocalTensor<float> v = q.DeQue<TPosition::GM, TPosition::VECIN, float>();
+    LocalTensor<float> one = buf.AllocTensor<float>();
+    Duplicate(one, 1.0f, n);
+    Add(v, v, one, n);
+    buf.FreeTensor(one);
+    q.EnQue<TPosition::VECOUT, TPosition::GM, float>(v);
+    LocalTensor<float> o = skip ? v : q.DeQue<TPosition::VECOUT, TPosition::GM, float>();
+    DataCopy(Gm<float>(z, n), o, n);
+    if (skip) q.DeQue<TPosition::VECOUT, TPosition::GM, float>();
+    q.FreeTensor(o);
+  });
+}
