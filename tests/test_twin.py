@@ -14,7 +14,7 @@ import pytest
 import scipy_openblas32
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-UB_SIZE = 192 * 1024 - 256 - 8 * 1024  # ms_ops::kAtlasA2.ubSize
+UB_BYTES = 192 * 1024  # ms_ops::twin::kUbBytes
 
 V, I, F, U = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_uint32
 SIGNATURES = {
@@ -372,7 +372,7 @@ def test_strided_copy(lib):
 VIOLATIONS = [
     (0, "DataCopy: UB address 524 is not 32-byte aligned"),
     (1, "DataCopy: count 10 x 4 bytes = 40 bytes is not a multiple of 32 bytes (strict mode)"),
-    (2, f"InitBuffer: request of 1 x {UB_SIZE} bytes"),
+    (2, f"InitBuffer: request of 1 x {UB_BYTES} bytes"),
     (3, "FreeTensor: buffer is not allocated (double FreeTensor)"),
     (4, "DeQue: queue is empty"),
     (5, "AllocTensor: all 2 buffers of the queue are allocated"),
@@ -400,7 +400,7 @@ def test_violation_is_reported_and_recovers(lib, capfd, which, message):
     assert err.count("ms_ops twin_violation") == 1
     assert (out == 0).all()
     if which == 2:
-        assert f"exceeds the UB budget of {UB_SIZE} bytes" in err
+        assert f"exceeds the {UB_BYTES}-byte UB" in err
     assert block_ids_ok(lib)
 
 

@@ -22,6 +22,8 @@ SIGNATURES = {
     "twin_fill": [I, V, V, V, U, U, U, U, U],
     "twin_atomic": [I, I, I, V, V, U, U, I],
     "twin_bind": [V, V, U, I],
+    "twin_reserved_ub": [U, V],
+    "twin_adv": [I, V, V, U],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -292,14 +294,90 @@ def test_que_bind_user_positions(lib, capfd):
     assert "DataCopy: pipe race (read-after-write): DataCopy on MTE3 reads" in capfd.readouterr().err
 
 
+# ---- advanced API, Copy, ArithProgression, ASSERT ----
+
+def test_advanced_math(lib):
+    rng = np.random.default_rng(8)
+    n = 512
+    x = rng.uniform(0.1, 20.0, n).astype(np.float32)
+    x64 = x.astype(np.float64)
+    for which, ref in [(0, np.log(x64)), (1, np.log2(x64)), (2, np.log10(x64)), (3, 1 / (1 + np.exp(-x64)))]:
+        z = np.zeros(n, np.float32)
+        assert lib.twin_adv(which, P(x), P(z), n) == 0
+        np.testing.assert_allclose(z, ref, rtol=2e-7 if which != 3 else 1e-6, atol=1e-7)
+    z = np.full(n, -1, np.float32)
+    assert lib.twin_adv(4, P(x), P(z), n) == 0
+    rows = n // 16
+    np.testing.assert_allclose(z[:rows], x64.reshape(rows, 16)[:, :10].sum(1), rtol=1e-6)
+    assert (z[rows:] == -1).all()
+    assert lib.twin_adv(5, P(x), P(z), n) == 0
+    np.testing.assert_array_equal(z, 2 + 0.5 * np.arange(n, dtype=np.float32))
+
+
+def test_level0_copy(lib):
+    x = np.arange(512, dtype=np.float32)
+    z = np.full(512, -1, np.float32)
+    assert lib.twin_adv(6, P(x), P(z), 512) == 0
+    ref = np.full(512, -1, np.float32)
+    for r in range(2):
+        for e in range(32):
+            ref[(r * 16 + e // 8 * 2) * 8 + e % 8] = x[(r * 8 + e // 8) * 8 + e % 8]
+    np.testing.assert_array_equal(z, ref)
+
+
+def test_kernel_assert(lib, capfd):
+    x = np.zeros(64, np.float32)
+    z = np.zeros(64, np.float32)
+    assert lib.twin_adv(7, P(x), P(z), 64) == 1
+    assert "ms_ops twin_adv: block 0: ASSERT: assertion failed: n > 1000" in capfd.readouterr().err
+
+
+# ---- the reserved top of UB ----
+
+USABLE_UB = 192 * 1024 - 256 - 8 * 1024  # ms_ops::kAtlasA2.ubSize
+
+
+def test_buffer_over_the_whole_ub_is_usable_below_the_reservation(lib, capfd):
+    z = np.zeros(8, np.float32)
+    assert lib.twin_reserved_ub(USABLE_UB // 4 - 8, P(z)) == 0
+    np.testing.assert_array_equal(z, np.full(8, 3, np.float32))
+    z[:] = 0
+    assert lib.twin_reserved_ub(USABLE_UB // 4, P(z)) == 1
+    assert (f"ms_ops twin_reserved_ub: block 0: Duplicate: touches UB bytes [{USABLE_UB}, {USABLE_UB + 32}) above the "
+            f"usable {USABLE_UB} bytes") in capfd.readouterr().err
+    assert (z == 0).all()
+
+
 # ---- KERNEL_TASK_TYPE_DEFAULT ----
+
+def syntax_ok(tmp_path, code):
+    src = tmp_path / "k.cpp"
+    src.write_text(code)
+    build = _load_build()
+    flags = [f for f in build.CXXFLAGS if f.startswith("-std") or f.startswith("-march")]
+    cmd = ["g++", *flags, "-fsyntax-only", *(f"-I{d}" for d in build.include_dirs(ROOT)), str(src)]
+    return subprocess.run(cmd, capture_output=True).returncode == 0
+
+
+def test_matmul_template_parameters_and_configs(tmp_path):
+    # CANN's spellings: CubeFormat at global scope, matmul:: as AscendC, MatmulImpl, configs from
+    # GetNormalConfig / GetMDLConfig as template arguments, up to 7 template parameters.
+    code = '''#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+using namespace AscendC;
+constexpr MatmulConfig MDL = GetMDLConfig(false, false, 0, false, false, false, true);
+constexpr MatmulConfig NORM = GetNormalConfig(false, false, false, BatchMode::BATCH_LESS_THAN_L1);
+using A = matmul::MatmulType<TPosition::GM, ::CubeFormat::ND, half, false, ::LayoutMode::NONE>;
+using C = matmul::MatmulType<TPosition::GM, CubeFormat::ND, float>;
+matmul::MatmulImpl<A, A, C, C, MDL> a;
+Matmul<A, A, C, C, NORM, MatmulCallBackFunc<nullptr, nullptr, nullptr>> b;
+static_assert(MDL.doMultiDataLoad && !MDL.doNorm && MDL.enUnitFlag && NORM.doNorm && CFG_NORM.doNorm, "");
+'''
+    assert syntax_ok(tmp_path, code)
+
 
 @pytest.mark.parametrize("token,ok", [("KERNEL_TYPE_MIX_AIC_1_2", True), ("KERNEL_TYPE_AIV_ONLY", True),
                                       ("KERNEL_TYPE_MAX", False), ("KERNEL_TYPE_ANYTHING", False), ("3", False)])
 def test_kernel_task_type_tokens(tmp_path, token, ok):
-    src = tmp_path / "k.cpp"
-    src.write_text('#include "kernel_operator.h"\nvoid k() { KERNEL_TASK_TYPE_DEFAULT(%s); }\n' % token)
-    build = _load_build()
-    flags = [f for f in build.CXXFLAGS if f.startswith("-std") or f.startswith("-march")]
-    cmd = ["g++", *flags, "-fsyntax-only", *(f"-I{d}" for d in build.include_dirs(ROOT)), str(src)]
-    assert (subprocess.run(cmd, capture_output=True).returncode == 0) == ok
+    code = '#include "kernel_operator.h"\nvoid k() { KERNEL_TASK_TYPE_DEFAULT(%s); }\n' % token
+    assert syntax_ok(tmp_path, code) == ok

@@ -16,5 +16,6 @@
 #include "twin_vector_repeat.h"
 #include "twin_reduce.h"
 #include "twin_gather.h"
+#include "twin_advanced.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

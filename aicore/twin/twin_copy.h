@@ -134,9 +134,10 @@ inline void StoreRows(const char *call, uint8_t *dst, const uint8_t *src, uint64
                       uint64_t dstPitch, uint64_t srcPitch) {
   const AtomicOp op = StoreAtomic<T>(call);
   if (op == kAtomicNone) return CopyRowsToGm(dst, src, rows, rowBytes, dstPitch, srcPitch);
-  for (uint64_t r = 0; r < rows; ++r)
-    AtomicStore(op, reinterpret_cast<T *>(dst + r * dstPitch), reinterpret_cast<const T *>(src + r * srcPitch),
-                rowBytes / sizeof(T));
+  if constexpr (AtomicTag<T>() != 0)
+    for (uint64_t r = 0; r < rows; ++r)
+      AtomicStore(op, reinterpret_cast<T *>(dst + r * dstPitch), reinterpret_cast<const T *>(src + r * srcPitch),
+                  rowBytes / sizeof(T));
 }
 
 inline uint64_t Span(uint64_t rows, uint64_t rowBytes, uint64_t pitch) {

@@ -1,5 +1,6 @@
 // Data filling and gathering on UB: Brcb (each of 8 source elements a repeat broadcast to a data
-// block), Gather (elements picked by byte offsets) and CreateVecIndex (first, first + 1, ...).
+// block), Gather (elements picked by byte offsets), CreateVecIndex (first, first + 1, ...) and
+// ArithProgression (first, first + diff, ...).
 #ifndef MS_OPS_TWIN_GATHER_H_
 #define MS_OPS_TWIN_GATHER_H_
 
@@ -72,6 +73,16 @@ inline void CreateVecIndex(const LocalTensor<T> &dst, const T &firstValue, uint3
   T *d = VecOut("CreateVecIndex", dst, count);
   const Calc<T> first = static_cast<Calc<T>>(firstValue);
   for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<T>(first + static_cast<Calc<T>>(i));
+}
+
+// dst[i] = firstValue + i * diffValue (the advanced API's index generator).
+template <typename T>
+inline void ArithProgression(const LocalTensor<T> &dst, const T firstValue, const T diffValue, const int32_t count) {
+  using namespace twin_detail;
+  VecCount("ArithProgression", count);
+  T *d = VecOut("ArithProgression", dst, count);
+  const Calc<T> first = static_cast<Calc<T>>(firstValue), diff = static_cast<Calc<T>>(diffValue);
+  for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(first + static_cast<Calc<T>>(i) * diff);
 }
 
 }  // namespace AscendC

@@ -1,5 +1,6 @@
 // TPipe, TQue and TBuf: the UB allocator of a block. TPipe carves buffers out of the block's UB
-// arena in 32-byte units, as the hardware allocator does, and refuses requests beyond the UB size.
+// arena in 32-byte units, as the hardware allocator does, and refuses requests beyond the 192 KiB
+// UB; an access to its reserved top (above kAtlasA2.ubSize) is refused when it happens.
 // Queues track each buffer's state so that the discipline the NPU relies on (alloc, enque, deque,
 // free, within the buffer count and the queue depth) is checked on every call.
 #ifndef MS_OPS_TWIN_PIPE_H_
@@ -260,11 +261,11 @@ class TPipe {
  private:
   uint8_t *Carve(const char *call, uint64_t bytes, uint32_t num, uint32_t len, const char *what, uint32_t stride) {
     if (!owns_) twin_detail::Fail(call, "TPipe already destroyed");
-    const uint64_t budget = ::ms_ops::kAtlasA2.ubSize;
+    const uint64_t budget = ::ms_ops::twin::kUbBytes;
     if (block_->ubUsed + bytes > budget)
       twin_detail::Fail(call, "request of " + twin_detail::Str(num) + " x " + twin_detail::Str(len) + " bytes (" +
                                   twin_detail::Str(bytes) + " bytes, " + twin_detail::Str(block_->ubUsed) +
-                                  " already in use) exceeds the UB budget of " + twin_detail::Str(budget) + " bytes");
+                                  " already in use) exceeds the " + twin_detail::Str(budget) + "-byte UB");
     uint8_t *p = block_->ub + block_->ubUsed;
     block_->races->Carve(block_->ubUsed, bytes, what, num, stride);
     block_->ubUsed += static_cast<uint32_t>(bytes);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "platform.h"
 #include "twin_runtime.h"
 
 namespace ms_ops {
@@ -87,9 +88,16 @@ void Races::UseAfterFree(const char *call, uint32_t cell) {
                  "allocated again (the queue may already have handed it to another pipe)");
 }
 
+void Races::Reserved(const char *call, uint64_t off, uint64_t bytes) {
+  Fail(call, "touches UB bytes [" + std::to_string(off) + ", " + std::to_string(off + bytes) + ") above the usable " +
+                 std::to_string(kAtlasA2.ubSize) + " bytes: the top 256 B and the 8 KiB below them are reserved for "
+                 "the runtime on the NPU (a buffer may extend over them, a kernel must not use them)");
+}
+
 void Races::Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write) {
   if (bytes == 0) return;
   const uint64_t off = static_cast<const uint8_t *>(addr) - ub_;
+  if (__builtin_expect(off + bytes > kAtlasA2.ubSize && off < kUbBytes, 0)) Reserved(call, off, bytes);
   const uint64_t first = off / 32, end = (off + bytes + 31) / 32;
   if (end > kCells) return;  // the bounds checks report it
   const uint32_t now = ++time_[p];

@@ -73,6 +73,7 @@ class Races {
 
   void Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write);
   [[noreturn]] void UseAfterFree(const char *call, uint32_t cell);
+  [[noreturn]] void Reserved(const char *call, uint64_t off, uint64_t bytes);
   void Report(const char *kind, Pipe p, const char *call, bool write, Pipe q, const char *qCall,
                            uint32_t cell);
   void Join(Clock &into, const Clock &from);

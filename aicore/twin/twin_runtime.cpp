@@ -110,7 +110,7 @@ namespace {
 // (page-aligned, so every UB address the kernel is given keeps its 32-byte alignment).
 uint8_t *ThreadArena() {
   static thread_local Pages arena;
-  arena.Reserve(kAtlasA2.ubSize);
+  arena.Reserve(kUbBytes);
   return arena.data();
 }
 
@@ -175,7 +175,7 @@ void RunBlock(Grid &g, int64_t b) {
       blk.races->Reset(blk.ub);
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB
       // it never wrote gets visibly wrong results instead of lucky zeros.
-      std::memset(blk.ub, 0xFF, kAtlasA2.ubSize);
+      std::memset(blk.ub, 0xFF, kUbBytes);
       tlsBlock = &blk;
       g.body();
       // On the NPU the queues' events would be left unbalanced for the next kernel of the core.

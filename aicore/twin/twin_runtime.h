@@ -22,12 +22,17 @@ struct Violation : std::runtime_error {
 class Barrier;
 class Races;
 
+// The physical UB of an Atlas A2 vector core. TPipe hands out buffers up to it, as the NPU's TPipe
+// does; kAtlasA2.ubSize (192 KiB minus the top 256 B and the 8 KiB ASC reservation) is what a
+// kernel may touch: an access above it is an error (twin_races.h).
+constexpr uint32_t kUbBytes = 192 * 1024;
+
 struct Block {
   const char *kernel;
   int64_t idx, num;
   uint64_t tilingKey;
   bool strict;
-  uint8_t *ub;         // this block's UB arena, kAtlasA2.ubSize bytes, 64-byte aligned
+  uint8_t *ub;         // this block's UB arena, kUbBytes bytes, 64-byte aligned
   uint32_t ubUsed;     // bytes handed out by the live TPipe
   void *pipe;          // the live AscendC::TPipe, if any (GetTPipePtr)
   Barrier *barrier;    // SyncAll's barrier under LaunchCooperative, else null

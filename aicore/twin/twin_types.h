@@ -15,6 +15,13 @@
 #define __global__
 #define __gm__
 #define GM_ADDR __gm__ uint8_t *
+// The other address-space qualifiers of the device compiler (UB, L1, L0A/B/C, fixpipe buffer).
+#define __ubuf__
+#define __cbuf__
+#define __ca__
+#define __cb__
+#define __cc__
+#define __fbuf__
 
 #define GET_TILING_DATA_WITH_STRUCT(Type, var, tiling) \
   Type var;                                            \
@@ -90,10 +97,23 @@ constexpr int32_t MAX_REPEAT_TIMES = 255;
 
 enum class CacheMode : uint8_t { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL, CACHE_MODE_LAST, CACHE_MODE_PERSISTENT };
 
+// A twin block is a vector core (the AIV side of a launch).
+#define ASCEND_IS_AIV (true)
+#define ASCEND_IS_AIC (false)
+
+// The kernel-side assertion: a false condition stops the block with a violation naming it.
+#define ASSERT(expr) \
+  ((expr) ? static_cast<void>(0) : ::ms_ops::twin::Fail("ASSERT", "assertion failed: " #expr))
+
+inline float ToFloat(const bfloat16_t &v) { return static_cast<float>(v); }
+inline bfloat16_t ToBfloat16(const float &v) { return bfloat16_t(v); }
+
 inline int64_t GetBlockIdx() { return ::ms_ops::twin::Current().idx; }
 inline int64_t GetBlockNum() { return ::ms_ops::twin::Current().num; }
 // A twin block is one core, not an AIC + AIV group: its sub-block index is always 0.
 inline int64_t GetSubBlockIdx() { return 0; }
+// Vector cores per AI core group of the launch: 1, as every twin block is a core of its own.
+inline int64_t GetTaskRation() { return 1; }
 // The twin has no system workspace: the user workspace is the whole workspace argument.
 inline GM_ADDR GetSysWorkSpacePtr() { return nullptr; }
 inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return workspace; }

@@ -124,6 +124,37 @@ inline void Duplicate(const LocalTensor<T> &dst, const T &scalarValue, uint64_t 
                           dstBlockStride, dstRepeatStride);
 }
 
+// Copy between UB tensors on the vector unit: dstStride / srcStride are the block strides within a
+// repeat, dstRepeatSize / srcRepeatSize the repeat strides, all in data blocks.
+struct CopyRepeatParams {
+  CopyRepeatParams() = default;
+  CopyRepeatParams(uint16_t dstStrideIn, uint16_t srcStrideIn, uint16_t dstRepeatSizeIn, uint16_t srcRepeatSizeIn)
+      : dstStride(dstStrideIn), srcStride(srcStrideIn), dstRepeatSize(dstRepeatSizeIn), srcRepeatSize(srcRepeatSizeIn) {}
+  uint16_t dstStride = 0;
+  uint16_t srcStride = 0;
+  uint16_t dstRepeatSize = DEFAULT_REPEAT_STRIDE;
+  uint16_t srcRepeatSize = DEFAULT_REPEAT_STRIDE;
+};
+
+template <typename T, bool isSetMask = true>
+inline void Copy(const LocalTensor<T> &dst, const LocalTensor<T> &src, const uint64_t mask[], const uint8_t repeatTime,
+                 const CopyRepeatParams &repeatParams) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "Copy: 16- or 32-bit elements");
+  twin_detail::Unary0("Copy", dst, src, twin_detail::MaskOf<T, isSetMask>("Copy", mask, repeatTime),
+                      UnaryRepeatParams(repeatParams.dstStride, repeatParams.srcStride, repeatParams.dstRepeatSize,
+                                        repeatParams.srcRepeatSize),
+                      [](auto x) { return x; });
+}
+template <typename T, bool isSetMask = true>
+inline void Copy(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint64_t mask, const uint8_t repeatTime,
+                 const CopyRepeatParams &repeatParams) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "Copy: 16- or 32-bit elements");
+  twin_detail::Unary0("Copy", dst, src, twin_detail::MaskOf<T, isSetMask>("Copy", mask, repeatTime),
+                      UnaryRepeatParams(repeatParams.dstStride, repeatParams.srcStride, repeatParams.dstRepeatSize,
+                                        repeatParams.srcRepeatSize),
+                      [](auto x) { return x; });
+}
+
 }  // namespace AscendC
 
 #endif  // MS_OPS_TWIN_VECTOR_REPEAT_H_

@@ -274,3 +274,56 @@ TWIN_EXPORT int twin_bind(float *x, float *z, uint32_t n, int skip) {
     q.FreeTensor(o);
   });
 }
+
+// A TBuf over the whole 192 KiB UB (as real kernels request it) written at element `at` (floats):
+// the usable part is fine, the reserved top is not.
+TWIN_EXPORT int twin_reserved_ub(uint32_t at, float *z) {
+  return Run("twin_reserved_ub", 1, [&] {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, ms_ops::twin::kUbBytes);
+    LocalTensor<float> t = buf.Get<float>()[at];
+    Duplicate(t, 3.0f, 8);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(Gm<float>(z, 8), t, 8);
+  });
+}
+
+// The advanced API and the remaining fills on float x (n elements) into z (z's old contents in):
+// 0 Log, 1 Log2, 2 Log10, 3 Sigmoid (with a scratch buffer), 4 Sum over rows of 16 (first 10
+// summed), 5 ArithProgression(2, 0.5), 6 level-0 Copy of lanes 0..31 (block strides 2 and 1,
+// repeat strides 16 and 8, 2 repeats), 7 ASSERT on n > 1000.
+TWIN_EXPORT int twin_adv(int which, float *x, float *z, uint32_t n) {
+  return Run("twin_adv", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    TBuf<TPosition::VECCALC> tmp;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    pipe.InitBuffer(tmp, 1024);
+    const GlobalTensor<float> zg = Gm<float>(z, n);
+    LocalTensor<float> a = LoadIn(qx, Gm<float>(x, n), n), old = LoadIn(qz, zg, n);
+    LocalTensor<float> out = qo.AllocTensor<float>();
+    DataCopy(out, old, n);
+    switch (which) {
+      case 0: Log(out, a, n); break;
+      case 1: Log2(out, a, n); break;
+      case 2: Log10(out, a, n); break;
+      case 3: Sigmoid(out, a, tmp.Get<uint8_t>(), n); break;
+      case 4: Sum(out, a, tmp.Get<uint8_t>(), SumParams{n / 16, 16, 10}); break;
+      case 5: ArithProgression(out, 2.0f, 0.5f, static_cast<int32_t>(n)); break;
+      case 6: {
+        const uint64_t mask[2] = {0xFFFFFFFFull, 0};
+        Copy(out, a, mask, 2, CopyRepeatParams(2, 1, 16, 8));
+        break;
+      }
+      default: ASSERT(n > 1000); break;
+    }
+    qx.FreeTensor(a);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, zg, n);
+  });
+}

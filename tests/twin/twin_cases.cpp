@@ -321,7 +321,7 @@ TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
         Order<HardEvent::MTE2_MTE3>();
         DataCopy(og, t, 16);
         break;
-      case 2: pipe.InitBuffer(buf, ms_ops::kAtlasA2.ubSize); break;
+      case 2: pipe.InitBuffer(buf, ms_ops::twin::kUbBytes); break;
       case 3: {
         LocalTensor<float> a = q.AllocTensor<float>();
         q.FreeTensor(a);

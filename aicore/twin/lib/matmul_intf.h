@@ -13,12 +13,10 @@
 #include "kernel_operator.h"
 #include "twin_blas.h"
 #include "twin_cube_tiling.h"
+#include "twin_matmul_config.h"
 #include "twin_memory.h"
 
 namespace AscendC {
-
-enum class CubeFormat : uint8_t { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR };
-enum class LayoutMode : uint8_t { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
 
 template <TPosition POSITION, CubeFormat FORMAT, typename TYPE, bool ISTRANS = false,
           LayoutMode LAYOUT = LayoutMode::NONE, bool IBSHARE = false, TPosition SRCPOS = TPosition::GM>
@@ -31,13 +29,6 @@ struct MatmulType {
   constexpr static bool ibShare = IBSHARE;
   constexpr static TPosition srcPos = SRCPOS;
 };
-
-// The twin computes every configuration the same way; the configs exist so kernels name them.
-struct MatmulConfig {
-  bool doNorm, doMultiDataLoad;
-};
-inline constexpr MatmulConfig CFG_NORM{true, false};
-inline constexpr MatmulConfig CFG_MDL{false, true};
 
 namespace twin_detail {
 
@@ -72,7 +63,10 @@ inline const float *AsFloat(::ms_ops::twin::CubeUnit &unit, const T *p, int rows
 
 }  // namespace twin_detail
 
-template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const auto &MM_CFG = CFG_NORM>
+// CANN's template parameters: the four MatmulTypes, the MatmulConfig, the callbacks and a policy
+// (the twin computes every configuration alike).
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const auto &MM_CFG = CFG_NORM,
+          class MM_CB = MatmulCallBackFunc<nullptr, nullptr, nullptr>, class MM_POLICY = void>
 class Matmul {
   using SrcAT = typename A_TYPE::T;
   using SrcBT = typename B_TYPE::T;
@@ -325,13 +319,14 @@ class MatmulClient {
 }  // namespace twin_detail
 }  // namespace AscendC
 
-namespace matmul {
-using AscendC::CFG_MDL;
-using AscendC::CFG_NORM;
-using AscendC::Matmul;
-using AscendC::MatmulConfig;
-using AscendC::MatmulType;
-}  // namespace matmul
+namespace AscendC {
+// The class Matmul wraps on the NPU (kernels that drive the cube side themselves use it directly).
+template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const auto &MM_CFG = CFG_NORM,
+          class MM_CB = MatmulCallBackFunc<nullptr, nullptr, nullptr>, class MM_POLICY = void>
+using MatmulImpl = Matmul<A_TYPE, B_TYPE, C_TYPE, BIAS_TYPE, MM_CFG, MM_CB, MM_POLICY>;
+}  // namespace AscendC
+
+namespace matmul = AscendC;
 
 // REGIST_MATMUL_OBJ(&pipe, workspace, mm1, &tiling1[, mm2, &tiling2 ...]): Init with each tiling;
 // the objects stay usable until the end of the enclosing scope.

@@ -1,0 +1,123 @@
+// The configuration types of CANN's Matmul API: CubeFormat and LayoutMode (global scope, as CANN
+// declares them), MatmulConfig with its constructors GetNormalConfig / GetMDLConfig and the
+// CFG_NORM / CFG_MDL constants. The twin computes every configuration the same way (twin's
+// lib/matmul_intf.h); the fields exist so that kernels name and pass them as on the NPU.
+#ifndef MS_OPS_TWIN_MATMUL_CONFIG_H_
+#define MS_OPS_TWIN_MATMUL_CONFIG_H_
+
+#include <cstdint>
+
+enum class CubeFormat : uint8_t { ND = 0, NZ, ZN, ZZ, NN, ND_ALIGN, SCALAR, VECTOR, ROW_MAJOR, COLUMN_MAJOR };
+enum class LayoutMode : uint8_t { NONE = 0, BSNGD, SBNGD, BNGS1S2, NORMAL };
+
+namespace AscendC {
+
+using ::CubeFormat;
+using ::LayoutMode;
+
+enum class BatchMode : uint8_t { NONE = 0, BATCH_LESS_THAN_L1, BATCH_LARGE_THAN_L1, SINGLE_LARGE_THAN_L1 };
+enum class IterateOrder : uint8_t { ORDER_M = 0, ORDER_N, UNDEF };
+enum class ScheduleType : uint8_t { INNER_PRODUCT = 0, OUTER_PRODUCT, N_BUFFER_33 };
+enum class BatchOutMode : uint8_t { SINGLE_BATCH = 0, MULTI_BATCH, DYNAMIC };
+
+struct MatmulConfig {
+  bool doNorm = false;
+  bool doBasicBlock = false;
+  bool doMultiDataLoad = false;
+  uint32_t basicM = 0, basicN = 0, basicK = 0;
+  bool intrinsicsCheck = false;
+  bool isNBatch = false;
+  bool enVecND2NZ = false;
+  bool doSpecialBasicBlock = false;
+  uint32_t doMTE2Preload = 0;
+  uint32_t singleCoreM = 0, singleCoreN = 0, singleCoreK = 0, stepM = 0, stepN = 0, baseMN = 0, singleCoreMN = 0;
+  bool enUnitFlag = true;
+  bool isPerTensor = false;
+  bool hasAntiQuantOffset = false;
+  bool doIBShareNorm = false;
+  bool doSpecialMDL = false;
+  bool enableInit = true;
+  BatchMode batchMode = BatchMode::NONE;
+  bool enableEnd = true;
+  bool enableGetTensorC = true;
+  bool enableSetOrgShape = true;
+  bool enableSetBias = true;
+  bool enableSetTail = true;
+  bool enableQuantVector = true;
+  bool enableSetDefineData = true;
+  uint8_t iterateMode = 0;
+  bool enableReuse = true;
+  bool enableUBReuse = false;
+  bool enableL1CacheUB = false;
+  bool intraBlockPartSum = false;
+  IterateOrder iterateOrder = IterateOrder::UNDEF;
+  ScheduleType scheduleType = ScheduleType::INNER_PRODUCT;
+  bool enableDoubleCache = false;
+  bool isBiasBatch = true;
+  bool enableStaticPadZeros = false;
+  bool isPartialOutput = false;
+  bool enableMixDualMaster = false;
+  bool isA2B2Shared = false;
+  bool isEnableChannelSplit = false;
+  bool enableKdimReorderLoad = false;
+  bool isCO1Shared = false;
+  uint32_t sharedCO1BufferSize = 0;
+  BatchOutMode bmmOutMode = BatchOutMode::SINGLE_BATCH;
+};
+
+constexpr MatmulConfig GetNormalConfig(const bool intrinsicsLimit = false, const bool batchLoop = false,
+                                       const bool isVecND2NZ = false,
+                                       const BatchMode bmmMode = BatchMode::BATCH_LESS_THAN_L1,
+                                       const bool isMsgReuse = true,
+                                       const IterateOrder iterateOrder = IterateOrder::UNDEF,
+                                       const ScheduleType scheduleType = ScheduleType::INNER_PRODUCT,
+                                       const bool enUnitFlag = true, const bool enableMixDualMaster = false,
+                                       const BatchOutMode bmmOutMode = BatchOutMode::SINGLE_BATCH) {
+  MatmulConfig c;
+  c.doNorm = true;
+  c.intrinsicsCheck = intrinsicsLimit;
+  c.isNBatch = batchLoop;
+  c.enVecND2NZ = isVecND2NZ;
+  c.batchMode = bmmMode;
+  c.enableReuse = isMsgReuse;
+  c.iterateOrder = iterateOrder;
+  c.scheduleType = scheduleType;
+  c.enUnitFlag = enUnitFlag;
+  c.enableMixDualMaster = enableMixDualMaster;
+  c.bmmOutMode = bmmOutMode;
+  return c;
+}
+
+constexpr MatmulConfig GetMDLConfig(const bool intrinsicsLimit = false, const bool batchLoop = false,
+                                    const uint32_t doMTE2Preload = 0, const bool isVecND2NZ = false,
+                                    bool isPerTensor = false, bool hasAntiQuantOffset = false,
+                                    const bool enUnitFlag = false, const bool isMsgReuse = true,
+                                    const bool enableUBReuse = true, const bool enableL1CacheUB = false,
+                                    const bool enableMixDualMaster = false, const bool enableKdimReorderLoad = false) {
+  MatmulConfig c;
+  c.doMultiDataLoad = true;
+  c.intrinsicsCheck = intrinsicsLimit;
+  c.isNBatch = batchLoop;
+  c.doMTE2Preload = doMTE2Preload;
+  c.enVecND2NZ = isVecND2NZ;
+  c.isPerTensor = isPerTensor;
+  c.hasAntiQuantOffset = hasAntiQuantOffset;
+  c.enUnitFlag = enUnitFlag;
+  c.enableReuse = isMsgReuse;
+  c.enableUBReuse = enableUBReuse;
+  c.enableL1CacheUB = enableL1CacheUB;
+  c.enableMixDualMaster = enableMixDualMaster;
+  c.enableKdimReorderLoad = enableKdimReorderLoad;
+  return c;
+}
+
+inline constexpr MatmulConfig CFG_NORM = GetNormalConfig();
+inline constexpr MatmulConfig CFG_MDL = GetMDLConfig();
+
+// The callback hooks of a Matmul (its sixth template parameter); the twin calls none of them.
+template <auto DataCopyOut = nullptr, auto CopyA1 = nullptr, auto CopyB1 = nullptr>
+struct MatmulCallBackFunc {};
+
+}  // namespace AscendC
+
+#endif  // MS_OPS_TWIN_MATMUL_CONFIG_H_
