@@ -24,6 +24,8 @@ SIGNATURES = {
     "twin_bind": [V, V, U, I],
     "twin_reserved_ub": [U, V],
     "twin_adv": [I, V, V, U],
+    "twin_tbuf_past_end": [I32, V],
+    "twin_sort": [I, V, V, V, U, V],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -332,6 +334,46 @@ def test_kernel_assert(lib, capfd):
     assert "ms_ops twin_adv: block 0: ASSERT: assertion failed: n > 1000" in capfd.readouterr().err
 
 
+# ---- Sort32 / MrgSort ----
+
+def run_sort(lib, which, scores):
+    n = scores.size
+    index = np.arange(n, dtype=np.uint32) + 1000
+    out = np.zeros(2 * n, np.float32)
+    counts = np.zeros(4, np.uint16)
+    assert lib.twin_sort(which, P(scores), P(index), P(out), n, P(counts)) == 0
+    pairs = out.reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1].view(np.uint32), counts
+
+
+def descending(scores, index):
+    order = np.argsort(-scores, kind="stable")  # ties: the earlier element first
+    return scores[order], index[order]
+
+
+def test_sort32_and_merge(lib):
+    rng = np.random.default_rng(9)
+    scores = rng.integers(-20, 20, 128).astype(np.float32)  # many ties
+    index = np.arange(128, dtype=np.uint32) + 1000
+    got_s, got_i, _ = run_sort(lib, 0, scores)
+    for r in range(4):
+        ref_s, ref_i = descending(scores[r * 32:(r + 1) * 32], index[r * 32:(r + 1) * 32])
+        np.testing.assert_array_equal(got_s[r * 32:(r + 1) * 32], ref_s)
+        np.testing.assert_array_equal(got_i[r * 32:(r + 1) * 32], ref_i)
+    got_s, got_i, _ = run_sort(lib, 1, scores)
+    ref_s, ref_i = descending(scores, index)  # queues are in element order, so ties stay stable
+    np.testing.assert_array_equal(got_s, ref_s)
+    np.testing.assert_array_equal(got_i, ref_i)
+
+
+def test_merge_stops_when_a_queue_is_exhausted(lib):
+    scores = np.concatenate([np.arange(100, 68, -1), np.arange(31, -1, -1), np.zeros(64)]).astype(np.float32)
+    got_s, _, counts = run_sort(lib, 2, scores)
+    # queue 1 holds 100..69, all above queue 2: it runs out after 32 and the merge stops there
+    assert list(counts) == [32, 0, 0, 0]
+    np.testing.assert_array_equal(got_s[:32], scores[:32])
+
+
 # ---- the reserved top of UB ----
 
 USABLE_UB = 192 * 1024 - 256 - 8 * 1024  # ms_ops::kAtlasA2.ubSize
@@ -346,6 +388,15 @@ def test_buffer_over_the_whole_ub_is_usable_below_the_reservation(lib, capfd):
     assert (f"ms_ops twin_reserved_ub: block 0: Duplicate: touches UB bytes [{USABLE_UB}, {USABLE_UB + 32}) above the "
             f"usable {USABLE_UB} bytes") in capfd.readouterr().err
     assert (z == 0).all()
+
+
+def test_tbuf_tensor_past_its_buffer_is_checked_where_touched(lib, capfd):
+    z = np.zeros(32, np.float32)
+    assert lib.twin_tbuf_past_end(32, P(z)) == 0
+    np.testing.assert_array_equal(z, np.full(32, 5, np.float32))
+    assert lib.twin_tbuf_past_end(40, P(z)) == 1
+    assert ("ms_ops twin_tbuf_past_end: block 0: Duplicate: UB access out of range: elements up to 40 of a "
+            "32-element UB buffer") in capfd.readouterr().err
 
 
 # ---- KERNEL_TASK_TYPE_DEFAULT ----

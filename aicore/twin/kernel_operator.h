@@ -17,5 +17,6 @@
 #include "twin_reduce.h"
 #include "twin_gather.h"
 #include "twin_advanced.h"
+#include "twin_sort.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

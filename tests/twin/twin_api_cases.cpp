@@ -327,3 +327,51 @@ TWIN_EXPORT int twin_adv(int which, float *x, float *z, uint32_t n) {
     StoreOut(qo, out, zg, n);
   });
 }
+
+// A TBuf tensor whose size reaches 128 bytes past its 256-byte buffer: writing the first `count`
+// floats of it is fine up to the buffer's end (32 floats), an error beyond.
+TWIN_EXPORT int twin_tbuf_past_end(int32_t count, float *z) {
+  return Run("twin_tbuf_past_end", 1, [&] {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 256);
+    LocalTensor<float> t = buf.GetWithOffset<float>(64, 128);
+    Duplicate(t, 5.0f, count);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(Gm<float>(z, 32), t, 32);
+  });
+}
+
+// Top-k building blocks on n float scores with uint32 indices; out receives the (score, index)
+// structures as float pairs (index bits in the odd floats). which: 0 Sort32 of each 32; 1 Sort32
+// then MrgSort of the 4 sorted queues (n = 128): a full descending sort; 2 the same merge of
+// queues 1 and 2 only with ifExhaustedSuspension, counts[4] from GetMrgSortResult.
+TWIN_EXPORT int twin_sort(int which, float *scores, uint32_t *index, float *out, uint32_t n, uint16_t *counts) {
+  return Run("twin_sort", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qs, qi;
+    TQue<QuePosition::VECOUT, 1> qo;
+    TBuf<TPosition::VECCALC> tmp;
+    pipe.InitBuffer(qs, 1, kBuf);
+    pipe.InitBuffer(qi, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    pipe.InitBuffer(tmp, kBuf);
+    LocalTensor<float> s = LoadIn(qs, Gm<float>(scores, n), n);
+    LocalTensor<uint32_t> i = LoadIn(qi, Gm<uint32_t>(index, n), n);
+    LocalTensor<float> o = qo.AllocTensor<float>();
+    if (which == 0) {
+      Sort32(o, s, i, static_cast<int32_t>(n / 32));
+    } else {
+      LocalTensor<float> sorted = tmp.Get<float>();
+      Sort32(sorted, s, i, static_cast<int32_t>(n / 32));
+      const uint16_t lengths[4] = {32, 32, 32, 32};
+      const MrgSortSrcList<float> queues(sorted, sorted[64], sorted[128], sorted[192]);
+      MrgSort(o, queues, MrgSort4Info(lengths, which == 2, which == 2 ? 3 : 15, 1));
+      if (which == 2) GetMrgSortResult(counts[0], counts[1], counts[2], counts[3]);
+    }
+    qs.FreeTensor(s);
+    qi.FreeTensor(i);
+    StoreOut(qo, o, Gm<float>(out, 2 * n), 2 * n);
+  });
+}
