@@ -26,6 +26,8 @@ SIGNATURES = {
     "twin_adv": [I, V, V, U],
     "twin_tbuf_past_end": [I32, V],
     "twin_sort": [I, V, V, V, U, V],
+    "twin_mixed": [U, U, V, V, V, I],
+    "twin_crosscore_plain": [],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -372,6 +374,34 @@ def test_merge_stops_when_a_queue_is_exhausted(lib):
     # queue 1 holds 100..69, all above queue 2: it runs out after 32 and the merge stops there
     assert list(counts) == [32, 0, 0, 0]
     np.testing.assert_array_equal(got_s[:32], scores[:32])
+
+
+# ---- mixed launch, cross-core flags ----
+
+def test_mixed_launch_with_cross_core_flags(lib):
+    groups, rounds = 5, 4
+    slots = np.zeros(groups, np.float32)
+    out = np.zeros((rounds, groups * 2), np.float32)
+    info = np.zeros((groups * 2, 3), np.int32)
+    assert lib.twin_mixed(groups, rounds, P(slots), P(out), P(info), 0) == 0
+    idx = np.arange(groups * 2)
+    ref = (np.arange(rounds)[:, None] * 100 + idx[None, :] // 2) * 10 + idx[None, :] % 2
+    np.testing.assert_array_equal(out, ref.astype(np.float32))
+    np.testing.assert_array_equal(info, np.tile([groups, 2, 1], (groups * 2, 1)))
+
+
+@pytest.mark.parametrize("bad,message", [
+    (1, "twin_mixed: AIC 0: CrossCoreSetFlag: mode 1 synchronises the two AIVs of a group; called on the AIC"),
+    (2, "twin_mixed: AIC 0: CrossCoreSetFlag: flag id 16 is outside [0, 15]"),
+])
+def test_cross_core_flag_rules(lib, capfd, bad, message):
+    slots = np.zeros(1, np.float32)
+    out = np.zeros(2, np.float32)
+    info = np.zeros(6, np.int32)
+    assert lib.twin_mixed(1, 1, P(slots), P(out), P(info), bad) == 1
+    assert f"ms_ops {message}" in capfd.readouterr().err
+    assert lib.twin_crosscore_plain() == 1
+    assert "CrossCoreSetFlag: cross-core flags need a mixed launch" in capfd.readouterr().err
 
 
 # ---- the reserved top of UB ----

@@ -18,6 +18,8 @@ place of the NPU toolchain:
   * runs the test in strict mode (MS_OPS_TWIN_STRICT=1) in a scratch directory. The tests call
     their gen_data.py / compare_data.py through `python3`; a shim first on PATH runs them with this
     interpreter and records their output, so the verdict is read from the comparison itself.
+Needs g++, gtest (Debian: libgtest-dev) and what the tests' golden-data scripts import (numpy,
+torch, tensorflow for bfloat16); a missing module is reported in the table, not hidden.
 Prints one row per kernel: kernel, what it covers, compiles?, runs correctly against its golden data
 (yes / no / "no golden" when its test compares nothing), why not.
 """
@@ -142,9 +144,10 @@ def twin_objects(work):
     """The twin's runtime objects and the BLAS library its Matmul calls, built once."""
     import scipy_openblas32
     objs = []
+    newest = max(os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(TWIN) for f in fs)
     for src in sorted(f for f in os.listdir(TWIN) if f.endswith(".cpp")):
         obj = os.path.join(work, "twin_" + src.replace(".cpp", ".o"))
-        if not os.path.exists(obj):
+        if not os.path.exists(obj) or os.path.getmtime(obj) < newest:
             rc, log = run([*CXX, "-I", TWIN, "-I", os.path.join(ROOT, "aicore", "common"), "-c",
                            os.path.join(TWIN, src), "-o", obj])
             if rc != 0:

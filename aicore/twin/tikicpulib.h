@@ -1,6 +1,6 @@
 // The CPU-debug entry points CANN's kernel tests use (tikicpulib.h of a CANN install), run on the
 // twin: GmAlloc/GmFree for global memory, ICPU_SET_TILING_KEY and ICPU_RUN_KF to launch a kernel
-// over blockDim blocks. Every block runs at once (LaunchCooperative), so kernels calling SyncAll
+// over blockDim blocks (groups in MIX_MODE). Every block runs at once, so kernels calling SyncAll
 // work. A twin violation is printed as `ms_ops <kernel>: block <b>: <call>: <what>` on stderr and
 // counted in IcpuFailures(), so a test harness can tell a failed launch from a passing one.
 #ifndef MS_OPS_TWIN_TIKICPULIB_H_
@@ -42,9 +42,14 @@ inline int &IcpuFailures() {
   return failures;
 }
 
+// MIX_MODE runs blockDim groups of one AIC and two AIVs (ms_ops::twin::LaunchMixed); the other
+// modes blockDim vector cores.
 template <class F>
 inline void IcpuRun(const char *kernel, uint32_t blockDim, F body) {
-  if (::ms_ops::twin::LaunchCooperative(kernel, blockDim, IcpuTilingKey(), body) != 0) {
+  const int status = IcpuKernelMode() == KernelMode::MIX_MODE
+                         ? ::ms_ops::twin::LaunchMixed(kernel, blockDim, IcpuTilingKey(), body)
+                         : ::ms_ops::twin::LaunchCooperative(kernel, blockDim, IcpuTilingKey(), body);
+  if (status != 0) {
     std::fprintf(stderr, "ms_ops %s\n", ::ms_ops::twin::LastFailure().c_str());
     ++IcpuFailures();
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -26,6 +27,11 @@ namespace ms_ops {
 namespace twin {
 
 thread_local Block *tlsBlock = nullptr;
+
+// twin_crosscore.cpp
+CrossCore *NewCrossCore(uint32_t groups);
+void DeleteCrossCore(CrossCore *c);
+void CrossCoreAbort(CrossCore *c);
 
 Block &Current() {
   if (tlsBlock == nullptr) throw Violation("twin", "AscendC API called outside ms_ops::twin::Launch");
@@ -148,11 +154,15 @@ struct Grid {
   bool strict;
   Barrier *barrier;
   const std::function<void()> &body;
+  Barrier *aivBarrier = nullptr;
+  CrossCore *cross = nullptr;
   std::atomic<bool> failed{false};
   std::string firstError{};  // written once, by the block whose exchange set `failed`
 
-  void Record(int64_t block, const char *call, const char *what) {
-    if (!failed.exchange(true)) firstError = Describe(kernel, block, call, what);
+  void Record(const Block &b, const char *call, const char *what) {
+    if (failed.exchange(true)) return;
+    firstError = b.coreType == kAic ? std::string(kernel) + ": AIC " + std::to_string(b.idx) + ": " + call + ": " + what
+                                    : Describe(kernel, b.idx, call, what);
   }
   // The launching thread, after every block has ended.
   int Result() {
@@ -164,11 +174,21 @@ struct Grid {
 
 // Block b of the launch on this thread: its UB and Block while the body runs, the launch's first
 // error recorded (before the barrier learns of it, so no "another block failed" comes first).
-void RunBlock(Grid &g, int64_t b) {
+// In a mixed launch, thread t of a group of three is its AIC (t % 3 == 0) or AIV t % 3 - 1.
+void RunBlock(Grid &g, int64_t b, bool mixed = false) {
   bool ok = false;
+  Block blk{g.kernel, b, g.blockDim, g.tilingKey, g.strict, nullptr, 0, nullptr, g.barrier, nullptr, 0};
+  if (mixed) {
+    blk.group = b / 3;
+    blk.coreType = b % 3 == 0 ? kAic : kAiv;
+    blk.subIdx = blk.coreType == kAic ? 0 : b % 3 - 1;
+    blk.idx = blk.coreType == kAic ? blk.group : 2 * blk.group + blk.subIdx;
+    blk.ratio = 2;
+    blk.cross = g.cross;
+    blk.aivBarrier = g.aivBarrier;
+  }
   if (!g.failed.load(std::memory_order_relaxed)) {
     Block *outer = tlsBlock;
-    Block blk{g.kernel, b, g.blockDim, g.tilingKey, g.strict, nullptr, 0, nullptr, g.barrier, nullptr, 0};
     try {
       blk.ub = ThreadArena();
       blk.races = ThreadRaces();
@@ -183,17 +203,21 @@ void RunBlock(Grid &g, int64_t b) {
         Fail("kernel end", std::to_string(blk.liveTensors) + " tensor(s) still allocated (AllocTensor without "
                                                               "FreeTensor)");
       ok = true;
+    } catch (const AicServed &) {
+      ok = true;
     } catch (const Violation &v) {
-      g.Record(b, v.call.c_str(), v.what());
+      g.Record(blk, v.call.c_str(), v.what());
     } catch (const std::exception &e) {
-      g.Record(b, "exception", e.what());
+      g.Record(blk, "exception", e.what());
     } catch (...) {
-      g.Record(b, "exception", "unknown exception");
+      g.Record(blk, "exception", "unknown exception");
     }
     tlsBlock = outer;
     Fence();
   }
   if (g.barrier != nullptr) g.barrier->Leave(!ok);
+  if (g.aivBarrier != nullptr && blk.coreType == kAiv) g.aivBarrier->Leave(!ok);
+  if (!ok) CrossCoreAbort(g.cross);
 }
 
 }  // namespace
@@ -215,10 +239,11 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
   threads.reserve(blockDim);
   for (uint32_t b = 0; b < blockDim; ++b) {
     try {
-      threads.emplace_back(RunBlock, std::ref(g), b);
+      threads.emplace_back(RunBlock, std::ref(g), b, false);
     } catch (const std::system_error &e) {
       // The blocks never started leave the barrier, so the started ones do not wait for them.
-      g.Record(b, "LaunchCooperative", e.what());
+      Block blk{kernel, b, blockDim, tilingKey, g.strict, nullptr, 0, nullptr, nullptr, nullptr, 0};
+      g.Record(blk, "LaunchCooperative", e.what());
       for (uint32_t r = b; r < blockDim; ++r) barrier.Leave(true);
       break;
     }
@@ -227,10 +252,43 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
   return g.Result();
 }
 
+int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body) {
+  if (!ValidBlockDim(kernel, "LaunchMixed", blockDim)) return 1;
+  const uint32_t threads = 3 * blockDim;
+  Barrier barrier(threads), aivBarrier(2 * blockDim);
+  std::unique_ptr<CrossCore, void (*)(CrossCore *)> cross(NewCrossCore(blockDim), DeleteCrossCore);
+  Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body, &aivBarrier, cross.get()};
+  std::vector<std::thread> pool;
+  pool.reserve(threads);
+  for (uint32_t t = 0; t < threads; ++t) {
+    try {
+      pool.emplace_back(RunBlock, std::ref(g), t, true);
+    } catch (const std::system_error &e) {
+      Block b{kernel, t, blockDim, tilingKey, g.strict, nullptr, 0, nullptr, nullptr, nullptr, 0};
+      g.Record(b, "LaunchMixed", e.what());
+      for (uint32_t r = t; r < threads; ++r) {
+        barrier.Leave(true);
+        if (r % 3 != 0) aivBarrier.Leave(true);
+      }
+      CrossCoreAbort(cross.get());
+      break;
+    }
+  }
+  for (std::thread &th : pool) th.join();
+  return g.Result();
+}
+
 const std::string &LastFailure() { return tlsLastFailure; }
 
 void SyncAllBlocks(bool aivOnly) {
   Block &b = Current();
+  if (b.cross != nullptr) {
+    // A mixed launch: SyncAll<true> joins its AIVs, SyncAll<false> every core.
+    if (aivOnly && b.coreType == kAic) Fail("SyncAll", "SyncAll<true> (AIV only) called on the AIC");
+    Fence();
+    (aivOnly ? b.aivBarrier : b.barrier)->Wait();
+    return;
+  }
   const uint32_t cores = aivOnly ? kAtlasA2.aivCoreNum : kAtlasA2.aicCoreNum;
   auto coreText = [&] { return std::to_string(cores) + (aivOnly ? " vector cores" : " AIC + AIV groups"); };
   if (b.barrier == nullptr) {

@@ -20,7 +20,15 @@ struct Violation : std::runtime_error {
 };
 
 class Barrier;
+class CrossCore;
 class Races;
+
+// The core a block runs on: a vector core (AIV) or, in a mixed launch, a cube core (AIC).
+enum CoreType : uint8_t { kAiv = 0, kAic = 1 };
+
+// Thrown by REGIST_MATMUL_OBJ on the AIC of a mixed launch: there the cube core serves the vector
+// cores' Matmul requests until the kernel ends and runs none of the kernel's own code after it.
+struct AicServed {};
 
 // The physical UB of an Atlas A2 vector core. TPipe hands out buffers up to it, as the NPU's TPipe
 // does; kAtlasA2.ubSize (192 KiB minus the top 256 B and the 8 KiB ASC reservation) is what a
@@ -46,6 +54,14 @@ struct Block {
   // element type it was set for (a tag naming the type, 0 for none).
   uint8_t atomicOp = 0;
   uint8_t atomicType = 0;
+  // Mixed launches (LaunchMixed): the core type, the AIV's index in its group (0/1), the AIVs per
+  // group (GetTaskRation: 2, else 1), the group's cross-core flags, SyncAll<true>'s AIV barrier.
+  CoreType coreType = kAiv;
+  int64_t subIdx = 0;
+  int64_t ratio = 1;
+  int64_t group = 0;
+  CrossCore *cross = nullptr;
+  Barrier *aivBarrier = nullptr;
 };
 
 extern thread_local Block *tlsBlock;
@@ -70,6 +86,18 @@ bool Strict();
 int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
 // All blocks live at once, one thread each, as on the NPU: what a kernel calling SyncAll needs.
 int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
+
+// One AIC and two AIVs per group, blockDim groups, all at once (KERNEL_TYPE_MIX_AIC_1_2): on an AIV
+// GetBlockIdx is 2 * group + GetSubBlockIdx, on the AIC the group; GetBlockNum is blockDim.
+int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
+
+// CrossCoreSetFlag<mode>(flag) / CrossCoreWaitFlag(flag) of a mixed launch. Mode 0: every core of
+// the caller's type; 1: the two AIVs of the group; 2: the AIC and the two AIVs of the group (the
+// AIC's set releases both AIVs, both AIVs' sets release the AIC). A wait that nothing releases
+// within kCrossCoreWaitSeconds would hang the NPU: a violation.
+constexpr int kCrossCoreWaitSeconds = 20;
+void CrossCoreSet(int mode, int flag);
+void CrossCoreWait(int flag);
 
 // The first error of the last failed launch started from this thread, as
 // `<kernel>: block <b>: <call>: <what>`.

@@ -60,6 +60,17 @@ inline void SyncAll() {
   ::ms_ops::twin::SyncAllBlocks(isAIVOnly);
 }
 
+// Cross-core flags of a mixed launch (modes 0, 1, 2: see ms_ops::twin::CrossCoreSet). The pipe
+// is the one whose work the flag follows; the twin's blocks have completed it when they set.
+template <uint8_t modeId, pipe_t pipe>
+inline void CrossCoreSetFlag(uint16_t flagId) {
+  ::ms_ops::twin::CrossCoreSet(modeId, flagId);
+}
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
+inline void CrossCoreWaitFlag(uint16_t flagId) {
+  ::ms_ops::twin::CrossCoreWait(flagId);
+}
+
 }  // namespace AscendC
 
 // The CCE intrinsic older kernels call directly.

@@ -36,6 +36,10 @@ enum KernelMetaType : uint8_t {
 #define KERNEL_TASK_TYPE_DEFAULT(type)                                                                   \
   static_assert(std::is_same_v<decltype(type), KernelMetaType> && (type) != KERNEL_TYPE_MAX,             \
                 "KERNEL_TASK_TYPE_DEFAULT takes one of the KERNEL_TYPE_* kernel types")
+// The kernel type of one tiling key: the same rule.
+#define KERNEL_TASK_TYPE(key, type)                                                                      \
+  static_assert(std::is_same_v<decltype(type), KernelMetaType> && (type) != KERNEL_TYPE_MAX,             \
+                "KERNEL_TASK_TYPE takes one of the KERNEL_TYPE_* kernel types")
 
 using half = _Float16;
 
@@ -97,9 +101,9 @@ constexpr int32_t MAX_REPEAT_TIMES = 255;
 
 enum class CacheMode : uint8_t { CACHE_MODE_DISABLE = 0, CACHE_MODE_NORMAL, CACHE_MODE_LAST, CACHE_MODE_PERSISTENT };
 
-// A twin block is a vector core (the AIV side of a launch).
-#define ASCEND_IS_AIV (true)
-#define ASCEND_IS_AIC (false)
+// The core type of the running block: always an AIV, except the AIC of a mixed launch.
+#define ASCEND_IS_AIV (::ms_ops::twin::Current().coreType == ::ms_ops::twin::kAiv)
+#define ASCEND_IS_AIC (::ms_ops::twin::Current().coreType == ::ms_ops::twin::kAic)
 
 // The kernel-side assertion: a false condition stops the block with a violation naming it.
 #define ASSERT(expr) \
@@ -110,10 +114,10 @@ inline bfloat16_t ToBfloat16(const float &v) { return bfloat16_t(v); }
 
 inline int64_t GetBlockIdx() { return ::ms_ops::twin::Current().idx; }
 inline int64_t GetBlockNum() { return ::ms_ops::twin::Current().num; }
-// A twin block is one core, not an AIC + AIV group: its sub-block index is always 0.
-inline int64_t GetSubBlockIdx() { return 0; }
-// Vector cores per AI core group of the launch: 1, as every twin block is a core of its own.
-inline int64_t GetTaskRation() { return 1; }
+// The AIV's index in its AIC + 2 AIV group in a mixed launch (0 on the AIC and in other launches).
+inline int64_t GetSubBlockIdx() { return ::ms_ops::twin::Current().subIdx; }
+// AIVs per group: 2 in a mixed launch, 1 where every block is a core of its own.
+inline int64_t GetTaskRation() { return ::ms_ops::twin::Current().ratio; }
 // The twin has no system workspace: the user workspace is the whole workspace argument.
 inline GM_ADDR GetSysWorkSpacePtr() { return nullptr; }
 inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return workspace; }

@@ -375,3 +375,40 @@ TWIN_EXPORT int twin_sort(int which, float *scores, uint32_t *index, float *out,
     StoreOut(qo, o, Gm<float>(out, 2 * n), 2 * n);
   });
 }
+
+// A mixed launch of `groups` groups. Each round r < rounds: the AIC writes r * 100 + group into
+// its GM slot and releases its AIVs (mode 2); each AIV reads it and writes value * 10 + sub into
+// out[round][GetBlockIdx()], then both AIVs release the AIC for the next round. A final
+// SyncAll<false> joins every core, SyncAll<true> the AIVs; then each AIV records GetBlockNum,
+// GetTaskRation and whether ASCEND_IS_AIV holds. bad: 1 mode 1 on the AIC, 2 flag id 16.
+TWIN_EXPORT int twin_mixed(uint32_t groups, uint32_t rounds, float *slots, float *out, int32_t *info, int bad) {
+  return ms_ops::twin::LaunchMixed("twin_mixed", groups, 0, [&] {
+    const GlobalTensor<float> slot = Gm<float>(slots, groups), o = Gm<float>(out, uint64_t(rounds) * groups * 2);
+    const int64_t g = ASCEND_IS_AIC ? GetBlockIdx() : GetBlockIdx() / GetTaskRation();
+    for (uint32_t r = 0; r < rounds; ++r) {
+      if ASCEND_IS_AIC {
+        slot.SetValue(g, float(r * 100 + g));
+        if (bad == 1) CrossCoreSetFlag<1, PIPE_S>(0);
+        CrossCoreSetFlag<2, PIPE_S>(bad == 2 ? 16 : 0);
+        CrossCoreWaitFlag(1);
+      } else {
+        CrossCoreWaitFlag(0);
+        o.SetValue(uint64_t(r) * groups * 2 + GetBlockIdx(), slot.GetValue(g) * 10 + float(GetSubBlockIdx()));
+        CrossCoreSetFlag<2, PIPE_MTE3>(1);
+      }
+    }
+    SyncAll<false>();
+    if ASCEND_IS_AIV {
+      SyncAll<true>();
+      const GlobalTensor<int32_t> inf = Gm<int32_t>(info, uint64_t(groups) * 2 * 3);
+      inf.SetValue(GetBlockIdx() * 3, int32_t(GetBlockNum()));
+      inf.SetValue(GetBlockIdx() * 3 + 1, int32_t(GetTaskRation()));
+      inf.SetValue(GetBlockIdx() * 3 + 2, ASCEND_IS_AIV ? 1 : 0);
+    }
+  }) == 0 ? 0 : (std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str()), 1);
+}
+
+// Cross-core flags outside a mixed launch are an error.
+TWIN_EXPORT int twin_crosscore_plain() {
+  return Run("twin_crosscore_plain", 2, [&] { CrossCoreSetFlag<0, PIPE_S>(0); });
+}

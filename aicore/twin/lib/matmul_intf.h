@@ -295,6 +295,9 @@ class MatmulClient {
  public:
   template <class... Args>
   explicit MatmulClient(TPipe *pipe, Args &&...args) {
+    // The AIC of a mixed launch serves the AIVs' requests from here to the kernel's end (the twin's
+    // AIVs compute their Matmul themselves), so it leaves the kernel body.
+    if (::ms_ops::twin::Current().coreType == ::ms_ops::twin::kAic) throw ::ms_ops::twin::AicServed{};
     Collect(args...);
     RegistMatmulObj(pipe, std::forward<Args>(args)...);
   }

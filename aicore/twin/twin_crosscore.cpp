@@ -1,0 +1,128 @@
+// Cross-core flags of a mixed launch (twin_runtime.h: CrossCoreSet / CrossCoreWait). Each flag id
+// is a counter per receiving core and sending core: a set adds one for every core its mode
+// releases; a wait takes one from each core the mode of the pending set makes it wait for.
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "twin_runtime.h"
+
+namespace ms_ops {
+namespace twin {
+
+class CrossCore {
+ public:
+  explicit CrossCore(uint32_t groups) : groups_(groups) {}
+
+  void Set(const Block &b, int mode, int flag) {
+    const int self = Id(b);
+    std::vector<int> to;
+    if (mode == 0) {
+      for (int c = 0; c < Cores(); ++c)
+        if (TypeOf(c) == b.coreType) to.push_back(c);
+    } else if (mode == 1) {
+      if (b.coreType != kAiv) Fail("CrossCoreSetFlag", "mode 1 synchronises the two AIVs of a group; called on the AIC");
+      to = {int(3 * b.group + 1), int(3 * b.group + 2)};
+    } else if (mode == 2) {
+      if (b.coreType == kAic) to = {int(3 * b.group + 1), int(3 * b.group + 2)};
+      else to = {int(3 * b.group)};
+    } else {
+      Fail("CrossCoreSetFlag", "mode " + std::to_string(mode) + " is not one of Atlas A2's modes 0, 1, 2");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int r : to) {
+      Pending &p = pending_[{r, flag}];
+      p.mode = mode;
+      p.from[self] += 1;
+    }
+    cv_.notify_all();
+  }
+
+  void Wait(const Block &b, int flag) {
+    const int self = Id(b);
+    std::unique_lock<std::mutex> lock(mu_);
+    Pending &p = pending_[{self, flag}];
+    auto ready = [&] {
+      if (aborted_ || p.mode < 0) return aborted_;
+      for (int s : Senders(b, p.mode))
+        if (p.from[s] == 0) return false;
+      return true;
+    };
+    if (!cv_.wait_for(lock, std::chrono::seconds(kCrossCoreWaitSeconds), ready))
+      Fail("CrossCoreWaitFlag", "flag " + std::to_string(flag) + ": no CrossCoreSetFlag released this core within " +
+                                    std::to_string(kCrossCoreWaitSeconds) + " s (on the NPU it would wait forever)");
+    if (aborted_) Fail("CrossCoreWaitFlag", "another core of the launch failed");
+    for (int s : Senders(b, p.mode)) p.from[s] -= 1;
+  }
+
+  void Abort() {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  struct Pending {
+    int mode = -1;
+    std::map<int, int> from;
+  };
+
+  int Cores() const { return int(3 * groups_); }
+  static CoreType TypeOf(int c) { return c % 3 == 0 ? kAic : kAiv; }
+  static int Id(const Block &b) { return int(3 * b.group + (b.coreType == kAic ? 0 : 1 + b.subIdx)); }
+
+  // The cores a wait under `mode` needs one set from.
+  std::vector<int> Senders(const Block &b, int mode) const {
+    std::vector<int> s;
+    if (mode == 0) {
+      for (int c = 0; c < Cores(); ++c)
+        if (TypeOf(c) == b.coreType) s.push_back(c);
+    } else if (mode == 1 || b.coreType == kAic) {
+      s = {int(3 * b.group + 1), int(3 * b.group + 2)};
+    } else {
+      s = {int(3 * b.group)};
+    }
+    return s;
+  }
+
+  uint32_t groups_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<int, int>, Pending> pending_;
+  bool aborted_ = false;
+};
+
+CrossCore *NewCrossCore(uint32_t groups) { return new CrossCore(groups); }
+void DeleteCrossCore(CrossCore *c) { delete c; }
+void CrossCoreAbort(CrossCore *c) {
+  if (c != nullptr) c->Abort();
+}
+
+namespace {
+
+Block &MixedBlock(const char *call) {
+  Block &b = Current();
+  if (b.cross == nullptr) Fail(call, "cross-core flags need a mixed launch (one AIC and two AIVs per group)");
+  return b;
+}
+
+}  // namespace
+
+void CrossCoreSet(int mode, int flag) {
+  Block &b = MixedBlock("CrossCoreSetFlag");
+  if (flag < 0 || flag > 15) Fail("CrossCoreSetFlag", "flag id " + std::to_string(flag) + " is outside [0, 15]");
+  b.cross->Set(b, mode, flag);
+}
+
+void CrossCoreWait(int flag) {
+  Block &b = MixedBlock("CrossCoreWaitFlag");
+  if (flag < 0 || flag > 15) Fail("CrossCoreWaitFlag", "flag id " + std::to_string(flag) + " is outside [0, 15]");
+  b.cross->Wait(b, flag);
+}
+
+}  // namespace twin
+}  // namespace ms_ops
