@@ -28,6 +28,7 @@ SIGNATURES = {
     "twin_sort": [I, V, V, V, U, V],
     "twin_mixed": [U, U, V, V, V, I],
     "twin_crosscore_plain": [],
+    "twin_buf_pool": [V, V, U, I],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -402,6 +403,18 @@ def test_cross_core_flag_rules(lib, capfd, bad, message):
     assert f"ms_ops {message}" in capfd.readouterr().err
     assert lib.twin_crosscore_plain() == 1
     assert "CrossCoreSetFlag: cross-core flags need a mixed launch" in capfd.readouterr().err
+
+
+# ---- TBufPool ----
+
+def test_buf_pool_stages_reuse_memory(lib, capfd):
+    x = np.arange(128, dtype=np.float32)
+    z = np.zeros(256, np.float32)
+    assert lib.twin_buf_pool(P(x), P(z), 128, 0) == 0
+    np.testing.assert_array_equal(z, np.concatenate([x + 1, x * 2]))
+    assert lib.twin_buf_pool(P(x), P(z), 128, 1) == 1
+    assert ("ms_ops twin_buf_pool: block 0: TBufPool::InitBuffer: request of 1 x 2080 bytes (2080 bytes, 0 already "
+            "in use) exceeds the 2048-byte pool") in capfd.readouterr().err
 
 
 # ---- the reserved top of UB ----

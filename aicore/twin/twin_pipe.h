@@ -215,6 +215,69 @@ class TBuf {
   uint32_t len_ = 0;
 };
 
+// A pool of UB carved once from TPipe (InitBufPool) and handed out again to queues, TBufs and
+// nested pools; Reset gives the whole pool back, so later stages of a kernel reuse its memory.
+// InitBufPool(pool, len, shareBuf) lays a pool over the memory of shareBuf instead.
+template <TPosition pos, uint32_t bufIDSize = 4>
+class TBufPool {
+ public:
+  static constexpr TPosition poolPos = pos;
+
+  template <class Q>
+  bool InitBuffer(Q &que, uint8_t num, uint32_t len) {
+    const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
+    que.TwinInit(Carve("TBufPool::InitBuffer", uint64_t(num) * l, num, len, Q::TwinWhat(), l), num, l);
+    return true;
+  }
+  template <TPosition bufPos>
+  bool InitBuffer(TBuf<bufPos> &buf, uint32_t len) {
+    const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
+    buf.TwinInit(Carve("TBufPool::InitBuffer", l, 1, len, "TBuf", l), l);
+    return true;
+  }
+  template <class T>
+  bool InitBufPool(T &pool, uint32_t len) {
+    const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
+    pool.TwinInit(Carve("TBufPool::InitBufPool", l, 1, len, "TBufPool", l), l);
+    return true;
+  }
+  template <class T, class U>
+  bool InitBufPool(T &pool, uint32_t len, U &shareBuf) {
+    if (len > shareBuf.TwinLen())
+      twin_detail::Fail("TBufPool::InitBufPool", twin_detail::Str(len) + " bytes exceed the " +
+                                                     twin_detail::Str(shareBuf.TwinLen()) + "-byte pool it shares");
+    pool.TwinInit(shareBuf.TwinBase(), static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes)));
+    return true;
+  }
+  void Reset() { used_ = 0; }
+
+  // Twin internals: set up by TPipe::InitBufPool or an enclosing pool.
+  void TwinInit(uint8_t *base, uint32_t len) {
+    base_ = base;
+    len_ = len;
+    used_ = 0;
+  }
+  uint8_t *TwinBase() const { return base_; }
+  uint32_t TwinLen() const { return len_; }
+
+ private:
+  uint8_t *Carve(const char *call, uint64_t bytes, uint32_t num, uint32_t len, const char *what, uint32_t stride) {
+    if (base_ == nullptr) twin_detail::Fail(call, "pool not initialised by InitBufPool");
+    if (used_ + bytes > len_)
+      twin_detail::Fail(call, "request of " + twin_detail::Str(num) + " x " + twin_detail::Str(len) + " bytes (" +
+                                  twin_detail::Str(bytes) + " bytes, " + twin_detail::Str(used_) +
+                                  " already in use) exceeds the " + twin_detail::Str(len_) + "-byte pool");
+    uint8_t *p = base_ + used_;
+    twin_detail::Races().Carve(twin_detail::UbOffset(p), bytes, what, num, stride);
+    used_ += bytes;
+    return p;
+  }
+
+  uint8_t *base_ = nullptr;
+  uint32_t len_ = 0;
+  uint64_t used_ = 0;
+};
+
 class TPipe {
  public:
   TPipe() : block_(&::ms_ops::twin::Current()) {
@@ -236,6 +299,22 @@ class TPipe {
   bool InitBuffer(TBuf<pos> &buf, uint32_t len) {
     const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
     buf.TwinInit(Carve("InitBuffer", l, 1, len, "TBuf", l), l);
+    return true;
+  }
+
+  template <class T>
+  bool InitBufPool(T &pool, uint32_t len) {
+    const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
+    pool.TwinInit(Carve("InitBufPool", l, 1, len, "TBufPool", l), l);
+    return true;
+  }
+  // A pool over the memory of the pool shareBuf (two stages that never live at once).
+  template <class T, class U>
+  bool InitBufPool(T &pool, uint32_t len, U &shareBuf) {
+    if (len > shareBuf.TwinLen())
+      twin_detail::Fail("InitBufPool", twin_detail::Str(len) + " bytes exceed the " +
+                                           twin_detail::Str(shareBuf.TwinLen()) + "-byte pool it shares");
+    pool.TwinInit(shareBuf.TwinBase(), static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes)));
     return true;
   }
 

@@ -412,3 +412,39 @@ TWIN_EXPORT int twin_mixed(uint32_t groups, uint32_t rounds, float *slots, float
 TWIN_EXPORT int twin_crosscore_plain() {
   return Run("twin_crosscore_plain", 2, [&] { CrossCoreSetFlag<0, PIPE_S>(0); });
 }
+
+// A TBufPool of 2 KiB: stage 1 takes a 1 KiB VECIN queue and a 512-byte TBuf from it (z[0..n) =
+// x + 1), Reset, stage 2 takes a 2 KiB TBuf (z[n..2n) = x * 2) reusing the same bytes; a second
+// pool shares the first's memory. over = 1 asks stage 2 for 2 KiB + 32 bytes.
+TWIN_EXPORT int twin_buf_pool(float *x, float *z, uint32_t n, int over) {
+  return Run("twin_buf_pool", 1, [&] {
+    TPipe pipe;
+    TBufPool<TPosition::VECCALC> pool, shared;
+    pipe.InitBufPool(pool, 2048);
+    pipe.InitBufPool(shared, 1024, pool);
+    TQue<QuePosition::VECIN, 1> q;
+    TBuf<TPosition::VECCALC> one, big;
+    pool.InitBuffer(q, 1, 1024);
+    pool.InitBuffer(one, 512);
+    LocalTensor<float> t = LoadIn(q, Gm<float>(x, n), n);
+    LocalTensor<float> o = one.Get<float>();
+    Adds(o, t, 1.0f, n);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(Gm<float>(z, 2 * n), o, n);
+    q.FreeTensor(t);
+    PipeBarrier<PIPE_ALL>();
+    pool.Reset();
+    pool.InitBuffer(big, over ? 2048 + 32 : 2048);
+    LocalTensor<float> b = big.Get<float>();
+    DataCopy(b, Gm<float>(x, n), n);
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
+    Muls(b, b, 2.0f, n);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(Gm<float>(z, 2 * n)[n], b, n);
+    if (reinterpret_cast<uintptr_t>(shared.TwinBase()) != reinterpret_cast<uintptr_t>(pool.TwinBase()))
+      ms_ops::twin::Fail("twin_buf_pool", "the shared pool does not lie over its pool");
+  });
+}
