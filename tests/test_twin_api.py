@@ -29,6 +29,7 @@ SIGNATURES = {
     "twin_mixed": [U, U, V, V, V, I],
     "twin_crosscore_plain": [],
     "twin_buf_pool": [V, V, U, I],
+    "twin_cast_pair": [I, I, V, V, U],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -415,6 +416,73 @@ def test_buf_pool_stages_reuse_memory(lib, capfd):
     assert lib.twin_buf_pool(P(x), P(z), 128, 1) == 1
     assert ("ms_ops twin_buf_pool: block 0: TBufPool::InitBuffer: request of 1 x 2080 bytes (2080 bytes, 0 already "
             "in use) exceeds the 2048-byte pool") in capfd.readouterr().err
+
+
+# ---- the further Cast pairs of Atlas A2 ----
+
+NONE, RINT, FLOOR, CEIL, ROUND, TRUNC = range(6)
+ROUNDERS = {RINT: np.rint, FLOOR: np.floor, CEIL: np.ceil, TRUNC: np.trunc,
+            ROUND: lambda v: np.trunc(v + np.copysign(0.5, v))}
+
+
+def cast_pair(lib, pair, mode, x, out_dtype):
+    z = np.zeros(x.size, out_dtype)
+    status = lib.twin_cast_pair(pair, mode, P(x), P(z), x.size)
+    return status, z
+
+
+def test_cast_to_integers_rounds_and_saturates(lib):
+    h = np.float16([-300.0, 300.0, -2.5, -1.5, 2.5, 0.5, 127.4, -128.6] * 4)
+    for mode, rnd in ROUNDERS.items():
+        status, z = cast_pair(lib, 0, mode, h, np.int8)
+        assert status == 0
+        np.testing.assert_array_equal(z, np.clip(rnd(h.astype(np.float64)), -128, 127).astype(np.int8))
+    f = np.float32([1e19, -1e19, 2.5e9, -3.7, 3.7, np.nan, 0.5, -0.5] * 4)
+    status, z = cast_pair(lib, 2, TRUNC, f, np.int64)
+    assert status == 0
+    small = np.clip(np.trunc(np.nan_to_num(f.astype(np.float64))), -1e18, 1e18).astype(np.int64)
+    ref = np.where(f > 9.3e18, np.iinfo(np.int64).max, np.where(f < -9.3e18, np.iinfo(np.int64).min, small))
+    np.testing.assert_array_equal(z, ref)
+    i64 = np.int64([2 ** 40, -2 ** 40, 5, -5] * 8)
+    status, z = cast_pair(lib, 4, NONE, i64, np.int32)
+    assert status == 0
+    np.testing.assert_array_equal(z, np.clip(i64, -2 ** 31, 2 ** 31 - 1).astype(np.int32))
+    b = (np.float32([2.5, -2.5, 3.5, 100.75] * 8).view(np.uint32) >> 16).astype(np.uint16)
+    status, z = cast_pair(lib, 5, ROUND, b, np.int32)
+    assert status == 0
+    np.testing.assert_array_equal(z, np.int32([3, -3, 4, 101] * 8))
+
+
+def test_cast_from_integers_rounds_in_the_modes_direction(lib):
+    i = np.int32([2 ** 24 + 1, -(2 ** 24 + 1), 2 ** 24 + 3, 7, 2 ** 31 - 1, -2 ** 31, 16777217, 0] * 4)
+    exact = i.astype(np.float64)
+    for mode in (FLOOR, CEIL, TRUNC, ROUND, RINT, NONE):
+        status, z = cast_pair(lib, 1, mode, i, np.float32)
+        assert status == 0
+        z64 = z.astype(np.float64)
+        if mode == FLOOR:
+            assert (z64 <= exact).all()
+        elif mode == CEIL:
+            assert (z64 >= exact).all()
+        elif mode == TRUNC:
+            assert (np.abs(z64) <= np.abs(exact)).all()
+        else:  # nearest: ties to even (RINT, NONE) or away from zero (ROUND)
+            assert (np.abs(z64 - exact) <= np.spacing(np.abs(z)).astype(np.float64) / 2).all()
+        assert (np.abs(z64 - exact) < np.spacing(np.abs(z)).astype(np.float64)).all()
+    status, z = cast_pair(lib, 1, ROUND, np.int32([2 ** 24 + 1] * 32), np.float32)
+    assert z[0] == 2 ** 24 + 2  # the tie goes away from zero
+    s16 = np.int16([2049, -2049, 32767, 5] * 8)
+    status, z = cast_pair(lib, 3, CEIL, s16, np.float16)
+    assert status == 0
+    np.testing.assert_array_equal(z, np.float16([2050, -2048, 32768, 5] * 8))
+
+
+def test_cast_round_mode_rule(lib, capfd):
+    i = np.int32(np.arange(32))
+    status, _ = cast_pair(lib, 6, FLOOR, i, np.int16)
+    assert status == 1
+    assert ("ms_ops twin_cast_pair: block 0: Cast: round mode 2 is not supported for this conversion on Atlas A2"
+            in capfd.readouterr().err)
 
 
 # ---- the reserved top of UB ----

@@ -1,4 +1,5 @@
-// Cast between float and half / bfloat16_t / int32_t (and float -> float rounding to an integer),
+// Cast between float and half / bfloat16_t / int32_t (and float -> float rounding to an integer;
+// the other pairs of Atlas A2 in twin_cast_pairs.h),
 // with the RoundMode semantics: CAST_NONE rounds to nearest even where the conversion loses
 // precision, CAST_ROUND is half away from zero, CAST_ODD rounds to odd. float -> int32_t
 // saturates at the int32 range and maps NaN to 0.
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "twin_cast_pairs.h"
 #include "twin_vector.h"
 
 namespace AscendC {
@@ -22,46 +24,6 @@ constexpr bool kAlwaysFalse = false;
 
 [[noreturn]] inline void BadMode(const char *conversion, RoundMode m) {
   Fail("Cast", "round mode " + Str(static_cast<unsigned>(m)) + " is not supported for " + conversion);
-}
-
-// Neighbour of a 16-bit float pattern one step up (towards +inf) or down.
-inline uint16_t Step16(uint16_t b, bool up) {
-  const bool neg = (b & 0x8000u) != 0;
-  if ((b & 0x7FFFu) == 0) return up ? 0x0001u : 0x8001u;
-  return (neg == up) ? b - 1 : b + 1;
-}
-
-// float -> half / bfloat16_t with a directed mode: start from the nearest-even result and move
-// to the neighbour the mode asks for when x lies strictly between two representable values.
-template <typename N>
-inline N NarrowDirected(float x, RoundMode m) {
-  const N c = static_cast<N>(x);
-  const float back = static_cast<float>(c);
-  if (x != x || back == x) return c;
-  uint16_t cb, lb, hb;
-  std::memcpy(&cb, &c, 2);
-  if (back < x) {
-    lb = cb;
-    hb = Step16(cb, true);
-  } else {
-    hb = cb;
-    lb = Step16(cb, false);
-  }
-  N lo, hi;
-  std::memcpy(&lo, &lb, 2);
-  std::memcpy(&hi, &hb, 2);
-  switch (m) {
-    case RoundMode::CAST_FLOOR: return lo;
-    case RoundMode::CAST_CEIL: return hi;
-    case RoundMode::CAST_TRUNC: return x > 0 ? lo : hi;
-    case RoundMode::CAST_ODD: return (lb & 1u) ? lo : hi;
-    case RoundMode::CAST_ROUND: {
-      const double mid = (static_cast<double>(static_cast<float>(lo)) + static_cast<float>(hi)) / 2;
-      if (static_cast<double>(x) != mid) return c;
-      return x > 0 ? hi : lo;
-    }
-    default: return c;
-  }
 }
 
 // Round half away from zero; x - trunc(x) is exact for floats.
@@ -155,11 +117,11 @@ inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const Rou
   } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, float>) {
     if (roundMode == RoundMode::CAST_NONE || !WithIntRounding(roundMode, [&](auto f) { ToFloat(d, s, count, f); }))
       BadMode("float -> float", roundMode);
-  } else if constexpr (std::is_same_v<U, int32_t> && std::is_same_v<T, float>) {
-    if (roundMode != RoundMode::CAST_NONE && roundMode != RoundMode::CAST_RINT) BadMode("int32 -> float", roundMode);
-    for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<float>(s[i]);
+  } else if constexpr (PairModes<T, U>() != 0) {
+    if ((PairModes<T, U>() & ModeBit(roundMode)) == 0) BadMode("this conversion on Atlas A2", roundMode);
+    ConvertPair(d, s, count, roundMode);
   } else {
-    static_assert(kAlwaysFalse<T>, "Cast: this conversion is not implemented by the twin");
+    static_assert(kAlwaysFalse<T>, "Cast: Atlas A2 has no such conversion");
   }
 }
 

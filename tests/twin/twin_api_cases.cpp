@@ -448,3 +448,38 @@ TWIN_EXPORT int twin_buf_pool(float *x, float *z, uint32_t n, int over) {
       ms_ops::twin::Fail("twin_buf_pool", "the shared pool does not lie over its pool");
   });
 }
+
+namespace {
+
+template <typename T, typename U>
+void CastPair(int mode, void *x, void *z, uint32_t n) {
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 1> qx;
+  TQue<QuePosition::VECOUT, 1> qo;
+  pipe.InitBuffer(qx, 1, kBuf);
+  pipe.InitBuffer(qo, 1, kBuf);
+  LocalTensor<U> s = LoadIn(qx, Gm<U>(x, n), n);
+  LocalTensor<T> o = qo.AllocTensor<T>();
+  Cast(o, s, static_cast<RoundMode>(mode), n);
+  qx.FreeTensor(s);
+  StoreOut(qo, o, Gm<T>(z, n), n);
+}
+
+}  // namespace
+
+// The further Cast pairs of Atlas A2 (n a multiple of 32 elements). pair: 0 half -> int8,
+// 1 int32 -> float, 2 float -> int64, 3 int16 -> half, 4 int64 -> int32, 5 bfloat16 -> int32,
+// 6 int32 -> int16.
+TWIN_EXPORT int twin_cast_pair(int pair, int mode, void *x, void *z, uint32_t n) {
+  return Run("twin_cast_pair", 1, [&] {
+    switch (pair) {
+      case 0: CastPair<int8_t, half>(mode, x, z, n); break;
+      case 1: CastPair<float, int32_t>(mode, x, z, n); break;
+      case 2: CastPair<int64_t, float>(mode, x, z, n); break;
+      case 3: CastPair<half, int16_t>(mode, x, z, n); break;
+      case 4: CastPair<int32_t, int64_t>(mode, x, z, n); break;
+      case 5: CastPair<int32_t, bfloat16_t>(mode, x, z, n); break;
+      default: CastPair<int16_t, int32_t>(mode, x, z, n); break;
+    }
+  });
+}
