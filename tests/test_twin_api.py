@@ -30,6 +30,7 @@ SIGNATURES = {
     "twin_crosscore_plain": [],
     "twin_buf_pool": [V, V, U, I],
     "twin_cast_pair": [I, I, V, V, U],
+    "twin_softmax": [I, V, V, V, U, U, U],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -483,6 +484,48 @@ def test_cast_round_mode_rule(lib, capfd):
     assert status == 1
     assert ("ms_ops twin_cast_pair: block 0: Cast: round mode 2 is not supported for this conversion on Atlas A2"
             in capfd.readouterr().err)
+
+
+# ---- softmax family ----
+
+def run_softmax(lib, which, x, stats, valid):
+    m, k = x.shape
+    z = np.full(x.shape, -7, np.float32)
+    st = stats.copy()
+    assert lib.twin_softmax(which, P(x), P(z), P(st), m, k, valid) == 0
+    return z, st.reshape(3, m, 8)
+
+
+def test_softmax_family(lib):
+    rng = np.random.default_rng(10)
+    m, k, valid = 4, 40, 37
+    x = rng.standard_normal((m, k)).astype(np.float32) * 3
+    v = x[:, :valid].astype(np.float64)
+    mx = v.max(1, keepdims=True)
+    e = np.exp(v - mx)
+    zero = np.zeros(3 * m * 8, np.float32)
+    z, st = run_softmax(lib, 0, x, zero, valid)
+    np.testing.assert_allclose(z[:, :valid], e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-7)
+    assert np.isnan(z[:, valid:]).all()  # padding columns are not written: stale UB (0xFF) reads as NaN
+    np.testing.assert_array_equal(st[0], np.repeat(mx.astype(np.float32), 8, 1))
+    np.testing.assert_allclose(st[1], np.repeat(e.sum(1, keepdims=True), 8, 1), rtol=2e-6)
+    z1, _ = run_softmax(lib, 1, x, st.reshape(-1), valid)  # SimpleSoftMax with those statistics
+    np.testing.assert_array_equal(z1, z)
+    z2, st2 = run_softmax(lib, 2, x, zero, valid)  # FlashV2: not divided by the sum
+    np.testing.assert_allclose(z2[:, :valid], e, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(st2[1][:, 0], e.sum(1), rtol=2e-6)
+    # isUpdate: merge with the statistics of an earlier piece of the same rows
+    prev_max = np.float32([[5.0], [-5.0], [0.0], [10.0]])
+    prev_sum = np.float32([[2.0], [3.0], [1.5], [0.25]])
+    stats = np.concatenate([np.repeat(prev_max, 8, 1), np.repeat(prev_sum, 8, 1), np.zeros((m, 8), np.float32)])
+    z3, st3 = run_softmax(lib, 3, x, stats.reshape(-1), valid)
+    new_max = np.maximum(prev_max.astype(np.float64), mx)
+    exp_max = np.exp(prev_max - new_max)
+    np.testing.assert_allclose(z3[:, :valid], np.exp(v - new_max), rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(st3[0][:, 0], new_max[:, 0].astype(np.float32))
+    np.testing.assert_allclose(st3[2][:, 0], exp_max[:, 0], rtol=2e-6)
+    np.testing.assert_allclose(st3[1][:, 0], (prev_sum * exp_max + np.exp(v - new_max).sum(1, keepdims=True))[:, 0],
+                               rtol=2e-6)
 
 
 # ---- the reserved top of UB ----

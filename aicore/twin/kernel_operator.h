@@ -18,5 +18,6 @@
 #include "twin_gather.h"
 #include "twin_advanced.h"
 #include "twin_sort.h"
+#include "twin_softmax.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

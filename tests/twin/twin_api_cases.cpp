@@ -483,3 +483,34 @@ TWIN_EXPORT int twin_cast_pair(int pair, int mode, void *x, void *z, uint32_t n)
     }
   });
 }
+
+// The softmax family on float x [m, k] (its first `valid` columns are data). stats holds max, sum
+// and expMax, m x 8 floats each (max and sum in: the statistics of an earlier piece for which = 3,
+// the row statistics for which = 1). which: 0 SoftMax, 1 SimpleSoftMax, 2 SoftmaxFlashV2,
+// 3 SoftmaxFlashV2 with isUpdate.
+TWIN_EXPORT int twin_softmax(int which, float *x, float *z, float *stats, uint32_t m, uint32_t k, uint32_t valid) {
+  return Run("twin_softmax", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qs;
+    TQue<QuePosition::VECOUT, 1> qo, qt;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qs, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    pipe.InitBuffer(qt, 1, kBuf);
+    const uint32_t n = m * k, sn = m * 8;
+    LocalTensor<float> s = LoadIn(qx, Gm<float>(x, n), n), in = LoadIn(qs, Gm<float>(stats, 3 * sn), 3 * sn);
+    LocalTensor<float> o = qo.AllocTensor<float>(), st = qt.AllocTensor<float>();
+    DataCopy(st, in, 3 * sn);
+    const SoftMaxShapeInfo shape{m, k, m, valid};
+    SoftMaxTiling tiling{};
+    LocalTensor<float> mx = st, sum = st[sn], expMax = st[2 * sn];
+    if (which == 0) SoftMax(o, sum, mx, s, tiling, shape);
+    else if (which == 1) SimpleSoftMax(o, sum, mx, s, tiling, shape);
+    else if (which == 2) SoftmaxFlashV2(o, sum, mx, s, expMax, sum, mx, tiling, shape);
+    else SoftmaxFlashV2<float, true>(o, sum, mx, s, expMax, sum, mx, tiling, shape);
+    qx.FreeTensor(s);
+    qs.FreeTensor(in);
+    StoreOut(qo, o, Gm<float>(z, n), n);
+    StoreOut(qt, st, Gm<float>(stats, 3 * sn), 3 * sn);
+  });
+}
