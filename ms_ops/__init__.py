@@ -18,14 +18,14 @@ Cells (``ms_ops.nn``): :class:`~ms_ops.nn.MoE`, :class:`~ms_ops.nn.FusedLinearCr
 and :func:`~ms_ops.nn.reset_graph` to keep using a GRAPH-mode Cell after a kernel refused a batch.
 """
 from ms_ops.ops import (flash_attention_score, fused_cross_entropy_loss_with_max_sum, fused_linear_cross_entropy,
-                        fused_linear_cross_entropy_loss_grad, fused_linear_online_max_sum,
+                        fused_linear_cross_entropy_loss_grad, fused_linear_online_max_sum, linear_attention,
                         moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing,
                         moe_init_routing_grad)
 from ms_ops import nn
 
 __version__ = "0.1.0"
 
-__all__ = ["flash_attention_score", "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
+__all__ = ["flash_attention_score", "linear_attention", "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
            "fused_linear_cross_entropy_loss_grad", "nn"]
