@@ -2,6 +2,7 @@
 kernel refused its input."""
 from ms_ops._graph import reset_graph
 from ms_ops.nn.cross_entropy import FusedLinearCrossEntropyLoss
+from ms_ops.nn.linear_attention import LinearAttention
 from ms_ops.nn.moe_routing import MoE
 
-__all__ = ["MoE", "FusedLinearCrossEntropyLoss", "reset_graph"]
+__all__ = ["MoE", "LinearAttention", "FusedLinearCrossEntropyLoss", "reset_graph"]
