@@ -193,3 +193,22 @@ def test_bad_dtypes():
 def test_bad_cell_arguments():
     with pytest.raises(ValueError, match="LinearAttention: 'num_heads'"):
         ms_ops.nn.LinearAttention(30, 4)
+
+
+def test_kernel_rejects_dynamic_mismatch():
+    """Shapes left open by set_inputs are checked by the kernel entry, which names the argument."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    attention = Attention()
+    attention.set_inputs(*(ms.Tensor(shape=[1, 2, None, 4], dtype=ms.float32) for _ in range(3)))
+    q = ms.Tensor(np.ones((1, 2, 8, 4), np.float32))
+    k = ms.Tensor(np.ones((1, 2, 9, 4), np.float32))
+    with pytest.raises((RuntimeError, ValueError), match="linear_attention: 'key': must have query's shape"):
+        attention(q, k, q).asnumpy()
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 0, 4), (0, 2, 5, 4)])
+def test_empty(shape):
+    q = ms.Tensor(np.ones(shape, np.float32))
+    out = ms_ops.linear_attention(q, q, q, causal=True)
+    grads = ms.grad(lambda a, b, c: ms_ops.linear_attention(a, b, c).sum(), grad_position=(0, 1, 2))(q, q, q)
+    assert out.shape == shape and all(g.shape == shape for g in grads)

@@ -18,8 +18,6 @@ namespace {
 
 template <typename T>
 class LinearAttentionKernel : public LinearAttentionBase<T> {
-  using Base = LinearAttentionBase<T>;
-
  public:
   __aicore__ inline LinearAttentionKernel() {}
 

@@ -20,8 +20,6 @@ namespace {
 
 template <typename T>
 class LinearAttentionGradKernel : public LinearAttentionBase<T> {
-  using Base = LinearAttentionBase<T>;
-
  public:
   __aicore__ inline LinearAttentionGradKernel() {}
 
