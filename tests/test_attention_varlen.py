@@ -104,9 +104,10 @@ def test_statistics_layout():
     q = representable((sum(lens_q), n1, d), "fp32")
     k = representable((sum(lens_kv), n1, d), "fp32")
     prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=n1, scale_value=scale,
-                     pre_tokens=2147483647, next_tokens=2147483647, input_layout="TND", sparse_mode=0)
+                     pre_tokens=2147483647, next_tokens=2147483647, input_layout="TND", sparse_mode=0, pse_type=1)
     cq, ckv = cumulative(lens_q), cumulative(lens_kv)
-    mx, sm, _ = prim(*(to_ms(a, "fp32") for a in (q, k, k)), ms.Tensor(np.zeros(1, np.uint8)),
+    mx, sm, _ = prim(*(to_ms(a, "fp32") for a in (q, k, k)), ms.Tensor(np.zeros(1, np.float32)),
+                     ms.Tensor(np.zeros(1, np.uint8)),
                      ms.Tensor(np.zeros(1, np.int64)), ms.Tensor(np.array(cq, np.int64)),
                      ms.Tensor(np.array(ckv, np.int64)))
     mx, sm = to_np(mx), to_np(sm)
