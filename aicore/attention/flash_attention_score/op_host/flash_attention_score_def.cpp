@@ -1,5 +1,5 @@
-// CANN OpDef of FlashAttentionScoreMsops (ms_ops flash_attention_score without pse and dropout). Built only by the CANN toolchain; tiling and inference are
-// registered in flash_attention_score_tiling.cpp.
+// CANN OpDef of FlashAttentionScoreMsops (ms_ops flash_attention_score without dropout). Built only
+// by the CANN toolchain; tiling and inference are registered in flash_attention_score_tiling.cpp.
 #include "../../../cann/cann_op_def.h"
 
 namespace ops {
