@@ -13,7 +13,6 @@ namespace kernel {
 // Start of every running max and the score of a masked-out key: the most negative finite float,
 // so that exp(old - new) is 0 or 1, never the NaN of exp(-inf - (-inf)).
 constexpr float kFaLowest = -3.40282347e+38f;
-constexpr int64_t kFaFarKeys = int64_t(1) << 40;
 
 // One sequence b: its lengths, its first packed row (TND; 0 otherwise), and its visible keys:
 // key j is visible to query i iff i + low <= j <= i + high, or j < prefix (modes 5 and 6, where
@@ -45,8 +44,8 @@ __aicore__ inline FaSeg FaSegment(const FlashAttentionTilingData &td, const FaSe
   if (mode == 8) mode = b == td.bandBatch ? 4 : 2;
   const int64_t corner = s.s2 - s.s1;  // the bottom-right anchor of modes 3 to 6
   s.prefix = 0;
-  s.low = -kFaFarKeys;
-  s.high = kFaFarKeys;
+  s.low = -kFaFar;
+  s.high = kFaFar;
   if (mode == 0) {
     s.low = -td.preTokens;
     s.high = td.nextTokens;

@@ -2,8 +2,8 @@
 // problem and the platform, shared by the CANN TilingFuncs and the CPU entries.
 //
 // Work items (head, tile of query rows) or (key head, tile of key rows), the tiles of all
-// sequences in order, are dealt round-robin to the blocks (one per cube core). Each block has its own GM workspace for the
-// score, probability and product tiles, so no S1 x S2 buffer exists.
+// sequences in order, are dealt round-robin to the blocks (one per cube core). Each block has its
+// own GM workspace for the score, probability and product tiles, so no S1 x S2 buffer exists.
 #ifndef MS_OPS_FLASH_ATTENTION_TILING_H_
 #define MS_OPS_FLASH_ATTENTION_TILING_H_
 
@@ -18,9 +18,6 @@ namespace ms_ops {
 
 enum class FaLayout { kBSH, kSBH, kBSND, kBNSD, kTND };
 enum class FaFloat { kF32, kF16, kBF16 };
-
-// Keys visible beyond this distance are all keys (pre/next_tokens' "unlimited" 2147483647).
-constexpr int64_t kFaFar = int64_t(1) << 40;
 
 struct FlashAttentionProblem {
   int64_t batch = 0, heads1 = 0, heads2 = 0, seq1 = 0, seq2 = 0, dim = 0;

@@ -49,4 +49,9 @@ struct FlashAttentionTilingData {
   TCubeTiling mmTN;  // Aᵀ x B (dV += Pᵀ dO, dK += dSᵀ Q); unused by the forward
 };
 
+namespace ms_ops {
+// Keys visible beyond this distance are all keys (pre/next_tokens' "unlimited" 2147483647).
+constexpr int64_t kFaFar = int64_t(1) << 40;
+}  // namespace ms_ops
+
 #endif  // MS_OPS_FLASH_ATTENTION_TILING_DATA_H_

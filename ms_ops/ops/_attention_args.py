@@ -1,6 +1,7 @@
 """flash_attention_score's checks of the packed sequence lengths (TND), attn_mask, prefix and
-real_shift against input_layout, sparse_mode and pse_type, and their conversion to the kernels' int64 inputs. Static: they run
-in PyNative and at compile time in GRAPH mode; values inside a Tensor are checked by the kernel.
+real_shift against input_layout, sparse_mode and pse_type, and their conversion to the kernels'
+inputs. Static: they run in PyNative and at compile time in GRAPH mode; values inside a Tensor
+are checked by the kernel.
 """
 import functools
 
