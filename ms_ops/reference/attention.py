@@ -1,8 +1,10 @@
-"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore without pse,
-dropout, mask tensors or prefix) and its gradient. The test oracle; never on an op's path.
+"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore without pse and
+dropout) and its gradient. The test oracle; never on an op's path.
 
 Tensors are taken in BNSD ([B, N, S, D]); key j is visible to query i when
-i + low <= j <= i + high (``visible_offsets``). A query row with no visible key outputs 0 and
+i + low <= j <= i + high (``visible_offsets``), or, in general, where a boolean visibility
+array broadcastable to [B, N1, S1, S2] is true (``visibility``: sparse modes, prefix, attn_mask);
+packed sequences (TND) go through ``varlen``. A query row with no visible key outputs 0 and
 gets no gradient. ``rnd`` is applied after every operation: the identity gives the reference, a
 rounding to fp16/bf16/fp32 the same math done naively in that precision.
 """
@@ -56,16 +58,39 @@ def _probs(q, k, scale, mask, rnd):
     return p, group
 
 
+def visibility(s1, s2, sparse_mode, pre_tokens=FAR, next_tokens=FAR, prefix=0, attn_mask=None):
+    """[S1, S2] (or attn_mask's broadcast shape) booleans: key j visible to query i in one sequence.
+    Modes 7 and 8 are resolved per sequence by ``varlen``; attn_mask (1 = masked out) applies in
+    modes 0, 1 and 5 (the others' compressed masks carry no information)."""
+    corner = s2 - s1
+    low, high = {0: (-pre_tokens, next_tokens), 1: (-FAR, FAR), 2: (-FAR, 0), 3: (-FAR, corner),
+                 4: (corner - pre_tokens, corner + next_tokens), 5: (-FAR, corner), 6: (-FAR, corner)}[sparse_mode]
+    vis = _mask(s1, s2, max(low, -FAR), min(high, FAR))
+    if sparse_mode in (5, 6):
+        vis = vis | (np.arange(s2)[None, :] < prefix)
+    if attn_mask is not None and sparse_mode in (0, 1, 5):
+        vis = vis & ~np.asarray(attn_mask, dtype=bool)
+    return vis
+
+
 def flash_attention(q, k, v, scale, low, high, rnd=_exact):
     """attention_out [B, N1, S1, D]."""
-    mask = _mask(q.shape[2], k.shape[2], low, high)
+    return flash_attention_masked(q, k, v, scale, _mask(q.shape[2], k.shape[2], low, high), rnd)
+
+
+def flash_attention_masked(q, k, v, scale, mask, rnd=_exact):
+    """attention_out [B, N1, S1, D] with ``mask`` (true = visible) broadcastable to [B, N1, S1, S2]."""
     p, group = _probs(q, k, scale, mask, rnd)
     return _matmul(p, np.repeat(v, group, axis=1), rnd)
 
 
 def flash_attention_grad(q, k, v, dout, scale, low, high, rnd=_exact):
     """(dq, dk, dv), each in its input's BNSD shape."""
-    mask = _mask(q.shape[2], k.shape[2], low, high)
+    return flash_attention_grad_masked(q, k, v, dout, scale, _mask(q.shape[2], k.shape[2], low, high), rnd)
+
+
+def flash_attention_grad_masked(q, k, v, dout, scale, mask, rnd=_exact):
+    """(dq, dk, dv) of ``flash_attention_masked``, each in its input's BNSD shape."""
     p, group = _probs(q, k, scale, mask, rnd)
     kk, vv = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     out = _matmul(p, vv, rnd)
@@ -81,3 +106,28 @@ def flash_attention_grad(q, k, v, dout, scale, low, high, rnd=_exact):
         return g.reshape(b, n1 // group, group, s, dim).sum(axis=2)
 
     return dq, fold(dk), fold(dv)
+
+
+def varlen(q, k, v, dout, cum_q, cum_kv, scale, sparse_mode=0, pre_tokens=FAR, next_tokens=FAR, prefix=None,
+           rnd=_exact):
+    """(out, dq, dk, dv) of packed sequences: q, dout [T1, N1, D], k, v [T2, N2, D], sequence b being
+    rows [cum[b-1], cum[b]). Every sequence alone, with its own sparse mode (7: mode 3 but the last
+    sequence with queries and keys a mode-4 band; 8: mode 2 but the first one a mode-4 band)."""
+    starts_q, starts_kv = [0] + list(cum_q[:-1]), [0] + list(cum_kv[:-1])
+    live = [b for b in range(len(cum_q)) if cum_q[b] > starts_q[b] and cum_kv[b] > starts_kv[b]]
+    band = (live[-1] if sparse_mode == 7 else live[0]) if live and sparse_mode in (7, 8) else -1
+    out, dq = np.zeros(q.shape), np.zeros(q.shape)
+    dk, dv = np.zeros(k.shape), np.zeros(v.shape)
+    for b in range(len(cum_q)):
+        rq, rk = slice(starts_q[b], cum_q[b]), slice(starts_kv[b], cum_kv[b])
+        s1, s2 = cum_q[b] - starts_q[b], cum_kv[b] - starts_kv[b]
+        if s1 == 0 or s2 == 0:
+            continue
+        mode = {7: 4 if b == band else 3, 8: 4 if b == band else 2}.get(sparse_mode, sparse_mode)
+        vis = visibility(s1, s2, mode, pre_tokens, next_tokens, 0 if prefix is None else prefix[b])
+        qb, kb, vb, gb = (a[None].transpose(0, 2, 1, 3) for a in (q[rq], k[rk], v[rk], dout[rq]))
+        out[rq] = flash_attention_masked(qb, kb, vb, scale, vis, rnd)[0].transpose(1, 0, 2)
+        grads = flash_attention_grad_masked(qb, kb, vb, gb, scale, vis, rnd)
+        for full, g, r in ((dq, grads[0], rq), (dk, grads[1], rk), (dv, grads[2], rk)):
+            full[r] = g[0].transpose(1, 0, 2)
+    return out, dq, dk, dv

@@ -1,5 +1,4 @@
-// CANN OpDef of FlashAttentionScoreMsops (ms_ops flash_attention_score, the first slice: no pse,
-// dropout, mask tensors or prefix). Built only by the CANN toolchain; tiling and inference are
+// CANN OpDef of FlashAttentionScoreMsops (ms_ops flash_attention_score without pse and dropout). Built only by the CANN toolchain; tiling and inference are
 // registered in flash_attention_score_tiling.cpp.
 #include "../../../cann/cann_op_def.h"
 
@@ -8,11 +7,18 @@ namespace ops {
 class FlashAttentionScoreMsops : public OpDef {
  public:
   explicit FlashAttentionScoreMsops(const char *name) : OpDef(name) {
-    const std::vector<ge::DataType> data = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16};
-    const std::vector<ge::DataType> f32(data.size(), ge::DT_FLOAT);
+    // One column per supported combination: each float type with a uint8 or a bool attn_mask.
+    const std::vector<ge::DataType> data = {ge::DT_FLOAT, ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_FLOAT16, ge::DT_BF16, ge::DT_BF16};
+    const std::vector<ge::DataType> masks = {ge::DT_UINT8, ge::DT_BOOL, ge::DT_UINT8, ge::DT_BOOL, ge::DT_UINT8, ge::DT_BOOL};
+    const std::vector<ge::DataType> f32(data.size(), ge::DT_FLOAT), i64(data.size(), ge::DT_INT64);
     const std::vector<ge::Format> nd(data.size(), ge::FORMAT_ND);
     for (const char *in : {"query", "key", "value"})
       this->Input(in).ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    // Always present ([1] placeholders when unused, as the Python wrapper passes them); prefix
+    // and the cumulative lengths are read by the TilingFunc too.
+    this->Input("attn_mask").ParamType(REQUIRED).DataType(masks).Format(nd).UnknownShapeFormat(nd);
+    for (const char *in : {"prefix", "actual_seq_qlen", "actual_seq_kvlen"})
+      this->Input(in).ParamType(REQUIRED).ValueDepend(REQUIRED).DataType(i64).Format(nd).UnknownShapeFormat(nd);
     this->Output("softmax_max").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Output("softmax_sum").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Output("attention_out").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);

@@ -7,7 +7,7 @@ namespace optiling {
 struct FlashAttentionScoreGradCompileInfo {};
 
 static ge::graphStatus FlashAttentionScoreGradTilingFunc(gert::TilingContext *context) {
-  return ms_ops::FaTilingFunc(context, "flash_attention_score_grad", true);
+  return ms_ops::FaTilingFunc(context, "flash_attention_score_grad", true, 4);
 }
 
 static ge::graphStatus FlashAttentionScoreGradTilingParse(gert::TilingParseContext *) { return ge::GRAPH_SUCCESS; }
