@@ -76,8 +76,8 @@ class SeqLenInfo:
         for n in lengths:
             if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
                 raise TypeError(f"{where}: '{name}' must hold ints, got {n!r} ({type(n).__name__})")
-            if n < 1:
-                raise ValueError(f"{where}: '{name}' lengths must be >= 1, got {lengths}")
+            if n < 0:
+                raise ValueError(f"{where}: '{name}' lengths must be >= 0, got {lengths}")
         return cls(tuple(int(s) for s in np.concatenate([[0], np.cumsum(lengths)])))
 
     def split(self, tensor, where):
@@ -104,7 +104,8 @@ class BlockDiagonalMask(AttentionBias):
     @classmethod
     def from_seqlens(cls, q_seqlen, kv_seqlen=None):
         """The mask of sequences of ``q_seqlen`` query rows each and ``kv_seqlen`` key rows each
-        (default: ``q_seqlen``); every length >= 1."""
+        (default: ``q_seqlen``); lengths may be 0 (the queries of a sequence without keys see
+        nothing and output 0)."""
         where = f"{cls.__name__}.from_seqlens"
         q_info = SeqLenInfo.from_seqlens(q_seqlen, where, "q_seqlen")
         if kv_seqlen is None:

@@ -91,8 +91,13 @@ def _check_scalars(p, scale):
         raise TypeError(f"{_OP}: 'scale' must be a float or None, got {type(scale).__name__}")
 
 
+def _packed(t):
+    """[1, T, N, K] -> [T, N, K] in t's dtype."""
+    return ops.squeeze(_movable(t), 0).astype(t.dtype)
+
+
 def _block_diagonal(q, k, v, bias, heads, scale, sparse_mode):
-    """Packed sequences [1, T, N, K]: each sequence attends within itself."""
+    """Packed sequences [1, T, N, K] as one TND call: each sequence attends within itself."""
     if known(q.shape[0]) and q.shape[0] != 1:
         raise ValueError(f"{_OP}: 'attn_bias' {type(bias).__name__} needs batch size 1 (sequences packed "
                          f"along dimension 1), got query shape {q.shape}")
@@ -100,14 +105,11 @@ def _block_diagonal(q, k, v, bias, heads, scale, sparse_mode):
         if known(t.shape[1]) and t.shape[1] != info.total:
             raise ValueError(f"{_OP}: '{name}' has {t.shape[1]} rows but 'attn_bias' packs {info.total} "
                              f"(lengths {info.seqlen_py})")
-    qs, ks = bias.q_seqinfo.seqstart_py, bias.k_seqinfo.seqstart_py
-    dtype = q.dtype
-    q, k, v = _movable(q), _movable(k), _movable(v)
-    outs = [_movable(flash_attention_score(q[:, qs[i]:qs[i + 1]].astype(dtype), k[:, ks[i]:ks[i + 1]].astype(dtype),
-                                           v[:, ks[i]:ks[i + 1]].astype(dtype), heads, scalar_value=scale,
-                                           input_layout="BSND", sparse_mode=sparse_mode))
-            for i in range(len(qs) - 1)]
-    return (outs[0] if len(outs) == 1 else ops.concat(outs, axis=1)).astype(dtype)
+    out = flash_attention_score(_packed(q), _packed(k), _packed(v), heads,
+                                actual_seq_qlen=list(bias.q_seqinfo.seqstart_py[1:]),
+                                actual_seq_kvlen=list(bias.k_seqinfo.seqstart_py[1:]), scalar_value=scale,
+                                input_layout="TND", sparse_mode=sparse_mode)
+    return ops.expand_dims(_movable(out), 0).astype(out.dtype)
 
 
 def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=None):
@@ -131,12 +133,15 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
             top-left aligned: query i sees keys ``j <= i`` also when M != N),
             :class:`ms_ops.attn_bias.BlockDiagonalMask` or
             :class:`ms_ops.attn_bias.BlockDiagonalCausalMask` (packed sequences; B must be 1 and
-            M, N the total query and key lengths). A dense bias tensor is not supported yet.
+            M, N the total query and key lengths; one TND call of the kernels). A dense bias
+            tensor is not supported yet.
         p (float): dropout probability; only 0 is supported yet.
         scale (float, optional): the scale of ``Q K^T``. Default ``1 / sqrt(K)``.
 
     Returns:
         Tensor: query's shape (``[B, M, H, K]``, ``[B, M, K]`` or ``[B, M, G, H, K]``) and dtype.
+        The queries of a packed sequence with no keys (kv length 0) output 0 and get a zero
+        gradient.
 
     Gradients flow to query, key and value through ``flash_attention_score_grad``.
     """
