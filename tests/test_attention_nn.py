@@ -9,7 +9,8 @@ import pytest
 from mindspore import nn
 
 import ms_ops
-from ms_ops.reference.attention import flash_attention, flash_attention_grad, visible_offsets
+from ms_ops.reference.attention import (flash_attention, flash_attention_grad, flash_attention_grad_masked,
+                                        flash_attention_masked, varlen, visible_offsets)
 from tests.utils import assert_close, representable, rounding, to_ms, to_np
 
 
@@ -74,6 +75,66 @@ def test_bnsd_band(mode):
     ref, naive = expected(q, k, v, dout, 1.0, visible_offsets(s, s, 5, 2, 0), "fp32")
     for name, g, r, nv in zip(("out", "dq", "dk", "dv"), (out,) + tuple(grads), ref, naive):
         assert_close(name, to_np(g), r, nv, "fp32")
+
+
+class PackedLoss(nn.Cell):
+    """The Cell on packed sequences: construct passes the cumulative lengths through."""
+
+    def __init__(self, attention, cum_q, cum_kv):
+        super().__init__()
+        self.attention = attention
+        self.cum_q = cum_q
+        self.cum_kv = cum_kv
+
+    def construct(self, q, k, v, w):
+        out = self.attention(q, k, v, actual_seq_qlen=self.cum_q, actual_seq_kvlen=self.cum_kv)
+        return (out.astype(ms.float32) * w).sum(), out
+
+
+def test_tnd_packed_sequences(mode):
+    """input_layout TND with the lengths given to construct, causal per sequence (mode 3)."""
+    lens_q, lens_kv, n1, n2, d = (9, 1, 30), (12, 4, 30), 4, 1, 64
+    cq, ckv = [int(c) for c in np.cumsum(lens_q)], [int(c) for c in np.cumsum(lens_kv)]
+    q, dout = representable((cq[-1], n1, d), "fp32"), representable((cq[-1], n1, d), "fp32")
+    k, v = representable((ckv[-1], n2, d), "fp32"), representable((ckv[-1], n2, d), "fp32")
+    loss = PackedLoss(ms_ops.nn.FlashAttention(n1, scale_value=None, input_layout="TND", sparse_mode=3), cq, ckv)
+    args = [to_ms(a, "fp32") for a in (q, k, v)] + [ms.Tensor(dout.astype(np.float32))]
+    out = loss(*args)[1]
+    grads = ms.grad(loss, grad_position=(0, 1, 2), has_aux=True)(*args)[0]
+    ref = varlen(q, k, v, dout, cq, ckv, d ** -0.5, sparse_mode=3)
+    naive = varlen(q, k, v, dout, cq, ckv, d ** -0.5, sparse_mode=3, rnd=rounding("fp32"))
+    for name, g, r, nv in zip(("out", "dq", "dk", "dv"), (out,) + tuple(grads), ref, naive):
+        assert_close(name, to_np(g), r, nv, "fp32")
+
+
+class MaskedLoss(nn.Cell):
+    def __init__(self, attention):
+        super().__init__()
+        self.attention = attention
+
+    def construct(self, q, k, v, mask, w):
+        return (self.attention(q, k, v, mask).astype(ms.float32) * w).sum()
+
+
+def test_attn_mask_passes_through(mode):
+    """An [S1, S2] bool attn_mask (True = masked out) given to construct reaches the kernels."""
+    b, n, s1, s2, d = 1, 2, 24, 31, 32
+    q, dout = representable((b, n, s1, d), "fp32"), representable((b, n, s1, d), "fp32")
+    k, v = representable((b, n, s2, d), "fp32"), representable((b, n, s2, d), "fp32")
+    masked = np.random.rand(s1, s2) < 0.3
+    masked[:, 0] = False
+    cell = ms_ops.nn.FlashAttention(n, scale_value=0.2)
+    args = [to_ms(to_bsh(a), "fp32") for a in (q, k, v)]
+    mask = ms.Tensor(masked)
+    out = cell(*args, mask)
+    grads = ms.grad(MaskedLoss(cell), grad_position=(0, 1, 2))(*args, mask, ms.Tensor(to_bsh(dout).astype(np.float32)))
+    visible = ~masked
+    ref = (flash_attention_masked(q, k, v, 0.2, visible),) + flash_attention_grad_masked(q, k, v, dout, 0.2, visible)
+    rnd = rounding("fp32")
+    naive = ((flash_attention_masked(q, k, v, 0.2, visible, rnd),)
+             + flash_attention_grad_masked(q, k, v, dout, 0.2, visible, rnd))
+    for name, g, r, nv in zip(("out", "dq", "dk", "dv"), (out,) + tuple(grads), ref, naive):
+        assert_close(name, from_bsh(to_np(g), n), r, nv, "fp32")
 
 
 def test_dynamic_seq_graph_with_grad():

@@ -30,10 +30,12 @@ class FlashAttention(RecoveringCell):
 
     Inputs:
         query, key, value (Tensor): in ``input_layout``, as :func:`ms_ops.flash_attention_score`.
-        attn_mask, alibi_mask, prefix, padding_mask, actual_seq_qlen, actual_seq_kvlen: passed to
-            ``flash_attention_score`` as ``attn_mask``, ``real_shift``, ``prefix``,
-            ``padding_mask``, ``actual_seq_qlen``, ``actual_seq_kvlen``; each raises
-            "not supported yet" while the op does not support it.
+        attn_mask (Tensor, optional): bool/uint8, 1 = masked out, as ``flash_attention_score``.
+        alibi_mask (Tensor, optional): passed as ``real_shift`` (not supported yet).
+        prefix: sparse_mode 5 and 6, as ``flash_attention_score``.
+        padding_mask: not supported yet.
+        actual_seq_qlen, actual_seq_kvlen (list of int): TND only: cumulative query / key
+            lengths of the packed sequences.
 
     Outputs:
         Tensor of query's shape and dtype. Gradients flow to query, key and value.
