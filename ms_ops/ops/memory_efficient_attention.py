@@ -13,11 +13,10 @@ from ms_ops.ops.attention import flash_attention_score
 _OP = "memory_efficient_attention"
 
 
-def _check_dim(name, t, axis, expected, what):
+def _check_dim(name, t, axis, expected, what, ref):
     dim = t.shape[axis]
     if known(dim) and known(expected) and dim != expected:
-        raise ValueError(f"{_OP}: '{name}' {what} must be {expected} (as {'query' if name != 'value' else 'key'}), "
-                         f"got shape {t.shape}")
+        raise ValueError(f"{_OP}: '{name}' {what} must be {expected} (as {ref}'s), got shape {t.shape}")
 
 
 def _check_shapes(query, key, value):
@@ -32,10 +31,10 @@ def _check_shapes(query, key, value):
     check_same_dtype(_OP, "key", key, "query", query)
     check_same_dtype(_OP, "value", value, "query", query)
     rank = query.ndim
-    _check_dim("key", key, 0, query.shape[0], "batch size B")
-    _check_dim("key", key, rank - 1, query.shape[-1], "head dim K")
+    _check_dim("key", key, 0, query.shape[0], "batch size B", "query")
+    _check_dim("key", key, rank - 1, query.shape[-1], "head dim K", "query")
     for axis in range(rank - 1):
-        _check_dim("value", value, axis, key.shape[axis], f"dimension {axis}")
+        _check_dim("value", value, axis, key.shape[axis], f"dimension {axis}", "key")
     if known(value.shape[-1]) and known(key.shape[-1]) and value.shape[-1] != key.shape[-1]:
         raise ValueError(f"{_OP}: 'value' head dim {value.shape[-1]} differs from key's {key.shape[-1]}: "
                          f"a different value head dim is not supported yet in ms_ops")
@@ -47,16 +46,16 @@ def _check_shapes(query, key, value):
         if known(hq) and known(hk) and (hk < 1 or hq % hk != 0):
             raise ValueError(f"{_OP}: 'key' has {hk} heads, which must divide query's {hq}")
     if rank == 5:
-        _check_dim("key", key, 2, query.shape[2], "group count G")
+        _check_dim("key", key, 2, query.shape[2], "group count G", "query")
         hq, hk = query.shape[3], key.shape[3]
         if known(hq) and known(hk) and hk not in (1, hq):
             raise ValueError(f"{_OP}: 'key' must have 1 or {hq} heads per group (query's), got shape {key.shape}")
 
 
 def _movable(t):
-    """``t`` in a dtype MindSpore can reshape, slice and concatenate: its CPU kernels of Reshape,
-    StridedSlice and Concat have no bfloat16 (GRAPH mode), so bfloat16 moves as float32, which
-    holds every bfloat16 value exactly (the kernels still get bfloat16)."""
+    """``t`` in a dtype MindSpore can reshape: its CPU kernels of Reshape, ExpandDims and Squeeze
+    have no bfloat16 (GRAPH mode), so bfloat16 moves as float32, which holds every bfloat16 value
+    exactly (the kernels still get bfloat16)."""
     return t.astype(ms.float32) if t.dtype == ms.bfloat16 else t
 
 
