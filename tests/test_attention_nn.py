@@ -51,7 +51,7 @@ def run_bsh(cell, q, k, v, dout, dtype, n1, n2):
     return [from_bsh(to_np(t), n) for t, n in zip((out,) + tuple(grads), (n1, n1, n2, n2))]
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 def test_bsh_gqa_default_scale(mode, dtype):
     """scale_value=None takes 1/sqrt(D); key/value with fewer heads (GQA); causal mode 3."""
     b, n1, n2, s1, s2, d = 2, 4, 2, 30, 45, 64
