@@ -149,7 +149,7 @@ def _qkv(shape_q=(1, 8, 64), shape_k=(1, 8, 64), dtype=ms.float32):
 
 
 @pytest.mark.parametrize("arg,value", [
-    ("real_shift", "tensor"), ("drop_mask", "tensor"), ("padding_mask", "tensor"), ("keep_prob", 0.9),
+    ("drop_mask", "tensor"), ("padding_mask", "tensor"), ("keep_prob", 0.9),
     ("inner_precise", 2)])
 def test_unsupported_arguments(arg, value):
     q, k, v = _qkv()

@@ -104,9 +104,10 @@ def test_statistics_layout():
     q = representable((sum(lens_q), n1, d), "fp32")
     k = representable((sum(lens_kv), n1, d), "fp32")
     prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=n1, scale_value=scale,
-                     pre_tokens=2147483647, next_tokens=2147483647, input_layout="TND", sparse_mode=0)
+                     pre_tokens=2147483647, next_tokens=2147483647, input_layout="TND", sparse_mode=0, pse_type=1)
     cq, ckv = cumulative(lens_q), cumulative(lens_kv)
-    mx, sm, _ = prim(*(to_ms(a, "fp32") for a in (q, k, k)), ms.Tensor(np.zeros(1, np.uint8)),
+    mx, sm, _ = prim(*(to_ms(a, "fp32") for a in (q, k, k)), ms.Tensor(np.zeros(1, np.float32)),
+                     ms.Tensor(np.zeros(1, np.uint8)),
                      ms.Tensor(np.zeros(1, np.int64)), ms.Tensor(np.array(cq, np.int64)),
                      ms.Tensor(np.array(ckv, np.int64)))
     mx, sm = to_np(mx), to_np(sm)
@@ -158,3 +159,27 @@ def test_lengths_need_tnd_and_tensor_values_checked_by_kernel():
     out = ms_ops.flash_attention_score(*_tnd(), 2, input_layout="TND", actual_seq_qlen=[4, 8],
                                        actual_seq_kvlen=[4, 8])
     assert np.allclose(to_np(out), 1.0)
+
+
+class DynamicPacked(nn.Cell):
+    def construct(self, q, k, v, seq_q, seq_kv):
+        return ms_ops.flash_attention_score(q, k, v, 2, actual_seq_qlen=seq_q, actual_seq_kvlen=seq_kv,
+                                            scalar_value=0.3, input_layout="TND", sparse_mode=3)
+
+
+def test_dynamic_packed_graph():
+    """One compiled graph for any T and any number of sequences: the lengths as Tensor inputs."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    net = DynamicPacked()
+    net.set_inputs(*(ms.Tensor(shape=[None, 2, 32], dtype=ms.float32) for _ in range(3)),
+                   *(ms.Tensor(shape=[None], dtype=ms.int64) for _ in range(2)))
+    for lens_q, lens_kv in (([5, 0, 12], [7, 3, 12]), ([30, 2], [20, 9])):
+        q = representable((sum(lens_q), 2, 32), "fp32")
+        k, v = (representable((sum(lens_kv), 2, 32), "fp32") for _ in range(2))
+        cq, ckv = cumulative(lens_q), cumulative(lens_kv)
+        out = net(*(to_ms(a, "fp32") for a in (q, k, v)), ms.Tensor(np.array(cq, np.int64)),
+                  ms.Tensor(np.array(ckv, np.int64)))
+        dout = np.zeros(q.shape)
+        ref = varlen(q, k, v, dout, cq, ckv, 0.3, sparse_mode=3)[0]
+        naive = varlen(q, k, v, dout, cq, ckv, 0.3, sparse_mode=3, rnd=rounding("fp32"))[0]
+        assert_close("attention_out", to_np(out), ref, naive, "fp32")

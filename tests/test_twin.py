@@ -24,6 +24,7 @@ SIGNATURES = {
     "twin_reduce_f16": [V, V, V, U],
     "twin_cast_from_f32": [I, I, V, V, U],
     "twin_cast_to_f32": [I, I, V, V, U],
+    "twin_cast_u8_to_f16": [I, V, V, U],
     "twin_cmp_select": [I, V, V, F, V, V, V, V, U],
     "twin_copy_pad": [V, V, V, U, U, U, U, U, U, I, F, U, I],
     "twin_strided_copy": [V, V, U, U, U, U],
@@ -321,6 +322,15 @@ def test_cast_to_f32(lib, capfd):
     # a widening is exact: asking it to round is refused
     assert lib.twin_cast_to_f32(0, RINT, P(h), P(out), 16) == 1
     assert "ms_ops twin_cast: block 0: Cast: round mode 1 is not supported" in capfd.readouterr().err
+
+
+def test_cast_u8_to_half(lib, capfd):
+    u = np.arange(300).astype(np.uint8)
+    out = np.zeros(u.size, np.float16)
+    assert lib.twin_cast_u8_to_f16(NONE, P(u), P(out), u.size) == 0
+    np.testing.assert_array_equal(out, u.astype(np.float16))
+    assert lib.twin_cast_u8_to_f16(RINT, P(u), P(out), 16) == 1
+    assert "Cast: round mode 1 is not supported for uint8 -> half" in capfd.readouterr().err
 
 
 # ---- DataCopyPad / strided DataCopy ----

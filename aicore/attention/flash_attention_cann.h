@@ -16,7 +16,7 @@
 namespace ms_ops {
 
 // Attribute order of both OpDefs.
-enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode };
+enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode, kFaPseType };
 
 inline matmul_tiling::DataType FaMatmulType(ge::DataType d) {
   return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
@@ -48,7 +48,8 @@ inline std::vector<int64_t> FaValues(gert::TilingContext *context, size_t index)
   return out;
 }
 
-// optBase: the index of attn_mask, followed by prefix, actual_seq_qlen and actual_seq_kvlen.
+// optBase: the index of real_shift, followed by attn_mask, prefix, actual_seq_qlen and
+// actual_seq_kvlen.
 inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op, bool grad, size_t optBase) {
   const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
   const PlatformInfo plat = ReadPlatformInfo(ascendc);
@@ -75,17 +76,20 @@ inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op
     p.seq2 = s2;
     if (p.heads1 != heads || d2 != p.dim || b2 != p.batch) error = "query/key shapes do not match head_num and layout";
     if (packed) {
-      p.cumQ = FaValues(context, optBase + 2);
-      p.cumKv = FaValues(context, optBase + 3);
+      p.cumQ = FaValues(context, optBase + 3);
+      p.cumKv = FaValues(context, optBase + 4);
       p.batch = static_cast<int64_t>(p.cumQ.size());
       if (p.cumQ.empty() || p.cumQ.back() != p.seq1 || p.cumKv.size() != p.cumQ.size() || p.cumKv.back() != s2)
         error = "actual_seq_qlen/actual_seq_kvlen must be cumulative lengths ending at T1/T2";
     }
     p.hasPrefix = p.sparseMode == 5 || p.sparseMode == 6;
-    if (p.hasPrefix && int64_t(FaValues(context, optBase + 1).size()) != p.batch) error = "prefix needs one entry per batch";
-    const std::vector<int64_t> mask = Dims(context->GetInputShape(optBase)->GetStorageShape());
+    if (p.hasPrefix && int64_t(FaValues(context, optBase + 2).size()) != p.batch) error = "prefix needs one entry per batch";
+    const std::vector<int64_t> mask = Dims(context->GetInputShape(optBase + 1)->GetStorageShape());
     const bool fullMask = p.sparseMode == 0 || p.sparseMode == 1 || p.sparseMode == 5;
     if (mask.size() != 1 && fullMask && (packed || !FaSetMask(p, mask))) error = "attn_mask shape does not fit sparse_mode";
+    const std::string pseError = FaSetPse(p, Dims(context->GetInputShape(optBase)->GetStorageShape()),
+                                          *attrs->GetAttrPointer<int64_t>(kFaPseType));
+    if (!pseError.empty()) error = "real_shift " + pseError;
   }
   FlashAttentionTiling t;
   if (error.empty()) {

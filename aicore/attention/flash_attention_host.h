@@ -14,7 +14,7 @@ namespace ms_ops {
 
 // The optional inputs of both kernels; an absent one is a [1] placeholder.
 struct FaOptional {
-  const Arg *mask, *prefix, *cumQ, *cumKv;
+  const Arg *pse, *mask, *prefix, *cumQ, *cumKv;
 };
 
 // Cumulative lengths: `batch` non-decreasing values from >= 0 ending at `total`.
@@ -60,6 +60,8 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
   p.preTokens = ReadAttr<int64_t>(extra, "pre_tokens");
   p.nextTokens = ReadAttr<int64_t>(extra, "next_tokens");
   p.sparseMode = ReadAttr<int64_t>(extra, "sparse_mode");
+  const int64_t pseType = ReadAttr<int64_t>(extra, "pse_type");
+  Require(pseType >= 0 && pseType <= 3, "pse_type", "must be 0, 1, 2 or 3, got " + std::to_string(pseType));
   Require(FaParseLayout(layout, p.layout), "input_layout", "must be BSH, SBH, BSND, BNSD or TND, got " + layout);
   Require(heads >= 1, "head_num", "must be >= 1, got " + std::to_string(heads));
   Require(p.sparseMode >= 0 && p.sparseMode <= 8, "sparse_mode", "must be in 0..8, got " + std::to_string(p.sparseMode));
@@ -110,6 +112,11 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
     p.hasPrefix = true;
   }
   FaReadMask(p, *opt.mask);
+  const Arg &pse = *opt.pse;
+  const std::string pseError = FaSetPse(p, pse.shape, pseType);
+  Require(pseError.empty(), "real_shift", ShapeStr(pse.shape) + " " + pseError);
+  if (p.pseKind == 1) Require(pse.dtype == q.dtype, "real_shift", std::string("must have query's dtype ") + q.dtypeName);
+  if (p.pseKind >= 2) Require(pse.dtype == DType::kF32, "real_shift", "slopes must be float32");
   return p;
 }
 

@@ -71,6 +71,38 @@ inline bool FaSetMask(FlashAttentionProblem &p, const std::vector<int64_t> &s) {
   return true;
 }
 
+// real_shift of shape `s` for pse_type 0..3 (placeholder [1]: none). Types 0 and 1: [B, N1, S1, S2]
+// (the only form with a gradient), [B, N1, 1, S2], [1, N1, S1, S2], and the ALiBi-compressed
+// [B or 1, N1, 1024, S2] when S1 == S2 > 1024 and the keys are causal (modes 2 and 3, or 0 with
+// next_tokens <= 0). Types 2 and 3: slopes [N1] or [B, N1] with S1 == S2. Empty string: fits;
+// otherwise what is wrong.
+inline std::string FaSetPse(FlashAttentionProblem &p, const std::vector<int64_t> &s, int64_t pseType) {
+  if (s.size() == 1 && pseType <= 1) return "";
+  const int64_t b = p.batch, n = p.heads1, s1 = p.seq1, s2 = p.seq2;
+  if (p.layout == FaLayout::kTND) return "is not supported with input_layout TND yet";
+  if (pseType >= 2) {
+    if (s1 != s2) return "slopes (pse_type 2, 3) need S1 == S2";
+    if (!(s == std::vector<int64_t>{n} || s == std::vector<int64_t>{b, n})) return "slopes must be [N1] or [B, N1]";
+    p.pseKind = static_cast<uint32_t>(pseType);
+    p.pseStrideB = s.size() == 2 ? n : 0;
+    p.pseElems = s.size() == 2 ? b * n : n;
+    return "";
+  }
+  if (s.size() != 4 || s[1] != n || s[3] != s2 || (s[0] != b && s[0] != 1)) return "does not fit [B, N1, S1, S2]";
+  const bool causal = p.sparseMode == 2 || p.sparseMode == 3 || (p.sparseMode == 0 && p.nextTokens <= 0);
+  const bool compressed = s[2] == 1024 && s1 > 1024 && s1 == s2 && causal;
+  if (s[2] != s1 && s[2] != 1 && !compressed) return "rows must be S1, 1 or (ALiBi-compressed, causal, S1 == S2 > 1024) 1024";
+  p.pseKind = 1;
+  p.pseAddFirst = pseType == 1 ? 1 : 0;
+  p.pseRow = s[2] == 1 && s1 != 1 ? 0 : s2;
+  p.pseStrideN = s[2] * s2;
+  p.pseStrideB = s[0] == b && b > 1 ? n * s[2] * s2 : 0;
+  p.pseElems = s[0] * n * s[2] * s2;
+  p.pseBase = compressed ? s1 - 1024 : -1;
+  p.pseGrad = s[0] == b && s[2] == s1 && !compressed ? 1 : 0;
+  return "";
+}
+
 // flash_attention_score's outputs: softmax_max, softmax_sum [B, N1, S1, 8] (TND: [T1, N1, 8]),
 // attention_out (query's shape).
 inline std::vector<std::vector<int64_t>> FlashAttentionScoreOutShapes(const std::vector<int64_t> &query,

@@ -179,6 +179,82 @@ __aicore__ inline void FaStatsIn(const AscendC::LocalTensor<float> &dst, const A
                        AscendC::DataCopyPadExtParams<float>(false, 0, 0, 0));
 }
 
+// real_shift element (query row i, key j) of sequence sg, head n1 (pseKind 1).
+__aicore__ inline uint64_t FaPseAt(const FlashAttentionTilingData &td, const FaSeg &sg, int64_t n1, int64_t i,
+                                   int64_t j) {
+  int64_t row = i;
+  if (td.pseBase >= 0) {
+    // ALiBi depends on j - i only: row i < pseBase reads compressed row 0, shifted.
+    row = i > td.pseBase ? i - td.pseBase : 0;
+    j += td.pseBase + row - i;
+  }
+  return uint64_t(sg.b * td.pseStrideB + n1 * td.pseStrideN + row * td.pseRow + j);
+}
+
+// The UB rows and GM views real_shift needs (pseKind > 0).
+template <typename T>
+struct FaPseBufs {
+  AscendC::TQue<AscendC::QuePosition::VECIN, 1> inQ;  // a pse row segment (T)
+  AscendC::TBuf<AscendC::TPosition::VECCALC> bias;    // fp32 bias row
+  AscendC::TBuf<AscendC::TPosition::VECCALC> ramp;    // 0, 1, ..., nTile - 1 (slopes)
+  AscendC::GlobalTensor<T> tensor;
+  AscendC::GlobalTensor<float> slopes;
+};
+
+template <typename T>
+__aicore__ inline void FaInitPse(AscendC::TPipe &pipe, FaPseBufs<T> &pb, GM_ADDR pse,
+                                 const FlashAttentionTilingData &td) {
+  if (td.pseKind == 0) return;
+  const uint32_t row = UbBytes(td.nTile, 4);
+  pipe.InitBuffer(pb.inQ, 1, row);
+  pipe.InitBuffer(pb.bias, row);
+  pipe.InitBuffer(pb.ramp, row);
+  if (td.pseKind == 1) {
+    pb.tensor.SetGlobalBuffer((__gm__ T *)pse, uint64_t(td.pseElems));
+    return;
+  }
+  pb.slopes.SetGlobalBuffer((__gm__ float *)pse, uint64_t(td.pseElems));
+  AscendC::LocalTensor<float> r = pb.ramp.template Get<float>();
+  for (uint32_t x = 0; x < td.nTile; ++x) r.SetValue(x, static_cast<float>(x));
+  OrderPipes<AscendC::HardEvent::S_V>(&pipe);
+}
+
+// `len` raw scores Q Kᵀ of query row i, keys from j0, into the logits the softmax sees: scale * s,
+// with real_shift added before (pse_type 1) or after (0) the scaling, or the ALiBi bias of the
+// slopes (2: -slope*|i - j|, 3: -slope*sqrt|i - j|) after it.
+template <typename T>
+__aicore__ inline void FaLogits(const FlashAttentionTilingData &td, FaPseBufs<T> &pb, const FaSeg &sg, int64_t n1,
+                                int64_t i, int64_t j0, const AscendC::LocalTensor<float> &s, uint32_t len) {
+  if (td.pseKind == 0) {
+    AscendC::Muls(s, s, td.scale, len);
+    return;
+  }
+  AscendC::LocalTensor<float> bias = pb.bias.template Get<float>();
+  if (td.pseKind == 1) {
+    AscendC::LocalTensor<T> raw = pb.inQ.template AllocTensor<T>();
+    FaCopyIn(raw, pb.tensor[FaPseAt(td, sg, n1, i, j0)], len);
+    pb.inQ.EnQue(raw);
+    raw = pb.inQ.template DeQue<T>();
+    if constexpr (IsSame<T, float>::value) {
+      AscendC::Adds(bias, raw, 0.0f, len);
+    } else {
+      AscendC::Cast(bias, raw, AscendC::RoundMode::CAST_NONE, len);
+    }
+    pb.inQ.FreeTensor(raw);
+    if (td.pseAddFirst) AscendC::Add(s, s, bias, len);
+    AscendC::Muls(s, s, td.scale, len);
+    if (!td.pseAddFirst) AscendC::Add(s, s, bias, len);
+    return;
+  }
+  const float slope = pb.slopes.GetValue(uint64_t(sg.b * td.pseStrideB + n1));
+  AscendC::Adds(bias, pb.ramp.template Get<float>(), static_cast<float>(j0 - i), len);
+  AscendC::Abs(bias, bias, len);
+  if (td.pseKind == 3) AscendC::Sqrt(bias, bias, len);
+  AscendC::Muls(bias, bias, -slope, len);
+  AscendC::Muls(s, s, td.scale, len);
+  AscendC::Add(s, s, bias, len);
+}
+
 // attn_mask applied to `len` scaled scores of one row (UB, fp32): a masked-out key's score becomes
 // kFaLowest, and `keep` gets 1 for the keys kept, 0 for the masked ones. The mask bytes (bool or
 // uint8, 1 = masked out) come from GM through `maskQ`; `half` and `pen` are scratch rows.

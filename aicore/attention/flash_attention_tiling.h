@@ -32,6 +32,9 @@ struct FlashAttentionProblem {
   std::vector<int64_t> cumQ, cumKv;
   bool hasMask = false, hasPrefix = false;
   int64_t maskStrideB = 0, maskStrideN = 0, maskRow = 0, maskElems = 0;
+  // real_shift, as FlashAttentionTilingData describes it.
+  uint32_t pseKind = 0, pseAddFirst = 0, pseGrad = 0;
+  int64_t pseStrideB = 0, pseStrideN = 0, pseRow = 0, pseElems = 0, pseBase = -1;
 };
 
 struct FlashAttentionTiling {
@@ -144,6 +147,14 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
   d.maskStrideN = p.maskStrideN;
   d.maskRow = p.maskRow;
   d.maskElems = p.maskElems;
+  d.pseKind = p.pseKind;
+  d.pseAddFirst = p.pseAddFirst;
+  d.pseGrad = p.pseGrad;
+  d.pseStrideB = p.pseStrideB;
+  d.pseStrideN = p.pseStrideN;
+  d.pseRow = p.pseRow;
+  d.pseElems = p.pseElems;
+  d.pseBase = p.pseBase;
   d.scale = p.scale;
   const uint64_t mT = maxQ < int64_t(kFaQueryTile) ? uint64_t(maxQ > 0 ? maxQ : 1) : kFaQueryTile;
   const uint64_t nT = maxKv < int64_t(kFaKeyTile) ? uint64_t(maxKv > 0 ? maxKv : 1) : kFaKeyTile;

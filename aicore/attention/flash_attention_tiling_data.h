@@ -31,6 +31,13 @@ struct FlashAttentionTilingData {
   // attn_mask read by the kernel (modes 0, 1 and 5): element (b, n1, i, j) at
   // b*maskStrideB + n1*maskStrideN + i*maskRow + j (broadcast dims have stride 0).
   int64_t maskStrideB, maskStrideN, maskRow, maskElems;
+  // real_shift: pseKind 0 none, 1 a tensor (element (b, n1, i, j) at b*pseStrideB + n1*pseStrideN
+  // + i*pseRow + j; pseBase >= 0: the ALiBi-compressed last 1024 rows, row i read from row
+  // max(i - pseBase, 0) shifted by pseBase + row - i), 2 / 3 slopes ([B, N1] or [N1]: slope at
+  // b*pseStrideB + n1) giving -slope*|i - j| / -slope*sqrt|i - j|. pseAddFirst: pse_type 1,
+  // scale*(QKᵀ + pse); otherwise scale*QKᵀ + pse. pseGrad: the backward writes d real_shift.
+  int64_t pseStrideB, pseStrideN, pseRow, pseElems, pseBase;
+  uint32_t pseKind, pseAddFirst, pseGrad;
   uint32_t packed;   // TND: sequence b is rows [cumQ[b-1], cumQ[b]) of query, the same for key
   uint32_t hasMask;  // attn_mask is read tile by tile
   uint32_t hasPrefix;

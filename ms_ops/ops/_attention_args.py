@@ -1,5 +1,5 @@
-"""flash_attention_score's checks of the packed sequence lengths (TND), attn_mask and prefix against
-input_layout and sparse_mode, and their conversion to the kernels' int64 inputs. Static: they run
+"""flash_attention_score's checks of the packed sequence lengths (TND), attn_mask, prefix and
+real_shift against input_layout, sparse_mode and pse_type, and their conversion to the kernels' int64 inputs. Static: they run
 in PyNative and at compile time in GRAPH mode; values inside a Tensor are checked by the kernel.
 """
 import functools
@@ -127,3 +127,45 @@ def check_mask(attn_mask, sparse_mode, layout, b, n1, s1, s2):
         raise ValueError(f"{_OP}: 'attn_mask' shape {shape} does not fit sparse_mode {sparse_mode}: "
                          f"expected one of {wanted}")
     return attn_mask
+
+
+def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, next_tokens):
+    """The kernels' real_shift input. pse_type 0/1: a tensor of query's dtype, [B, N1, S1, S2] (the
+    one form with a gradient), [B or 1, N1, S1 or 1, S2], or the ALiBi-compressed
+    [B or 1, N1, 1024, S2] (causal, S1 == S2 > 1024); its gradient is stopped but for the full form.
+    pse_type 2/3: float32 slopes [N1] or [B, N1], S1 == S2 (never differentiated)."""
+    if isinstance(pse_type, bool) or not isinstance(pse_type, int):
+        raise TypeError(f"{_OP}: 'pse_type' must be an int, got {type(pse_type).__name__}")
+    if pse_type not in (0, 1, 2, 3):
+        raise ValueError(f"{_OP}: 'pse_type' must be 0, 1, 2 or 3, got {pse_type}")
+    if real_shift is None:
+        if pse_type >= 2:
+            raise ValueError(f"{_OP}: 'real_shift' is required by pse_type {pse_type} (the ALiBi slopes)")
+        return placeholder(dtype)
+    if not isinstance(real_shift, ms.Tensor):
+        raise TypeError(f"{_OP}: 'real_shift' must be a Tensor, got {type(real_shift).__name__}")
+    if layout == "TND":
+        raise ValueError(f"{_OP}: 'real_shift' with input_layout 'TND' is not supported yet in ms_ops")
+    shape = tuple(real_shift.shape)
+    if pse_type >= 2:
+        if real_shift.dtype != ms.float32:
+            raise TypeError(f"{_OP}: 'real_shift' (slopes of pse_type {pse_type}) must be float32, "
+                            f"got {real_shift.dtype}")
+        if shape not in ((n1,), (b, n1)):
+            raise ValueError(f"{_OP}: 'real_shift' (slopes of pse_type {pse_type}) must be [N1] or [B, N1] "
+                             f"({n1},) / ({b}, {n1}), got {shape}")
+        if known(s1) and known(s2) and s1 != s2:
+            raise ValueError(f"{_OP}: 'real_shift' slopes (pse_type {pse_type}) need S1 == S2, got {s1}, {s2}")
+        return ops.stop_gradient(real_shift)
+    if real_shift.dtype != dtype:
+        raise TypeError(f"{_OP}: 'real_shift' must have query's dtype {dtype}, got {real_shift.dtype}")
+    causal = sparse_mode in (2, 3) or (sparse_mode == 0 and next_tokens <= 0)
+    compressed = len(shape) == 4 and shape[2] == 1024 and causal and known(s1) and s1 > 1024 and s1 == s2
+    fits = (len(shape) == 4 and shape[0] in (b, 1) and shape[1] == n1 and shape[3] == s2
+            and (shape[2] in (s1, 1) or compressed))
+    if not fits:
+        raise ValueError(f"{_OP}: 'real_shift' shape {shape} does not fit [B, N1, S1, S2] = {(b, n1, s1, s2)} "
+                         f"(B and S1 may be 1; [B, N1, 1024, S2] ALiBi-compressed when causal with S1 == S2 > 1024)")
+    if shape == (b, n1, s1, s2) and not compressed:
+        return real_shift
+    return ops.stop_gradient(real_shift)

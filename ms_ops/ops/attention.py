@@ -6,7 +6,7 @@ respect to query, key and value. Signature and defaults are MindSpore's
 from ms_ops._custom import custom_op
 from ms_ops.bprop.attention import make_flash_attention_score_bprop
 from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
-from ms_ops.ops._attention_args import check_mask, check_prefix, sequences
+from ms_ops.ops._attention_args import check_mask, check_prefix, check_pse, sequences
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _OP = "flash_attention_score"
@@ -72,13 +72,14 @@ def _check_shapes(query, key, value, head_num, layout):
 def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mask=None, padding_mask=None,
                           attn_mask=None, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, keep_prob=1.0,
                           scalar_value=1.0, pre_tokens=2147483647, next_tokens=2147483647, inner_precise=0,
-                          input_layout="BSH", sparse_mode=0):
+                          input_layout="BSH", sparse_mode=0, *, pse_type=1):
     r"""Multi-head attention without the ``S1 x S2`` score matrix in memory:
 
     .. math::
         \text{out} = \operatorname{softmax}(\text{scalar\_value}\cdot Q K^\top \text{ over visible keys})\, V
 
-    per sequence and query head; query head ``n`` reads key/value head ``n // (N1 // N2)`` (GQA/MQA).
+    per sequence and query head; query head ``n`` reads key/value head ``n // (N1 // N2)`` (GQA/MQA),
+    with a position bias (``real_shift``, ``pse_type``) added to the logits when given.
 
     Args:
         query: ``[B, S1, N1*D]`` (BSH), ``[S1, B, N1*D]`` (SBH), ``[B, S1, N1, D]`` (BSND),
@@ -87,6 +88,14 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         key, value: the same layout with S2 (T2) rows and N2 heads (N1 a multiple of N2),
             query's dtype and head dim D (1..512).
         head_num (int): N1.
+        real_shift (Tensor, optional): pse_type 0 or 1: a bias of query's dtype, ``[B, N1, S1, S2]``
+            (differentiable: d real_shift comes from the gradient kernel), or, not differentiated,
+            ``[B, N1, 1, S2]``, ``[1, N1, S1, S2]`` (B and S1 broadcast), and the ALiBi-compressed
+            ``[B or 1, N1, 1024, S2]`` (the last 1024 rows of a bias depending on j - i only;
+            sparse_mode 2 or 3, or 0 with next_tokens <= 0, and S1 == S2 > 1024). pse_type 2 or
+            3: float32 ALiBi slopes ``[N1]`` or ``[B, N1]`` (S1 == S2), the kernel generating the
+            bias ``-slope * |i - j|`` (2) or ``-slope * sqrt(|i - j|)`` (3); not differentiated.
+            Not with TND.
         attn_mask (Tensor, optional): bool or uint8, 1 = masked out. sparse_mode 0 and 1:
             ``[B, N1, S1, S2]``, ``[B, 1, S1, S2]``, ``[1, 1, S1, S2]`` or ``[S1, S2]``, applied
             on top of the mode's visible keys (not with TND); sparse_mode 5: ``[B, N1, S1, S2]``
@@ -113,8 +122,11 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             and 8 as the last/first batch being "a band"; ms_ops takes that band to be mode 4's,
             anchored at the bottom-right corner, for both.) With TND every mode acts per
             sequence.
+        pse_type (int, keyword-only): how real_shift enters the logits: 0 ``scale * QKᵀ + pse``,
+            1 (default, MindSpore's only form) ``scale * (QKᵀ + pse)``, 2 and 3 the in-kernel ALiBi
+            above, added after the scaling.
 
-    Not supported yet (a ValueError names the argument): real_shift, drop_mask, keep_prob < 1,
+    Not supported yet (a ValueError names the argument): drop_mask, keep_prob < 1,
     padding_mask, a full attn_mask with TND, and inner_precise other than 0 or 1.
 
     Returns:
@@ -122,10 +134,10 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         masked, an empty key sequence, or outside the mode's range) outputs 0 and gets a zero
         gradient.
 
-    Gradient: dq, dk, dv by the kernel flash_attention_score_grad (deterministic); attn_mask,
-    prefix and the sequence lengths get zeros.
+    Gradient: dq, dk, dv (and d real_shift for the full form) by the kernel
+    flash_attention_score_grad (deterministic); attn_mask, prefix and the sequence lengths get zeros.
     """
-    for name, value_ in (("real_shift", real_shift), ("drop_mask", drop_mask), ("padding_mask", padding_mask)):
+    for name, value_ in (("drop_mask", drop_mask), ("padding_mask", padding_mask)):
         if value_ is not None:
             _unsupported(name, "(any value but None)")
     if keep_prob != 1.0:
@@ -153,7 +165,9 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         batch = packed_batch
     pre = check_prefix(prefix, sparse_mode, batch, None if input_layout == "TND" else s2)
     mask = check_mask(attn_mask, sparse_mode, input_layout, batch, head_num, s1, s2)
+    pse = check_pse(real_shift, pse_type, input_layout, query.dtype, batch, head_num, s1, s2, sparse_mode,
+                    next_tokens)
     prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=head_num,
                      scale_value=float(scalar_value), pre_tokens=pre_tokens, next_tokens=next_tokens,
-                     input_layout=input_layout, sparse_mode=sparse_mode)
-    return prim(query, key, value, mask, pre, seq_q, seq_kv)[2]
+                     input_layout=input_layout, sparse_mode=sparse_mode, pse_type=pse_type)
+    return prim(query, key, value, pse, mask, pre, seq_q, seq_kv)[2]

@@ -1,5 +1,5 @@
-"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore without pse and
-dropout) and its gradient. The test oracle; never on an op's path.
+"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore without dropout)
+and its gradient. The test oracle; never on an op's path.
 
 Tensors are taken in BNSD ([B, N, S, D]); key j is visible to query i when
 i + low <= j <= i + high (``visible_offsets``), or, in general, where a boolean visibility
@@ -45,10 +45,17 @@ def _mask(s1, s2, low, high):
     return (j >= i + low) & (j <= i + high)
 
 
-def _probs(q, k, scale, mask, rnd):
+def _probs(q, k, scale, mask, rnd, pse=None, pse_first=False):
+    """Softmax rows of the visible logits: scale * QKᵀ, with ``pse`` (broadcastable to
+    [B, N1, S1, S2]) added before (``pse_first``, pse_type 1) or after the scaling."""
     group = q.shape[1] // k.shape[1]
     kk = np.repeat(k, group, axis=1)
-    s = rnd(_matmul(q, kk.transpose(0, 1, 3, 2), rnd) * scale)
+    s = _matmul(q, kk.transpose(0, 1, 3, 2), rnd)
+    if pse is not None and pse_first:
+        s = rnd(s + pse)
+    s = rnd(s * scale)
+    if pse is not None and not pse_first:
+        s = rnd(s + pse)
     s = np.where(mask, s, -np.inf)
     m = np.max(s, axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
@@ -78,9 +85,18 @@ def flash_attention(q, k, v, scale, low, high, rnd=_exact):
     return flash_attention_masked(q, k, v, scale, _mask(q.shape[2], k.shape[2], low, high), rnd)
 
 
-def flash_attention_masked(q, k, v, scale, mask, rnd=_exact):
-    """attention_out [B, N1, S1, D] with ``mask`` (true = visible) broadcastable to [B, N1, S1, S2]."""
-    p, group = _probs(q, k, scale, mask, rnd)
+def alibi(slopes, s, sqrt=False):
+    """The bias pse_type 2 (3 with ``sqrt``) generates: -slope * |i - j| (or its square root),
+    [B or 1, N1, S, S] from slopes [N1] or [B, N1]."""
+    slopes = np.asarray(slopes, dtype=np.float64).reshape((1,) * (2 - np.ndim(slopes)) + np.shape(slopes))
+    dist = np.abs(np.arange(s)[:, None] - np.arange(s)[None, :]).astype(np.float64)
+    return -slopes[..., None, None] * (np.sqrt(dist) if sqrt else dist)
+
+
+def flash_attention_masked(q, k, v, scale, mask, rnd=_exact, pse=None, pse_first=False):
+    """attention_out [B, N1, S1, D] with ``mask`` (true = visible) broadcastable to [B, N1, S1, S2]
+    and an optional bias ``pse`` (see ``_probs``)."""
+    p, group = _probs(q, k, scale, mask, rnd, pse, pse_first)
     return _matmul(p, np.repeat(v, group, axis=1), rnd)
 
 
@@ -89,9 +105,14 @@ def flash_attention_grad(q, k, v, dout, scale, low, high, rnd=_exact):
     return flash_attention_grad_masked(q, k, v, dout, scale, _mask(q.shape[2], k.shape[2], low, high), rnd)
 
 
-def flash_attention_grad_masked(q, k, v, dout, scale, mask, rnd=_exact):
+def flash_attention_grad_masked(q, k, v, dout, scale, mask, rnd=_exact, pse=None, pse_first=False):
     """(dq, dk, dv) of ``flash_attention_masked``, each in its input's BNSD shape."""
-    p, group = _probs(q, k, scale, mask, rnd)
+    return flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd, pse, pse_first)[:3]
+
+
+def flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd=_exact, pse=None, pse_first=False):
+    """(dq, dk, dv, d pse) of ``flash_attention_masked``; d pse [B, N1, S1, S2] (the full form's)."""
+    p, group = _probs(q, k, scale, mask, rnd, pse, pse_first)
     kk, vv = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     out = _matmul(p, vv, rnd)
     dv = _matmul(p.transpose(0, 1, 3, 2), dout, rnd)
@@ -105,7 +126,7 @@ def flash_attention_grad_masked(q, k, v, dout, scale, mask, rnd=_exact):
         b, n1, s, dim = g.shape
         return g.reshape(b, n1 // group, group, s, dim).sum(axis=2)
 
-    return dq, fold(dk), fold(dv)
+    return dq, fold(dk), fold(dv), rnd(ds * scale) if pse_first else ds
 
 
 def varlen(q, k, v, dout, cum_q, cum_kv, scale, sparse_mode=0, pre_tokens=FAR, next_tokens=FAR, prefix=None,

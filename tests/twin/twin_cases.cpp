@@ -195,6 +195,11 @@ TWIN_EXPORT int twin_cast_to_f32(int src, int mode, void *x, float *out, uint32_
   });
 }
 
+// uint8 -> half (attn_mask bytes on their way to fp32).
+TWIN_EXPORT int twin_cast_u8_to_f16(int mode, void *x, void *out, uint32_t n) {
+  return Run("twin_cast", 1, [&] { CastKernel<half, uint8_t>(mode, x, out, n); });
+}
+
 // mask = a <mode> b, sel = mask ? a : b; smask = a <mode> s, ssel = smask ? a : s.
 TWIN_EXPORT int twin_cmp_select(int mode, float *a, float *b, float s, uint8_t *mask, float *sel, uint8_t *smask,
                                 float *ssel, uint32_t n) {

@@ -1,5 +1,5 @@
-// flash_attention_score (CANN FlashAttentionScore without pse and dropout): per sequence and
-// head, out = softmax(scale * Q Kᵀ restricted to the visible keys) V, with GQA (query head n
+// flash_attention_score (CANN FlashAttentionScore without dropout): per sequence and head,
+// out = softmax(scale * Q Kᵀ (+ real_shift or ALiBi, FaLogits) restricted to the visible keys) V, with GQA (query head n
 // reads key/value head n / (N1 / N2)); softmax_max / softmax_sum are the rows' max of the scaled
 // scores and Σ exp(score - max), 8 equal copies per row. The visible keys are a range per row
 // (sparse_mode, pre/next_tokens, prefix; flash_attention_kernel.h), minus those attn_mask marks.
@@ -23,6 +23,7 @@ struct FaArgs {
   GM_ADDR q;
   GM_ADDR k;
   GM_ADDR v;
+  GM_ADDR pse;
   GM_ADDR mask;
   GM_ADDR prefix;
   GM_ADDR cumQ;
@@ -81,6 +82,7 @@ class FlashAttentionScoreKernel {
     pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
     pipe.InitBuffer(pen_, UbBytes(nT, 4));
     pipe.InitBuffer(keep_, UbBytes(nT, 4));
+    FaInitPse(pipe, pse_, a.pse, td);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -155,7 +157,7 @@ class FlashAttentionScoreKernel {
         FaCopyIn(s, sGm_[uint64_t(i) * nt + lo], len);
         inQ_.EnQue(s);
         s = inQ_.DeQue<float>();
-        Muls(s, s, td.scale, len);
+        FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, s, len);
         if (td.hasMask)
           FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), s,
                       maskGm_[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
@@ -278,6 +280,7 @@ class FlashAttentionScoreKernel {
   TQue<QuePosition::VECIN, 1> maskQ_;
   TBuf<TPosition::VECCALC> zero_, tmp_, red_, state_, stats_, halfRow_, pen_, keep_;
   FaSeqGm seq_;
+  FaPseBufs<T> pse_;
   GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, outGm_, pGm_;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, pvGm_, accGm_;
@@ -298,14 +301,14 @@ __aicore__ inline void Run(const FaArgs &a, const FlashAttentionTilingData &td) 
 }  // namespace
 
 extern "C" __global__ __aicore__ void flash_attention_score(GM_ADDR query, GM_ADDR key, GM_ADDR value,
-                                                            GM_ADDR attnMask, GM_ADDR prefix, GM_ADDR actualSeqQlen,
+                                                            GM_ADDR realShift, GM_ADDR attnMask, GM_ADDR prefix, GM_ADDR actualSeqQlen,
                                                             GM_ADDR actualSeqKvlen, GM_ADDR softmaxMax,
                                                             GM_ADDR softmaxSum, GM_ADDR attentionOut,
                                                             GM_ADDR workspace, GM_ADDR tiling) {
   // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
   GET_TILING_DATA_WITH_STRUCT(FlashAttentionTilingData, td, tiling);
-  const FaArgs a{query, key, value, attnMask, prefix, actualSeqQlen, actualSeqKvlen, softmaxMax, softmaxSum,
+  const FaArgs a{query, key, value, realShift, attnMask, prefix, actualSeqQlen, actualSeqKvlen, softmaxMax, softmaxSum,
                  attentionOut, workspace};
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {

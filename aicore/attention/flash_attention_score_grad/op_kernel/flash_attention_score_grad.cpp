@@ -6,7 +6,9 @@
 // accumulates dK and dV of its tile over the group's query heads and query tiles in a fixed
 // order; a query pass owns (query head, query tile of a sequence) items and accumulates dQ over the key
 // tiles in order. Both recompute S and dP tile by tile (cube), P and dS in UB in fp32 (vector);
-// no S1 x S2 buffer. Rows that see no key get no gradient. Sequences, visible ranges and attn_mask
+// no S1 x S2 buffer. Rows that see no key get no gradient. With a full [B, N1, S1, S2] real_shift
+// (pseGrad), the query pass also writes d real_shift = P ∘ (dP - D) (pse_type 0) or its scaled
+// form dS (pse_type 1), row by row, zeros where the row sees no key; otherwise dpse is zeros. Sequences, visible ranges and attn_mask
 // as in the forward (flash_attention_kernel.h).
 #include "../../flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
@@ -22,6 +24,7 @@ struct FagArgs {
   GM_ADDR k;
   GM_ADDR v;
   GM_ADDR dy;
+  GM_ADDR pse;
   GM_ADDR mask;
   GM_ADDR prefix;
   GM_ADDR cumQ;
@@ -32,6 +35,7 @@ struct FagArgs {
   GM_ADDR dq;
   GM_ADDR dk;
   GM_ADDR dv;
+  GM_ADDR dpse;
   GM_ADDR workspace;
 };
 
@@ -62,6 +66,10 @@ class FlashAttentionScoreGradKernel {
     dqGm_.SetGlobalBuffer((__gm__ T *)a.dq, qElems);
     dkGm_.SetGlobalBuffer((__gm__ T *)a.dk, kElems);
     dvGm_.SetGlobalBuffer((__gm__ T *)a.dv, kElems);
+    // d real_shift has real_shift's shape: the [1] placeholder when there is none.
+    // (slopes are fp32 whatever T: counted in T-sized units, zero bytes being 0 in every type).
+    dpseElems_ = td.pseKind == 0 ? 1 : td.pseKind == 1 ? uint64_t(td.pseElems) : uint64_t(td.pseElems) * 4 / sizeof(T);
+    dpseGm_.SetGlobalBuffer((__gm__ T *)a.dpse, dpseElems_);
     const uint64_t stats = uint64_t(td.qRows) * td.heads1 * 8;
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxIn, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumIn, stats);
@@ -94,6 +102,7 @@ class FlashAttentionScoreGradKernel {
     pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
     pipe.InitBuffer(pen_, UbBytes(nT, 4));
     pipe.InitBuffer(keep_, UbBytes(nT, 4));
+    FaInitPse(pipe, pse_, a.pse, td);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes_ / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -101,6 +110,8 @@ class FlashAttentionScoreGradKernel {
 
   __aicore__ inline void Process() {
     const FlashAttentionTilingData &td = *td_;
+    // Without a gradient to compute, d real_shift is zeros (one block writes them).
+    if (!td.pseGrad && GetBlockIdx() == 0) ZeroRun(dpseGm_, dpseElems_);
     for (int64_t it = GetBlockIdx(); it < td.heads2 * td.kTiles; it += GetBlockNum()) {
       int64_t k0;
       const FaSeg sg = FaLocate(td, seq_, false, it % td.kTiles, td.nTile, k0);
@@ -156,6 +167,8 @@ class FlashAttentionScoreGradKernel {
     const FlashAttentionTilingData &td = *td_;
     const int64_t kBase = FaKBase(td, sg, n1);
     bool started = false;
+    // d real_shift rows start as zeros; the visible keys' values overwrite them in order (MTE3).
+    for (uint32_t i = 0; td.pseGrad && i < mt; ++i) ZeroRun(dpseGm_[FaPseAt(td, sg, n1, q0 + i, 0)], uint64_t(sg.s2));
     for (int64_t k0 = 0; k0 < sg.s2; k0 += td.nTile) {
       const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, sg.s2 - k0));
       if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
@@ -206,7 +219,7 @@ class FlashAttentionScoreGradKernel {
         FaCopyIn(ds, dpGm_[uint64_t(i) * nt + lo], len);
         addQ_.EnQue(ds);
         ds = addQ_.DeQue<float>();
-        Muls(p, p, td.scale, len);
+        FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, p, len);
         // Masked keys score kFaLowest: P = 0 there (a row with every key masked has sum 0).
         if (td.hasMask)
           FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), p,
@@ -217,7 +230,10 @@ class FlashAttentionScoreGradKernel {
         if (writeP) Emit(pGm_[uint64_t(i) * nt + lo], p, len);
         Adds(ds, ds, -di, len);
         Mul(ds, ds, p, len);
+        const bool dpse = !writeP && td.pseGrad;
+        if (dpse && !td.pseAddFirst) Emit(dpseGm_[FaPseAt(td, sg, n1, q0 + i, k0 + lo)], ds, len);
         Muls(ds, ds, td.scale, len);
+        if (dpse && td.pseAddFirst) Emit(dpseGm_[FaPseAt(td, sg, n1, q0 + i, k0 + lo)], ds, len);
         inQ_.FreeTensor(p);
         Emit(dsGm_[uint64_t(i) * nt + lo], ds, len);
         addQ_.FreeTensor(ds);
@@ -230,6 +246,13 @@ class FlashAttentionScoreGradKernel {
       FaCopyOut(dsGm_[uint64_t(i) * nt], zero, static_cast<uint32_t>(lo));
       FaCopyOut(dsGm_[uint64_t(i) * nt + hi], zero, static_cast<uint32_t>(nt - hi));
     }
+  }
+
+  // `count` zeros of T into GM, in runs of the zero row.
+  __aicore__ inline void ZeroRun(const GlobalTensor<T> &dst, uint64_t count) {
+    const uint64_t run = zeroBytes_ / sizeof(T);
+    for (uint64_t x = 0; x < count; x += run)
+      FaCopyOut(dst[x], zero_.Get<T>(), static_cast<uint32_t>(count - x < run ? count - x : run));
   }
 
   // A fp32 UB row into GM as T.
@@ -304,7 +327,9 @@ class FlashAttentionScoreGradKernel {
   TBuf<TPosition::VECCALC> wideA_, wideB_, tmp_, red_, zero_, statMax_, statSum_, dRow_, halfRow_, pen_, keep_;
   FaSeqGm seq_;
   GlobalTensor<uint8_t> maskGm_;
-  GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, pGm_, dsGm_;
+  GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, pGm_, dsGm_, dpseGm_;
+  FaPseBufs<T> pse_;
+  uint64_t dpseElems_ = 0;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_;
   const FlashAttentionTilingData *td_ = nullptr;
   uint32_t zeroBytes_ = 0;
@@ -323,15 +348,19 @@ __aicore__ inline void Run(const FagArgs &a, const FlashAttentionTilingData &td)
 }  // namespace
 
 extern "C" __global__ __aicore__ void flash_attention_score_grad(GM_ADDR query, GM_ADDR key, GM_ADDR value,
-                                                                 GM_ADDR dy, GM_ADDR attnMask, GM_ADDR prefix,
+                                                                 GM_ADDR dy, GM_ADDR realShift, GM_ADDR attnMask,
+                                                                 GM_ADDR prefix,
                                                                  GM_ADDR actualSeqQlen, GM_ADDR actualSeqKvlen,
                                                                  GM_ADDR softmaxMax, GM_ADDR softmaxSum,
                                                                  GM_ADDR attentionIn, GM_ADDR dq, GM_ADDR dk,
-                                                                 GM_ADDR dv, GM_ADDR workspace, GM_ADDR tiling) {
+                                                                 GM_ADDR dv, GM_ADDR dpse, GM_ADDR workspace,
+                                                                 GM_ADDR tiling) {
   // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
   GET_TILING_DATA_WITH_STRUCT(FlashAttentionTilingData, td, tiling);
-  const FagArgs a{query, key, value, dy, attnMask, prefix, actualSeqQlen, actualSeqKvlen, softmaxMax, softmaxSum, attentionIn, dq, dk, dv, workspace};
+  const FagArgs a{query,      key,        value,       dy, realShift, attnMask, prefix, actualSeqQlen,
+                  actualSeqKvlen, softmaxMax, softmaxSum, attentionIn, dq,  dk,       dv,     dpse,
+                  workspace};
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {
     Run<float>(a, td);
