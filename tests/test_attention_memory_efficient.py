@@ -8,7 +8,8 @@ from mindspore import nn
 
 import ms_ops
 from ms_ops import attn_bias as ab
-from ms_ops.reference.attention import FAR, flash_attention, flash_attention_grad
+from ms_ops.reference.attention import (FAR, flash_attention, flash_attention_grad, flash_attention_grad_pse,
+                                        flash_attention_masked)
 from tests.utils import assert_close, representable, rounding, to_ms, to_np
 
 
@@ -134,6 +135,56 @@ def test_dynamic_seq_graph():
             assert_close(f"{name} at M={m}, N={n}", to_np(g), r, nv, "fp32")
 
 
+class BiasLoss(nn.Cell):
+    def __init__(self):
+        super().__init__()
+
+    def construct(self, q, k, v, bias, w):
+        return (ms_ops.memory_efficient_attention(q, k, v, attn_bias=bias).astype(ms.float32) * w).sum()
+
+
+@pytest.mark.parametrize("shape", ["full", "batch_1", "5d"])
+def test_dense_bias(mode, shape):
+    """A bias tensor is added after the scaling (xformers); with a full batch it gets its gradient
+    (d logits), with a batch of 1 (broadcast) zeros."""
+    b, m, n, g, h, k = 2, 21, 34, 2, 2, 32
+    q_shape, kv_shape = ((b, m, g, h, k), (b, n, g, 1, k)) if shape == "5d" else ((b, m, h, k), (b, n, h, k))
+    bias_shape = ((1 if shape == "batch_1" else b),) + q_shape[2:-1] + (m, n)
+    q, dout = representable(q_shape, "fp32"), representable(q_shape, "fp32")
+    key, value = representable(kv_shape, "fp32"), representable(kv_shape, "fp32")
+    bias = representable(bias_shape, "fp32")
+    args = [to_ms(a, "fp32") for a in (q, key, value, bias)]
+    out = ms_ops.memory_efficient_attention(*args[:3], attn_bias=args[3])
+    grads = ms.grad(BiasLoss(), grad_position=(0, 1, 2, 3))(*args, ms.Tensor(dout.astype(np.float32)))
+    pse = bias.reshape(bias.shape[0], -1, m, n)
+    visible = np.ones((m, n), bool)
+    qb, kb, vb, db = (bnsd(a) for a in (q, key, value, dout))
+    rnd = rounding("fp32")
+    ref = ((flash_attention_masked(qb, kb, vb, k ** -0.5, visible, pse=pse),)
+           + flash_attention_grad_pse(qb, kb, vb, db, k ** -0.5, visible, pse=pse))
+    naive = ((flash_attention_masked(qb, kb, vb, k ** -0.5, visible, rnd, pse=pse),)
+             + flash_attention_grad_pse(qb, kb, vb, db, k ** -0.5, visible, rnd, pse=pse))
+    shapes = (q_shape, q_shape, kv_shape, kv_shape)
+    for name, got, r, nv, sh in zip(("out", "dq", "dk", "dv"), (out,) + tuple(grads[:3]), ref, naive, shapes):
+        assert_close(name, to_np(got), from_bnsd(r, sh), from_bnsd(nv, sh), "fp32")
+    d_bias = to_np(grads[3])
+    assert d_bias.shape == bias_shape
+    if shape == "batch_1":
+        assert np.all(d_bias == 0)
+    else:
+        assert_close("d attn_bias", d_bias, ref[4].reshape(bias_shape), naive[4].reshape(bias_shape), "fp32")
+
+
+def test_materialized_mask_as_bias(mode):
+    """A mask's materialize() given as a bias tensor (-inf entries) gives what the mask gives."""
+    q, key, value = (representable((1, s, 2, 64), "fp32") for s in (30, 45, 45))
+    mask = ab.LowerTriangularMask()
+    args = [to_ms(a, "fp32") for a in (q, key, value)]
+    by_mask = Mea(attn_bias=mask)(*args)
+    by_tensor = ms_ops.memory_efficient_attention(*args, attn_bias=mask.materialize((1, 2, 30, 45)))
+    np.testing.assert_allclose(to_np(by_tensor), to_np(by_mask), rtol=1e-5, atol=1e-6)
+
+
 def test_single_head_3d(mode):
     q, key, value, dout = (representable((2, s, 32), "fp32") for s in (9, 13, 13, 9))
     got = run(Mea(attn_bias=ab.LowerTriangularMask()), q, key, value, dout, "fp32")
@@ -222,7 +273,11 @@ def _t(*shape, dtype=ms.float32):
     ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16)),
      {"attn_bias": ab.BlockDiagonalMask.from_seqlens([3, 5], [3, 6])}, ValueError, "'key' has 8 rows"),
     ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16)), {"attn_bias": _t(8, 8)}, ValueError,
-     "'attn_bias' as a dense Tensor is not supported yet"),
+     r"'attn_bias' must have shape \[1 or 1, 2, 8, 8\]"),
+    ((_t(2, 8, 2, 16), _t(2, 9, 2, 16), _t(2, 9, 2, 16)), {"attn_bias": _t(2, 2, 8, 8)}, ValueError,
+     r"'attn_bias' must have shape \[2 or 1, 2, 8, 9\]"),
+    ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16)), {"attn_bias": _t(1, 2, 8, 8, dtype=ms.float16)}, TypeError,
+     "'attn_bias' must have the dtype of 'query'"),
     ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16)), {"attn_bias": "causal"}, TypeError, "'attn_bias' must be"),
     ((np.ones((1, 8, 2, 16)), _t(1, 8, 2, 16), _t(1, 8, 2, 16)), {}, TypeError, "'query' must be a Tensor"),
 ])

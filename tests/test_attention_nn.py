@@ -10,7 +10,7 @@ from mindspore import nn
 
 import ms_ops
 from ms_ops.reference.attention import (flash_attention, flash_attention_grad, flash_attention_grad_masked,
-                                        flash_attention_masked, varlen, visible_offsets)
+                                        flash_attention_grad_pse, flash_attention_masked, varlen, visible_offsets)
 from tests.utils import assert_close, representable, rounding, to_ms, to_np
 
 
@@ -137,6 +137,45 @@ def test_attn_mask_passes_through(mode):
         assert_close(name, from_bsh(to_np(g), n), r, nv, "fp32")
 
 
+class AlibiLoss(nn.Cell):
+    def __init__(self, attention):
+        super().__init__()
+        self.attention = attention
+
+    def construct(self, q, k, v, alibi, w):
+        return (self.attention(q, k, v, alibi_mask=alibi).astype(ms.float32) * w).sum()
+
+
+def test_alibi_mask(mode):
+    """use_alibi_mask: the alibi_mask given to construct is real_shift with MindSpore's pse_type 1
+    (added before the scaling), causal here; it gets its gradient too."""
+    b, n, s, d, scale = 2, 2, 26, 32, 0.3
+    q, k, v, dout = (representable((b, n, s, d), "fp32") for _ in range(4))
+    slopes = np.array([0.5, 0.25])
+    alibi = -slopes[None, :, None, None] * np.abs(np.arange(s)[:, None] - np.arange(s)[None, :])
+    alibi = np.broadcast_to(alibi, (b, n, s, s)).copy()
+    cell = ms_ops.nn.FlashAttention(n, scale_value=scale, input_layout="BNSD", sparse_mode=2, use_alibi_mask=True)
+    args = [to_ms(a, "fp32") for a in (q, k, v, alibi)]
+    out = cell(*args[:3], alibi_mask=args[3])
+    grads = ms.grad(AlibiLoss(cell), grad_position=(0, 1, 2, 3))(*args, ms.Tensor(dout.astype(np.float32)))
+    visible = np.tril(np.ones((s, s), bool))
+    rnd = rounding("fp32")
+    ref = ((flash_attention_masked(q, k, v, scale, visible, pse=alibi, pse_first=True),)
+           + flash_attention_grad_pse(q, k, v, dout, scale, visible, pse=alibi, pse_first=True))
+    naive = ((flash_attention_masked(q, k, v, scale, visible, rnd, pse=alibi, pse_first=True),)
+             + flash_attention_grad_pse(q, k, v, dout, scale, visible, rnd, pse=alibi, pse_first=True))
+    for name, g, r, nv in zip(("out", "dq", "dk", "dv", "d alibi_mask"), (out,) + tuple(grads), ref, naive):
+        assert_close(name, to_np(g), r, nv, "fp32")
+
+
+def test_alibi_mask_errors():
+    x = ms.Tensor(np.ones((1, 8, 64), np.float32))
+    with pytest.raises(ValueError, match="FlashAttention: 'alibi_mask' is required with use_alibi_mask=True"):
+        ms_ops.nn.FlashAttention(2, use_alibi_mask=True)(x, x, x)
+    with pytest.raises(ValueError, match="FlashAttention: 'alibi_mask' is given but use_alibi_mask is False"):
+        ms_ops.nn.FlashAttention(2)(x, x, x, alibi_mask=ms.Tensor(np.zeros((1, 2, 8, 8), np.float32)))
+
+
 def test_dynamic_seq_graph_with_grad():
     """One compiled graph (sequence length left open by set_inputs) serves two lengths, forward
     and gradient."""
@@ -174,7 +213,7 @@ def test_repr_and_options():
     ({"head_num": 2, "input_layout": "NSD"}, ValueError, "'input_layout' must be one of"),
     ({"head_num": 2, "sparse_mode": -1}, ValueError, "'sparse_mode' must be >= 0"),
     ({"head_num": 2, "pre_tokens": 1.5}, TypeError, "'pre_tokens' must be an int"),
-    ({"head_num": 2, "use_alibi_mask": True}, ValueError, "'use_alibi_mask' True is not supported yet"),
+    ({"head_num": 2, "use_alibi_mask": 1}, TypeError, "'use_alibi_mask' must be a bool"),
 ])
 def test_argument_errors(kwargs, error, match):
     with pytest.raises(error, match=f"FlashAttention: {match}"):

@@ -25,13 +25,16 @@ class FlashAttention(RecoveringCell):
         input_layout (str): "BSH" (default), "SBH", "BSND", "BNSD" or "TND".
         sparse_mode (int): CANN's sparse mode (0 band, 2 causal from the top left, 3 causal from
             the bottom right, ...; see :func:`ms_ops.flash_attention_score`). Default 0.
-        use_alibi_mask (bool): take an ALiBi bias in ``construct``; not supported yet (True
-            raises ValueError).
+        use_alibi_mask (bool): whether ``construct`` takes an ALiBi (or any position) bias
+            ``alibi_mask``; it becomes ``flash_attention_score``'s ``real_shift`` (with its default
+            ``pse_type=1``, MindSpore's: added before the scaling). Default False.
 
     Inputs:
         query, key, value (Tensor): in ``input_layout``, as :func:`ms_ops.flash_attention_score`.
         attn_mask (Tensor, optional): bool/uint8, 1 = masked out, as ``flash_attention_score``.
-        alibi_mask (Tensor, optional): passed as ``real_shift`` (not supported yet).
+        alibi_mask (Tensor, optional): with ``use_alibi_mask`` only, and then required: the bias
+            ``real_shift`` (``[B, N1, S1, S2]``, ``[1, N1, S1, S2]``, ``[B, N1, 1, S2]`` or the
+            ALiBi-compressed ``[B or 1, N1, 1024, S2]``; see :func:`ms_ops.flash_attention_score`).
         prefix: sparse_mode 5 and 6, as ``flash_attention_score``.
         padding_mask: not supported yet.
         actual_seq_qlen, actual_seq_kvlen (list of int): TND only: cumulative query / key
@@ -55,8 +58,8 @@ class FlashAttention(RecoveringCell):
         check_int(_NAME, "next_tokens", next_tokens)
         check_choice(_NAME, "input_layout", input_layout, _LAYOUTS)
         check_int(_NAME, "sparse_mode", sparse_mode, low=0)
-        if use_alibi_mask:
-            raise ValueError(f"{_NAME}: 'use_alibi_mask' True is not supported yet in ms_ops")
+        if not isinstance(use_alibi_mask, bool):
+            raise TypeError(f"{_NAME}: 'use_alibi_mask' must be a bool, got {type(use_alibi_mask).__name__}")
         self.head_num = head_num
         self.keep_prob = float(keep_prob)
         self.scale_value = None if scale_value is None else float(scale_value)
@@ -64,6 +67,7 @@ class FlashAttention(RecoveringCell):
         self.next_tokens = next_tokens
         self.input_layout = input_layout
         self.sparse_mode = sparse_mode
+        self.use_alibi_mask = use_alibi_mask
 
     def _scale(self, query):
         if self.scale_value is not None:
@@ -78,6 +82,10 @@ class FlashAttention(RecoveringCell):
 
     def construct(self, query, key, value, attn_mask=None, alibi_mask=None, prefix=None, padding_mask=None,
                   actual_seq_qlen=None, actual_seq_kvlen=None):
+        if self.use_alibi_mask and alibi_mask is None:
+            raise ValueError(f"{_NAME}: 'alibi_mask' is required with use_alibi_mask=True")
+        if not self.use_alibi_mask and alibi_mask is not None:
+            raise ValueError(f"{_NAME}: 'alibi_mask' is given but use_alibi_mask is False")
         return flash_attention_score(query, key, value, self.head_num, real_shift=alibi_mask,
                                      padding_mask=padding_mask, attn_mask=attn_mask, prefix=prefix,
                                      actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen,
@@ -88,4 +96,5 @@ class FlashAttention(RecoveringCell):
     def extend_repr(self):
         return (f"head_num={self.head_num}, keep_prob={self.keep_prob}, scale_value={self.scale_value}, "
                 f"pre_tokens={self.pre_tokens}, next_tokens={self.next_tokens}, "
-                f"input_layout={self.input_layout}, sparse_mode={self.sparse_mode}")
+                f"input_layout={self.input_layout}, sparse_mode={self.sparse_mode}, "
+                f"use_alibi_mask={self.use_alibi_mask}")

@@ -90,6 +90,30 @@ def _check_scalars(p, scale):
         raise TypeError(f"{_OP}: 'scale' must be a float or None, got {type(scale).__name__}")
 
 
+def _dense_bias(bias, query, key):
+    """An additive bias in query's layout, ``[B or 1, (G,) (H,) M, N]``, as real_shift
+    ``[B or 1, heads, M, N]``."""
+    check_same_dtype(_OP, "attn_bias", bias, "query", query)
+    rank = query.ndim
+    heads = tuple(query.shape[2:rank - 1])
+    expected = (query.shape[0],) + heads + (query.shape[1], key.shape[1])
+    fits = bias.ndim == rank
+    for axis in range(rank if fits else 0):
+        b, e = bias.shape[axis], expected[axis]
+        if known(b) and known(e) and b != e and not (axis == 0 and b == 1):
+            fits = False
+    if not fits:
+        want = ", ".join(str(d) for d in (f"{query.shape[0]} or 1",) + expected[1:])
+        raise ValueError(f"{_OP}: 'attn_bias' must have shape [{want}] for query {query.shape} and key "
+                         f"{key.shape}, got {bias.shape}")
+    if rank == 3:
+        return ops.expand_dims(_movable(bias), 1).astype(bias.dtype)
+    if rank == 5:
+        return _movable(bias).reshape(bias.shape[0], heads[0] * heads[1], bias.shape[3],
+                                      bias.shape[4]).astype(bias.dtype)
+    return bias
+
+
 def _packed(t):
     """[1, T, N, K] -> [T, N, K] in t's dtype."""
     return ops.squeeze(_movable(t), 0).astype(t.dtype)
@@ -132,8 +156,10 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
             top-left aligned: query i sees keys ``j <= i`` also when M != N),
             :class:`ms_ops.attn_bias.BlockDiagonalMask` or
             :class:`ms_ops.attn_bias.BlockDiagonalCausalMask` (packed sequences; B must be 1 and
-            M, N the total query and key lengths; one TND call of the kernels). A dense bias
-            tensor is not supported yet.
+            M, N the total query and key lengths; one TND call of the kernels), or a Tensor: an
+            additive bias of query's dtype, ``[B or 1, H, M, N]`` (``[B or 1, M, N]``,
+            ``[B or 1, G, H, M, N]``), added after the scaling (``-inf`` hides a key); its
+            gradient is computed when its batch is B, zeros for a batch of 1.
         p (float): dropout probability; only 0 is supported yet.
         scale (float, optional): the scale of ``Q K^T``. Default ``1 / sqrt(K)``.
 
@@ -160,8 +186,8 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
     elif isinstance(attn_bias, ab.LowerTriangularMask):
         out = flash_attention_score(q, k, v, heads, scalar_value=float(scale), input_layout="BSND", sparse_mode=2)
     elif isinstance(attn_bias, ms.Tensor):
-        raise ValueError(f"{_OP}: 'attn_bias' as a dense Tensor is not supported yet in ms_ops (use an "
-                         f"ms_ops.attn_bias mask)")
+        out = flash_attention_score(q, k, v, heads, real_shift=_dense_bias(attn_bias, query, key),
+                                    scalar_value=float(scale), input_layout="BSND", pse_type=0)
     else:
         raise TypeError(f"{_OP}: 'attn_bias' must be None, an ms_ops.attn_bias mask or a Tensor, got "
                         f"{type(attn_bias).__name__}")
