@@ -7,11 +7,7 @@
 
 #include <cstdint>
 
-#if __has_include("kernel_tiling/kernel_tiling.h")
-#include "kernel_tiling/kernel_tiling.h"
-#else
-#include "twin_cube_tiling.h"
-#endif
+#include "../common/cube_tiling.h"
 
 struct FlashAttentionTilingData {
   int64_t batch, heads1, heads2, seq1, seq2, dim;
