@@ -33,6 +33,7 @@ SIGNATURES = {
     "twin_race": [I, V, V],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
+    "twin_tiling_default": [V, V],
     "twin_sync_sum": [I, V, V, U, U, U],
     "twin_sync_fail": [I, V, U, U, U, U],
     "twin_sync_plain": [U],
@@ -95,6 +96,15 @@ def test_tiling_struct_and_key(lib):
         out = np.zeros(5, np.float32)
         assert lib.twin_tiling(key, P(tiling), P(out)) == 0
         assert list(out) == [42.0, 2.5, *expect, 1.0]
+
+
+def test_tiling_default_and_nested_copy(lib):
+    # NestedTiling {int64 id; {int32 n; float scale} inner}: 16 bytes, no padding.
+    tiling = np.zeros(1, dtype=[("id", "<i8"), ("n", "<i4"), ("scale", "<f4")])
+    tiling[0] = (7, -3, 1.5)
+    out = np.zeros(6, np.float32)
+    assert lib.twin_tiling_default(P(tiling), P(out)) == 0
+    assert list(out) == [7.0, -3.0, 1.5, 7.0, -1.5, -4.5]
 
 
 # ---- vector ops ----

@@ -8,11 +8,7 @@
 
 #include <cstdint>
 
-#if __has_include("kernel_tiling/kernel_tiling.h")
-#include "kernel_tiling/kernel_tiling.h"
-#else
-#include "twin_cube_tiling.h"
-#endif
+#include "../common/cube_tiling.h"
 
 struct FlashAttentionTilingData {
   // seq1/seq2: every sequence's length, or with TND (packed != 0) the longest one.

@@ -588,6 +588,37 @@ TWIN_EXPORT int twin_tiling(uint64_t key, void *tiling, float *out) {
   }));
 }
 
+namespace {
+struct InnerTiling {
+  int32_t n;
+  float scale;
+};
+struct NestedTiling {
+  int64_t id;
+  InnerTiling inner;
+};
+}  // namespace
+
+// The registered default struct through GET_TILING_DATA, the tiling in place through
+// GET_TILING_DATA_PTR_WITH_STRUCT, and a nested member copied onto the stack by
+// COPY_TILING_WITH_STRUCT from the member itself and from a pointer to it.
+TWIN_EXPORT int twin_tiling_default(void *tiling, float *out) {
+  return Reported(ms_ops::twin::Launch("twin_tiling_default", 1, 0, [&] {
+    REGISTER_TILING_DEFAULT(NestedTiling);
+    GET_TILING_DATA(td, reinterpret_cast<GM_ADDR>(tiling));
+    GET_TILING_DATA_PTR_WITH_STRUCT(NestedTiling, ptr, reinterpret_cast<GM_ADDR>(tiling));
+    COPY_TILING_WITH_STRUCT(InnerTiling, ptr->inner, fromMember);
+    COPY_TILING_WITH_STRUCT(InnerTiling, &td.inner, fromPointer);
+    GlobalTensor<float> o = Gm<float>(out, 6);
+    o.SetValue(0, static_cast<float>(td.id));
+    o.SetValue(1, static_cast<float>(td.inner.n));
+    o.SetValue(2, td.inner.scale);
+    o.SetValue(3, static_cast<float>(ptr->id));
+    o.SetValue(4, static_cast<float>(fromMember->n) + fromMember->scale);
+    o.SetValue(5, static_cast<float>(fromPointer->n) * fromPointer->scale);
+  }));
+}
+
 // ---- SyncAll ----
 
 // rounds x (block b < active writes b * rounds + r to slot b; SyncAll; sums[r][b] = sum of the

@@ -307,7 +307,8 @@ extern "C" __global__ __aicore__ void flash_attention_score(GM_ADDR query, GM_AD
                                                             GM_ADDR workspace, GM_ADDR tiling) {
   // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
-  GET_TILING_DATA_WITH_STRUCT(FlashAttentionTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(FlashAttentionTilingData);
+  GET_TILING_DATA(td, tiling);
   const FaArgs a{query, key, value, realShift, attnMask, prefix, actualSeqQlen, actualSeqKvlen, softmaxMax, softmaxSum,
                  attentionOut, workspace};
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.

@@ -357,7 +357,8 @@ extern "C" __global__ __aicore__ void flash_attention_score_grad(GM_ADDR query, 
                                                                  GM_ADDR tiling) {
   // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
-  GET_TILING_DATA_WITH_STRUCT(FlashAttentionTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(FlashAttentionTilingData);
+  GET_TILING_DATA(td, tiling);
   const FagArgs a{query,      key,        value,       dy, realShift, attnMask, prefix, actualSeqQlen,
                   actualSeqKvlen, softmaxMax, softmaxSum, attentionIn, dq,  dk,       dv,     dpse,
                   workspace};
