@@ -11,5 +11,6 @@
 #include "twin_cast.h"
 #include "twin_select.h"
 #include "twin_sync.h"
+#include "twin_tiling.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

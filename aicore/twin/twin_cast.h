@@ -1,4 +1,4 @@
-// Cast between float and half / bfloat16_t / int32_t (and float -> float rounding to an integer),
+// Cast between float and half / bfloat16_t / int32_t, uint8_t -> half (and float -> float rounding to an integer),
 // with the RoundMode semantics: CAST_NONE rounds to nearest even where the conversion loses
 // precision, CAST_ROUND is half away from zero, CAST_ODD rounds to odd. float -> int32_t
 // saturates at the int32 range and maps NaN to 0.
@@ -155,6 +155,10 @@ inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const Rou
   } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, float>) {
     if (roundMode == RoundMode::CAST_NONE || !WithIntRounding(roundMode, [&](auto f) { ToFloat(d, s, count, f); }))
       BadMode("float -> float", roundMode);
+  } else if constexpr (std::is_same_v<U, uint8_t> && std::is_same_v<T, half>) {
+    // Exact: every uint8 value is a half.
+    if (roundMode != RoundMode::CAST_NONE) BadMode("uint8 -> half", roundMode);
+    for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<half>(s[i]);
   } else if constexpr (std::is_same_v<U, int32_t> && std::is_same_v<T, float>) {
     if (roundMode != RoundMode::CAST_NONE && roundMode != RoundMode::CAST_RINT) BadMode("int32 -> float", roundMode);
     for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<float>(s[i]);

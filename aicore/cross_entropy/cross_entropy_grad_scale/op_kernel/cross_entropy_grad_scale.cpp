@@ -155,7 +155,8 @@ extern "C" __global__ __aicore__ void cross_entropy_grad_scale(GM_ADDR inputGrad
                                                                GM_ADDR count, GM_ADDR appliedScale, GM_ADDR workspace,
                                                                GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  GET_TILING_DATA_WITH_STRUCT(CrossEntropyGradScaleTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(CrossEntropyGradScaleTilingData);
+  GET_TILING_DATA(td, tiling);
   // Literal keys, kCegsKey* in the tiling data header: the dtype of the gradients.
   if (TILING_KEY_IS(1)) {
     Run<float>(inputGrad, weightGrad, dout, count, appliedScale, td);
