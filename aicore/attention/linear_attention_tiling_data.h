@@ -12,11 +12,7 @@
 
 #include <cstdint>
 
-#if __has_include("kernel_tiling/kernel_tiling.h")
-#include "kernel_tiling/kernel_tiling.h"
-#else
-#include "twin_cube_tiling.h"
-#endif
+#include "../common/cube_tiling.h"
 
 struct LinearAttentionTilingData {
   int64_t batch, heads, seq, dim, vdim;

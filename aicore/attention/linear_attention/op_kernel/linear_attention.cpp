@@ -132,7 +132,8 @@ extern "C" __global__ __aicore__ void linear_attention(GM_ADDR query, GM_ADDR ke
                                                        GM_ADDR tiling) {
   // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
-  GET_TILING_DATA_WITH_STRUCT(LinearAttentionTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(LinearAttentionTilingData);
+  GET_TILING_DATA(td, tiling);
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {
     Run<float>(query, key, value, attentionOut, normalizer, workspace, td);
