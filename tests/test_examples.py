@@ -53,3 +53,18 @@ def test_attention_benchmark_smoke(tmp_path):
     assert cases == [["ms_ops", "dense"], ["composed", "dense"], ["torch", "dense"], ["ms_ops", "packed"],
                      ["torch", "packed"], ["ms_ops", "padded"], ["torch", "padded"]]
     assert all(",ok," in row for row in rows)
+
+
+@pytest.mark.full
+def test_linear_attention_benchmark_smoke(tmp_path):
+    """benchmarks/bench_linear_attention.py on tiny sizes times all three implementations at every
+    length, prints the ratio table and appends one row per case to the CSV it is given."""
+    results = tmp_path / "linear_attention.csv"
+    proc = run_script("benchmarks/bench_linear_attention.py", "--seq", "64", "130", "--batch", "2", "--repeats", "1",
+                      "--csv", str(results), cwd=tmp_path)
+    assert "flash/linear" in proc.stdout and "composed/linear" in proc.stdout
+    header, *rows = results.read_text().splitlines()
+    assert header.split(",") == ["timestamp", "impl", "shape", "median_ms"]
+    cases = [row.split(",")[1:3] for row in rows]
+    assert cases == [[impl, f"B2_N1_S{s}_D64"] for s in (64, 130) for impl in ("linear", "flash", "composed")]
+    assert all(float(row.split(",")[3]) > 0 for row in rows)
