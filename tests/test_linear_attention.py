@@ -131,14 +131,10 @@ class SumOf(nn.Cell):
         return self.layer(x).sum()
 
 
-def test_cell(mode):
-    b, s, h, n = 2, 37, 32, 4
-    layer = ms_ops.nn.LinearAttention(h, n, causal=True)
-    assert "num_heads=4" in repr(layer) and "causal=True" in repr(layer)
-    x = representable((b, s, h), "fp32")
-    xt = ms.Tensor(x.astype(np.float32))
-    out = to_np(layer(xt))
-    dx = to_np(ms.grad(SumOf(layer), grad_position=0)(xt))
+def cell_reference(layer, x, causal):
+    """float64 (out, d sum(out) / dx) of a LinearAttention layer, from its weights."""
+    b, s, h = x.shape
+    n = layer.num_heads
 
     def heads(t):
         return t.reshape(b, s, n, h // n).transpose(0, 2, 1, 3)
@@ -148,14 +144,40 @@ def test_cell(mode):
 
     projs = (layer.q_proj, layer.k_proj, layer.v_proj)
     q, k, v = (heads(_dense(p, x)) for p in projs)
-    ref = _dense(layer.o_proj, flat(linear_attention(q, k, v, True)))
+    out = _dense(layer.o_proj, flat(linear_attention(q, k, v, causal)))
     # d sum(out) / d attention = the column sums of the output projection, at every position.
     w_o = layer.o_proj.weight.asnumpy().astype(np.float64)
     dout = heads(np.broadcast_to(w_o.sum(axis=0), (b, s, h)))
-    grads = linear_attention_grad(q, k, v, dout, True)
-    ref_dx = sum(flat(g) @ p.weight.asnumpy().astype(np.float64) for g, p in zip(grads, projs))
-    for name, got, want in (("out", out, ref), ("dx", dx, ref_dx)):
+    grads = linear_attention_grad(q, k, v, dout, causal)
+    dx = sum(flat(g) @ p.weight.asnumpy().astype(np.float64) for g, p in zip(grads, projs))
+    return out, dx
+
+
+def assert_cell(layer, x, out, dx, causal):
+    ref, ref_dx = cell_reference(layer, x, causal)
+    for name, got, want in (("out", to_np(out), ref), ("dx", to_np(dx), ref_dx)):
         assert np.max(np.abs(got - want)) < 1e-4 * max(1.0, np.max(np.abs(want))), name
+
+
+def test_cell(mode):
+    layer = ms_ops.nn.LinearAttention(32, 4, causal=True)
+    assert "num_heads=4" in repr(layer) and "causal=True" in repr(layer)
+    x = representable((2, 37, 32), "fp32")
+    xt = ms.Tensor(x.astype(np.float32))
+    assert_cell(layer, x, layer(xt), ms.grad(SumOf(layer), grad_position=0)(xt), True)
+
+
+def test_cell_dynamic_seq_graph():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    layer = ms_ops.nn.LinearAttention(32, 2)
+    loss = SumOf(layer)
+    for cell in (layer, loss):
+        cell.set_inputs(ms.Tensor(shape=[2, None, 32], dtype=ms.float32))
+    grad = ms.grad(loss, grad_position=0)
+    for s in (17, 70):
+        x = representable((2, s, 32), "fp32")
+        xt = ms.Tensor(x.astype(np.float32))
+        assert_cell(layer, x, layer(xt), grad(xt), False)
 
 
 def _qkv(shape_q=(1, 2, 8, 4), shape_k=None, shape_v=None, dtype=ms.float32):
