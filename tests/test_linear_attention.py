@@ -49,6 +49,12 @@ def run(q, k, v, dout, layout, dtype, mode, **kwargs):
     return tuple(to_layout(to_np(t), layout) for t in (out, *grads))
 
 
+def naive_worst(ref, *candidates):
+    """Per output, the naive result farther from the reference (see ms_ops.reference.linear_attention)."""
+    return tuple(max(forms, key=lambda f, r=r: np.max(np.abs(f - r), initial=0.0))
+                 for r, *forms in zip(ref, *candidates))
+
+
 def check(b, n, s, d, dv, layout, dtype, mode, causal, scale=1.0):
     q, k = (representable((b, n, s, d), dtype, scale) for _ in range(2))
     v = representable((b, n, s, dv), dtype)
@@ -58,7 +64,9 @@ def check(b, n, s, d, dv, layout, dtype, mode, causal, scale=1.0):
     # The gradient the kernel sees is dout in the output dtype (the Loss casts the output up).
     dout_t = rnd(dout)
     ref = (linear_attention(q, k, v, causal),) + linear_attention_grad(q, k, v, dout_t, causal)
-    naive = (linear_attention(q, k, v, causal, rnd=rnd),) + linear_attention_grad(q, k, v, dout_t, causal, rnd=rnd)
+    naive = naive_worst(ref, *((linear_attention(q, k, v, causal, rnd=rnd, scores=scores),)
+                               + linear_attention_grad(q, k, v, dout_t, causal, rnd=rnd, scores=scores)
+                               for scores in ((False, True) if not causal else (True,))))
     for name, g, r, nv in zip(("attention_out", "dq", "dk", "dv"), got, ref, naive):
         assert_close(name, g, r, nv, dtype)
     return got
@@ -75,6 +83,14 @@ def test_layouts(mode, layout, causal):
                                         (1, 1, 1, 5, 7), (1, 2, 200, 16, 1)])
 def test_sizes(b, n, s, d, dv, causal):
     check(b, n, s, d, dv, "BNSD", "fp32", "pynative", causal)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("b,n,s,d,dv", [(2, 3, 1025, 111, 59), (1, 2, 97, 59, 111), (3, 1, 1, 128, 128)])
+def test_sizes_full(b, n, s, d, dv, dtype, causal):
+    check(b, n, s, d, dv, "BSND", dtype, "pynative", causal, scale=0.5)
 
 
 @pytest.mark.parametrize("causal", [False, True])
