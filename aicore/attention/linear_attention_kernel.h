@@ -44,13 +44,15 @@ class LinearAttentionBase {
     uint64_t widest = dim > ve ? dim : ve;
     if (c > widest) widest = c;
     const uint32_t row = UbBytes(widest, 4);
-    pipe.InitBuffer(inT_, 2, row);
-    pipe.InitBuffer(inF_, 1, row);
-    pipe.InitBuffer(outF_, 1, row);
-    pipe.InitBuffer(outT_, 1, row);
-    pipe.InitBuffer(xf_, row);
-    pipe.InitBuffer(yf_, row);
-    pipe.InitBuffer(tmp_, row);
+    // Tiles of whole rows: a DMA and a vector op cover as many rows as fit, not one row each.
+    tileBytes_ = row > kTileBytes ? row : kTileBytes;
+    pipe.InitBuffer(inT_, 2, tileBytes_);
+    pipe.InitBuffer(inF_, 1, tileBytes_);
+    pipe.InitBuffer(outF_, 1, tileBytes_);
+    pipe.InitBuffer(outT_, 1, tileBytes_);
+    pipe.InitBuffer(xf_, tileBytes_);
+    pipe.InitBuffer(yf_, tileBytes_);
+    pipe.InitBuffer(tmp_, tileBytes_);
     pipe.InitBuffer(work_, row);
     pipe.InitBuffer(zero_, row);
     pipe.InitBuffer(one_, kUbAlign);
@@ -66,31 +68,55 @@ class LinearAttentionBase {
   __aicore__ inline int64_t QBase(int64_t b, int64_t n) const { return b * td_->qStrideB + n * td_->qStrideN; }
   __aicore__ inline int64_t VBase(int64_t b, int64_t n) const { return b * td_->vStrideB + n * td_->vStrideN; }
 
+  // A tile's rows sit `pitch` elements apart in UB, the pitch DataCopyPad gives a row of T (rounded
+  // up to 32 bytes); fp32 tiles keep the same pitch, so an element keeps its index through a cast.
+  __aicore__ inline uint32_t Pitch(uint32_t len) const { return UbBytes(len, sizeof(T)) / sizeof(T); }
+  __aicore__ inline uint32_t TileRows(uint32_t pitch) const { return tileBytes_ / (pitch * 4); }
+
+  // n GM rows of len elements, `stride` elements apart, into a UB tile of the given pitch.
+  template <typename U>
+  __aicore__ inline void TileIn(const AscendC::LocalTensor<U> &dst, const AscendC::GlobalTensor<U> &src, uint32_t n,
+                                uint32_t len, int64_t stride, uint32_t pitch) {
+    const uint32_t gap = (pitch * sizeof(U) - UbBytes(len, sizeof(U))) / kUbAlign;
+    AscendC::DataCopyPad(dst, src,
+                         AscendC::DataCopyExtParams(n, len * sizeof(U), (stride - len) * sizeof(U), gap, 0),
+                         AscendC::DataCopyPadExtParams<U>(false, 0, 0, 0));
+  }
+
+  template <typename U>
+  __aicore__ inline void TileOut(const AscendC::GlobalTensor<U> &dst, const AscendC::LocalTensor<U> &src, uint32_t n,
+                                 uint32_t len, int64_t stride, uint32_t pitch) {
+    const uint32_t gap = (pitch * sizeof(U) - UbBytes(len, sizeof(U))) / kUbAlign;
+    AscendC::DataCopyPad(dst, src, AscendC::DataCopyExtParams(n, len * sizeof(U), gap, (stride - len) * sizeof(U), 0));
+  }
+
   // fp32 rows dst[i * dstStride, + len) = phi(src rows) (or the rows themselves), i < rows.
   __aicore__ inline void LoadRows(const AscendC::GlobalTensor<T> &src, int64_t base, int64_t stride, uint32_t rows,
                                   uint32_t len, const AscendC::GlobalTensor<float> &dst, uint32_t dstStride,
                                   bool phi) {
     using namespace AscendC;
-    for (uint32_t i = 0; i < rows; ++i) {
+    const uint32_t pitch = Pitch(len), per = TileRows(pitch);
+    for (uint32_t r0 = 0; r0 < rows; r0 += per) {
+      const uint32_t n = rows - r0 < per ? rows - r0 : per, count = n * pitch;
       LocalTensor<T> x = inT_.template AllocTensor<T>();
-      CopyIn(x, src[base + int64_t(i) * stride], len);
+      TileIn(x, src[base + int64_t(r0) * stride], n, len, stride, pitch);
       inT_.EnQue(x);
       x = inT_.template DeQue<T>();
-      LocalTensor<float> xf = ToFloat(x, xf_, len);
+      LocalTensor<float> xf = ToFloat(x, xf_, count);
       LocalTensor<float> y = outF_.template AllocTensor<float>();
       if (phi) {
         LocalTensor<float> t = tmp_.Get<float>();
-        Mins(t, xf, 0.0f, len);
-        Exp(t, t, len);
-        Maxs(y, xf, 0.0f, len);
-        Add(y, y, t, len);
+        Mins(t, xf, 0.0f, count);
+        Exp(t, t, count);
+        Maxs(y, xf, 0.0f, count);
+        Add(y, y, t, count);
       } else {
-        Adds(y, xf, 0.0f, len);
+        Adds(y, xf, 0.0f, count);
       }
       inT_.FreeTensor(x);
       outF_.EnQue(y);
       y = outF_.template DeQue<float>();
-      CopyOut(dst[uint64_t(i) * dstStride], y, len);
+      TileOut(dst[uint64_t(r0) * dstStride], y, n, len, dstStride, pitch);
       outF_.FreeTensor(y);
     }
   }
@@ -166,6 +192,9 @@ class LinearAttentionBase {
   AscendC::TBuf<AscendC::TPosition::VECCALC> xf_, yf_, tmp_, work_, zero_, one_, red_, rows_;
   AscendC::GlobalTensor<float> qf_, kf_, vf_, g_, a_, b_, o_, o2_, state_, gradState_;
   const LinearAttentionTilingData *td_ = nullptr;
+  uint32_t tileBytes_ = 0;
+  // Eight tile buffers (96 KB with inT_'s two) stay well inside the 184 KB of UB.
+  static constexpr uint32_t kTileBytes = 12 * 1024;
 };
 
 }  // namespace kernel
