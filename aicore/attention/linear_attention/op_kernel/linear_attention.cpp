@@ -85,25 +85,29 @@ class LinearAttentionKernel : public LinearAttentionBase<T> {
   __aicore__ inline void Normalize(int64_t b, int64_t n, int64_t c0, int c) {
     const LinearAttentionTilingData &td = *this->td_;
     const uint32_t dv = static_cast<uint32_t>(td.vdim), ve = td.vdimExt;
+    const uint32_t pitch = this->Pitch(ve), per = this->TileRows(pitch);
     const int64_t vBase = this->VBase(b, n);
     LocalTensor<float> dens = this->rows_.template Get<float>();
     // The previous chunk's normalizers have left for GM before this one's are written.
     OrderPipes<HardEvent::MTE3_S>(&this->pipe);
-    for (int i = 0; i < c; ++i) {
+    for (uint32_t r0 = 0; r0 < uint32_t(c); r0 += per) {
+      const uint32_t rows = uint32_t(c) - r0 < per ? uint32_t(c) - r0 : per;
       LocalTensor<float> o = this->inF_.template AllocTensor<float>();
-      CopyIn(o, this->o_[uint64_t(i) * ve], ve);
+      this->TileIn(o, this->o_[uint64_t(r0) * ve], rows, ve, ve, pitch);
       this->inF_.EnQue(o);
       o = this->inF_.template DeQue<float>();
       OrderPipes<HardEvent::MTE2_S>(&this->pipe);
-      const float den = o.GetValue(dv) + td.eps;
-      dens.SetValue(i, den);
-      Muls(o, o, 1.0f / den, dv);
+      for (uint32_t i = 0; i < rows; ++i) {
+        const float den = o.GetValue(i * pitch + dv) + td.eps;
+        dens.SetValue(r0 + i, den);
+        Muls(o[i * pitch], o[i * pitch], 1.0f / den, dv);
+      }
       LocalTensor<T> y = this->outT_.template AllocTensor<T>();
-      this->Narrow(y, o, dv);
+      this->Narrow(y, o, rows * pitch);
       this->inF_.FreeTensor(o);
       this->outT_.EnQue(y);
       y = this->outT_.template DeQue<T>();
-      CopyOut(outGm_[vBase + (c0 + i) * td.vRow], y, dv);
+      this->TileOut(outGm_[vBase + (c0 + r0) * td.vRow], y, rows, dv, td.vRow, pitch);
       this->outT_.FreeTensor(y);
     }
     OrderPipes<HardEvent::S_MTE3>(&this->pipe);

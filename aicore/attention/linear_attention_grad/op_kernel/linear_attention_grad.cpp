@@ -135,37 +135,41 @@ class LinearAttentionGradKernel : public LinearAttentionBase<T> {
   // G' rows [dO_i / den_i, -(dO_i · out_i) / den_i] of the chunk into g_.
   __aicore__ inline void LoadGrad(int64_t c0, int c) {
     const LinearAttentionTilingData &td = *this->td_;
-    const uint32_t dv = static_cast<uint32_t>(td.vdim);
+    const uint32_t dv = static_cast<uint32_t>(td.vdim), ve = td.vdimExt;
+    const uint32_t pitch = this->Pitch(ve), per = this->TileRows(pitch);
     LocalTensor<float> dens = this->rows_.template Get<float>(), red = this->red_.template Get<float>();
     CopyIn(dens, denGm_[(batch_ * td.heads + head_) * td.seq + c0], static_cast<uint32_t>(c));
     OrderPipes<HardEvent::MTE2_S>(&this->pipe);
-    for (int i = 0; i < c; ++i) {
-      const float inv = 1.0f / dens.GetValue(i);
-      const int64_t row = vBase_ + (c0 + i) * td.vRow;
+    for (uint32_t r0 = 0; r0 < uint32_t(c); r0 += per) {
+      const uint32_t rows = uint32_t(c) - r0 < per ? uint32_t(c) - r0 : per, count = rows * pitch;
+      const int64_t row = vBase_ + (c0 + r0) * td.vRow;
       LocalTensor<T> dy = this->inT_.template AllocTensor<T>();
       LocalTensor<T> o = this->inT_.template AllocTensor<T>();
-      CopyIn(dy, doutGm_[row], dv);
-      CopyIn(o, outGm_[row], dv);
+      this->TileIn(dy, doutGm_[row], rows, dv, td.vRow, pitch);
+      this->TileIn(o, outGm_[row], rows, dv, td.vRow, pitch);
       this->inT_.EnQue(dy);
       this->inT_.EnQue(o);
       dy = this->inT_.template DeQue<T>();
       o = this->inT_.template DeQue<T>();
-      LocalTensor<float> dyf = ToFloat(dy, this->xf_, dv), of = ToFloat(o, this->yf_, dv);
+      LocalTensor<float> dyf = ToFloat(dy, this->xf_, count), of = ToFloat(o, this->yf_, count);
       LocalTensor<float> t = this->tmp_.template Get<float>();
-      Mul(t, dyf, of, dv);
-      ReduceSum(red, t, this->work_.template Get<float>(), dv);
-      LocalTensor<float> gRow = this->outF_.template AllocTensor<float>();
-      Muls(gRow, dyf, inv, dv);
+      Mul(t, dyf, of, count);
+      LocalTensor<float> g = this->outF_.template AllocTensor<float>();
+      for (uint32_t i = 0; i < rows; ++i) {
+        const float inv = 1.0f / dens.GetValue(r0 + i);
+        ReduceSum(red, t[i * pitch], this->work_.template Get<float>(), dv);
+        Muls(g[i * pitch], dyf[i * pitch], inv, dv);
+        // The scalar reads the reduction and writes the row's last element next to the vector's.
+        OrderPipes<HardEvent::V_S>(&this->pipe);
+        g.SetValue(i * pitch + dv, -red.GetValue(0) * inv);
+      }
       this->inT_.FreeTensor(dy);
       this->inT_.FreeTensor(o);
-      // The scalar reads the reduction and writes the row's last element next to the vector's.
-      OrderPipes<HardEvent::V_S>(&this->pipe);
-      gRow.SetValue(dv, -red.GetValue(0) * inv);
       OrderPipes<HardEvent::S_MTE3>(&this->pipe);
-      this->outF_.EnQue(gRow);
-      gRow = this->outF_.template DeQue<float>();
-      CopyOut(this->g_[uint64_t(i) * td.vdimExt], gRow, td.vdimExt);
-      this->outF_.FreeTensor(gRow);
+      this->outF_.EnQue(g);
+      g = this->outF_.template DeQue<float>();
+      this->TileOut(this->g_[uint64_t(r0) * ve], g, rows, ve, ve, pitch);
+      this->outF_.FreeTensor(g);
     }
   }
 
@@ -173,28 +177,30 @@ class LinearAttentionGradKernel : public LinearAttentionBase<T> {
   __aicore__ inline void WriteFeatureGrad(const GlobalTensor<T> &dst, const GlobalTensor<T> &x, int64_t c0, int c) {
     const LinearAttentionTilingData &td = *this->td_;
     const uint32_t d = static_cast<uint32_t>(td.dim);
+    const uint32_t pitch = this->Pitch(d), per = this->TileRows(pitch);
     this->PipeAll();
-    for (int i = 0; i < c; ++i) {
-      const int64_t row = qBase_ + (c0 + i) * td.qRow;
+    for (uint32_t r0 = 0; r0 < uint32_t(c); r0 += per) {
+      const uint32_t rows = uint32_t(c) - r0 < per ? uint32_t(c) - r0 : per, count = rows * pitch;
+      const int64_t row = qBase_ + (c0 + r0) * td.qRow;
       LocalTensor<float> gf = this->inF_.template AllocTensor<float>();
       LocalTensor<T> xr = this->inT_.template AllocTensor<T>();
-      CopyIn(gf, this->o_[uint64_t(i) * d], d);
-      CopyIn(xr, x[row], d);
+      this->TileIn(gf, this->o_[uint64_t(r0) * d], rows, d, d, pitch);
+      this->TileIn(xr, x[row], rows, d, td.qRow, pitch);
       this->inF_.EnQue(gf);
       this->inT_.EnQue(xr);
       gf = this->inF_.template DeQue<float>();
       xr = this->inT_.template DeQue<T>();
-      LocalTensor<float> xf = ToFloat(xr, this->xf_, d), t = this->tmp_.template Get<float>();
-      Mins(t, xf, 0.0f, d);
-      Exp(t, t, d);
-      Mul(t, t, gf, d);
+      LocalTensor<float> xf = ToFloat(xr, this->xf_, count), t = this->tmp_.template Get<float>();
+      Mins(t, xf, 0.0f, count);
+      Exp(t, t, count);
+      Mul(t, t, gf, count);
       this->inF_.FreeTensor(gf);
       this->inT_.FreeTensor(xr);
       LocalTensor<T> y = this->outT_.template AllocTensor<T>();
-      this->Narrow(y, t, d);
+      this->Narrow(y, t, count);
       this->outT_.EnQue(y);
       y = this->outT_.template DeQue<T>();
-      CopyOut(dst[row], y, d);
+      this->TileOut(dst[row], y, rows, d, td.qRow, pitch);
       this->outT_.FreeTensor(y);
     }
   }
@@ -203,17 +209,19 @@ class LinearAttentionGradKernel : public LinearAttentionBase<T> {
   __aicore__ inline void WriteValueGrad(int64_t c0, int c) {
     const LinearAttentionTilingData &td = *this->td_;
     const uint32_t dv = static_cast<uint32_t>(td.vdim);
-    for (int i = 0; i < c; ++i) {
+    const uint32_t pitch = this->Pitch(dv), per = this->TileRows(pitch);
+    for (uint32_t r0 = 0; r0 < uint32_t(c); r0 += per) {
+      const uint32_t rows = uint32_t(c) - r0 < per ? uint32_t(c) - r0 : per;
       LocalTensor<float> gf = this->inF_.template AllocTensor<float>();
-      CopyIn(gf, this->o2_[uint64_t(i) * td.vdimExt], dv);
+      this->TileIn(gf, this->o2_[uint64_t(r0) * td.vdimExt], rows, dv, td.vdimExt, pitch);
       this->inF_.EnQue(gf);
       gf = this->inF_.template DeQue<float>();
       LocalTensor<T> y = this->outT_.template AllocTensor<T>();
-      this->Narrow(y, gf, dv);
+      this->Narrow(y, gf, rows * pitch);
       this->inF_.FreeTensor(gf);
       this->outT_.EnQue(y);
       y = this->outT_.template DeQue<T>();
-      CopyOut(dvGm_[vBase_ + (c0 + i) * td.vRow], y, dv);
+      this->TileOut(dvGm_[vBase_ + (c0 + r0) * td.vRow], y, rows, dv, td.vRow, pitch);
       this->outT_.FreeTensor(y);
     }
   }
