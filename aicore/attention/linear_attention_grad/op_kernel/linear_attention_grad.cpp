@@ -57,7 +57,9 @@ class LinearAttentionGradKernel : public LinearAttentionBase<T> {
   }
 
  private:
-  __aicore__ inline int Rows(int64_t c0) const { return static_cast<int>(Min64(this->td_->chunk, this->td_->seq - c0)); }
+  __aicore__ inline int Rows(int64_t c0) const {
+    return static_cast<int>(Min64(this->td_->chunk, this->td_->seq - c0));
+  }
 
   __aicore__ inline void NonCausal() {
     const LinearAttentionTilingData &td = *this->td_;
