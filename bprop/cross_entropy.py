@@ -22,7 +22,9 @@ their output unwritten, and its elementwise ops warn on empty tensors.
 Grad-in-forward (:class:`GradInForwardFunction`, a scalar loss only): the forward computes the
 gradients of sum_r loss_r over the tokens that count (g = 1 for them, 0 for ignored ones) while
 the logits are at hand, and reduces the losses; the backward only scales those gradients by
-d loss (and 1 / count for "mean") with kernel cross_entropy_grad_scale.
+d loss (and 1 / count for "mean") with kernel cross_entropy_grad_scale, in place: a scaled copy
+would double the gradients' memory at the backward's peak. The backward returns the stored
+tensors, ordered after the kernel by Depend; they are no forward output the caller sees.
 """
 import mindspore as ms
 from mindspore import ops
@@ -189,5 +191,5 @@ class GradInForwardFunction(_VocabParallel):
         return out, count, d_input, d_weight
 
     def bprop(self, input, weight, target, out, dout):
-        d_input, d_weight = self.scale_op(out[2], out[3], dout[0], out[1])
-        return d_input, d_weight, ops.zeros_like(target)
+        applied = self.scale_op(out[2], out[3], dout[0], out[1])
+        return ops.depend(out[2], applied), ops.depend(out[3], applied), ops.zeros_like(target)

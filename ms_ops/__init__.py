@@ -13,19 +13,25 @@ Functions (``ms_ops.<name>``):
   without the ``[N, V]`` logits, optionally vocabulary-parallel over a group; differentiable),
   and its kernels as forward-only functions :func:`fused_linear_online_max_sum`,
   :func:`fused_cross_entropy_loss_with_max_sum`, :func:`fused_linear_cross_entropy_loss_grad`.
+- Attention: :func:`flash_attention_score` (MindSpore's signature) and xformers'
+  :func:`memory_efficient_attention` with the masks of :mod:`ms_ops.attn_bias`;
+  :func:`linear_attention` (ELU + 1 feature map, causal or not, linear in the sequence length);
+  all differentiable.
 
 Cells (``ms_ops.nn``): :class:`~ms_ops.nn.MoE`, :class:`~ms_ops.nn.FusedLinearCrossEntropyLoss`,
-and :func:`~ms_ops.nn.reset_graph` to keep using a GRAPH-mode Cell after a kernel refused a batch.
+:class:`~ms_ops.nn.FlashAttention`, :class:`~ms_ops.nn.LinearAttention`, and
+:func:`~ms_ops.nn.reset_graph` to keep using a GRAPH-mode Cell after a kernel refused a batch.
 """
-from ms_ops.ops import (flash_attention_score, fused_cross_entropy_loss_with_max_sum, fused_linear_cross_entropy,
-                        fused_linear_cross_entropy_loss_grad, fused_linear_online_max_sum,
-                        moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing,
-                        moe_init_routing_grad)
+from ms_ops.ops import (attn_bias, flash_attention_score, fused_cross_entropy_loss_with_max_sum,
+                        fused_linear_cross_entropy, fused_linear_cross_entropy_loss_grad,
+                        fused_linear_online_max_sum, linear_attention, memory_efficient_attention,
+                        moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing, moe_init_routing_grad)
 from ms_ops import nn
 
 __version__ = "0.1.0"
 
-__all__ = ["flash_attention_score", "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
+__all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "linear_attention",
+           "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
            "fused_linear_cross_entropy_loss_grad", "nn"]

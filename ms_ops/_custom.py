@@ -30,6 +30,7 @@ BF16 = DataType.BF16_Default
 I32 = DataType.I32_Default
 I64 = DataType.I64_Default
 U8 = DataType.U8_Default
+BOOL = DataType.BOOL_Default
 
 
 @dataclass(frozen=True)

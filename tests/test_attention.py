@@ -149,9 +149,8 @@ def _qkv(shape_q=(1, 8, 64), shape_k=(1, 8, 64), dtype=ms.float32):
 
 
 @pytest.mark.parametrize("arg,value", [
-    ("real_shift", "tensor"), ("drop_mask", "tensor"), ("padding_mask", "tensor"), ("attn_mask", "tensor"),
-    ("prefix", [1]), ("actual_seq_qlen", [8]), ("actual_seq_kvlen", [8]), ("keep_prob", 0.9), ("sparse_mode", 1),
-    ("sparse_mode", 4), ("input_layout", "TND")])
+    ("drop_mask", "tensor"), ("padding_mask", "tensor"), ("keep_prob", 0.9),
+    ("inner_precise", 2)])
 def test_unsupported_arguments(arg, value):
     q, k, v = _qkv()
     if value == "tensor":
@@ -168,6 +167,7 @@ def test_unsupported_arguments(arg, value):
     (((1, 8, 64), (2, 8, 64)), {"head_num": 2}, ValueError, "batch"),
     (((1, 8, 64), (1, 8, 64)), {"head_num": 2, "input_layout": "BNSD"}, ValueError, "must be 4-D"),
     (((1, 8, 64), (1, 8, 64)), {"head_num": 2, "input_layout": "XYZ"}, ValueError, "'input_layout'"),
+    (((1, 8, 64), (1, 8, 64)), {"head_num": 2, "sparse_mode": 9}, ValueError, "'sparse_mode' must be in 0..8"),
 ])
 def test_bad_shapes(shapes, kwargs, error, match):
     q, k, v = _qkv(*shapes)

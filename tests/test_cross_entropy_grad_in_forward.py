@@ -234,3 +234,20 @@ def test_auto_picks():
         lines = [line for line in out.stdout.splitlines() if line.startswith("KERNEL ")]
         got[name] = json.loads(lines[-1][len("KERNEL "):]) if lines else out.stderr[-2000:]
     assert got == SITUATIONS
+
+
+@pytest.mark.filterwarnings("ignore:vjp_fn has been called multiple times")
+def test_vjp_function_called_twice(mode):
+    """The backward scales the gradients the forward stored in place. A vjp function called twice
+    must still give each cotangent its own gradients: MindSpore recomputes the forward for the
+    second call (it warns so); were it not to, the kernel's consumed mark would make the second
+    call an error instead of a silently doubled scale."""
+    x, w, target = make_case(40, 24, 300, "fp32")
+
+    def loss_fn(a, b):
+        return ms_ops.fused_linear_cross_entropy(a, b, ms.Tensor(target), mode="grad_in_forward")
+
+    loss, vjp_fn = ms.vjp(loss_fn, to_ms(x, "fp32"), to_ms(w, "fp32"))
+    for upstream in (1.0, -2.5):
+        dx, dw = vjp_fn(ms.Tensor(upstream, ms.float32))
+        check(x, w, target, "fp32", (to_np(loss), to_np(dx), to_np(dw)), grad_output=upstream)

@@ -19,11 +19,11 @@ import pytest
 
 from ms_ops._custom import custom_op
 from ms_ops.kernels.cross_entropy import FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD
+from ms_ops.ops.cross_entropy import DEFAULT_BLOCK_BYTES as DEFAULT_BLOCK
 from ms_ops.reference import cross_entropy as ref
 from utils import assert_close, representable, rounding, to_ms, to_np
 
 OP = "fused_linear_cross_entropy_grad_in_forward"
-DEFAULT_BLOCK = 128 << 20  # the public function's default budget
 
 
 def make_case(rows, hidden, vocab, dtype, index=np.int32, ignore_index=-100, ignored=0.2, scale=2.0):

@@ -1,17 +1,21 @@
 """The cross_entropy_grad_scale kernel (the backward of grad_in_forward mode) against float64:
 
-    scaled = grad * dout          ("sum")
-    scaled = grad * dout / count  ("mean")
-    scaled = 0                    (count = 0: no token counts)
+    grad *= dout          ("sum")
+    grad *= dout / count  ("mean")
+    grad = 0              (count = 0: no token counts)
 
-for both gradients, fp32 arithmetic and one rounding to the dtype. "Naive" is the same product
-done in the dtype: the scale and the product each rounded to it.
+in place for both gradients, fp32 arithmetic and one rounding to the dtype; the output is the
+scale applied, and count is marked consumed (-1). "Naive" is the same product done in the dtype:
+the scale and the product each rounded to it. The kernel runs as the bprop uses it: its results
+are the input tensors, ordered after it by Depend.
 """
 import re
 
 import mindspore as ms
 import numpy as np
 import pytest
+
+from mindspore import ops
 
 from ms_ops._custom import custom_op
 from ms_ops.kernels.cross_entropy import CROSS_ENTROPY_GRAD_SCALE
@@ -24,20 +28,35 @@ def prim_for(reduction):
     return custom_op(CROSS_ENTROPY_GRAD_SCALE, None, reduction=reduction)
 
 
-def run(dx, dw, dout, count, reduction, dtype, wrapper=None):
-    prim = prim_for(reduction)
+class InPlace(ms.nn.Cell):
+    """(input_grad, weight_grad, count) after the kernel, and the applied scale."""
+
+    def __init__(self, prim):
+        super().__init__()
+        self.prim = prim
+
+    def construct(self, dx, dw, dout, count):
+        applied = self.prim(dx, dw, dout, count)
+        return ops.depend(dx, applied), ops.depend(dw, applied), ops.depend(count, applied), applied
+
+
+def run(dx, dw, dout, count, reduction, dtype, net=None):
+    net = net or InPlace(prim_for(reduction))
     args = (to_ms(dx, dtype), to_ms(dw, dtype), ms.Tensor([dout], ms.float32), ms.Tensor([count], ms.float32))
-    outs = (wrapper(prim) if wrapper else prim)(*args)
-    assert [o.dtype for o in outs] == [args[0].dtype, args[1].dtype]
-    assert [o.shape for o in outs] == [dx.shape, dw.shape]
-    return tuple(to_np(o) for o in outs)
+    got_dx, got_dw, got_count, applied = net(*args)
+    assert [o.dtype for o in (got_dx, got_dw)] == [args[0].dtype, args[1].dtype]
+    assert [o.shape for o in (got_dx, got_dw)] == [dx.shape, dw.shape]
+    assert applied.shape == (1,) and applied.dtype == ms.float32
+    np.testing.assert_array_equal(to_np(got_count), [-1.0])
+    return to_np(got_dx), to_np(got_dw), float(to_np(applied)[0])
 
 
-def check(dx, dw, dout, count, reduction, dtype, wrapper=None):
-    got = run(dx, dw, dout, count, reduction, dtype, wrapper)
+def check(dx, dw, dout, count, reduction, dtype, net=None):
+    *got, applied = run(dx, dw, dout, count, reduction, dtype, net)
     scale = dout / count if reduction == "mean" else dout
+    assert applied == pytest.approx(scale, rel=1e-6)
     rnd = rounding(dtype)
-    for name, g, a in zip(("scaled_input_grad", "scaled_weight_grad"), got, (dx, dw)):
+    for name, g, a in zip(("input_grad", "weight_grad"), got, (dx, dw)):
         assert_close(name, g, a * scale, rnd(a * rnd(scale)), dtype)
     return got
 
@@ -61,13 +80,13 @@ def test_many_blocks_bitwise():
     scale = np.float32(np.float32(0.37) / np.float32(3.0))
     for got, a in zip(first, (dx, dw)):
         np.testing.assert_array_equal(got, (a.astype(np.float32) * scale).astype(np.float64))
-    for a, b in zip(run(dx, dw, 0.37, 3.0, "mean", "fp32"), first):
+    for a, b in zip(run(dx, dw, 0.37, 3.0, "mean", "fp32")[:2], first):
         np.testing.assert_array_equal(a, b)
 
 
 def test_sum_with_unit_upstream_is_a_copy():
     dx, dw = grads(33, 40, 77, "bf16")
-    for a, b in zip(run(dx, dw, 1.0, 5.0, "sum", "bf16"), (dx, dw)):
+    for a, b in zip(run(dx, dw, 1.0, 5.0, "sum", "bf16")[:2], (dx, dw)):
         np.testing.assert_array_equal(a, b)
 
 
@@ -76,7 +95,7 @@ def test_no_token_counts(reduction):
     """count = 0 writes zeros whatever the stored values and dout (a mean's 1/0 gives no NaN)."""
     dx, dw = grads(20, 16, 50, "fp16")
     for dout in (1.0, float("inf"), float("nan")):
-        for out in run(dx, dw, dout, 0.0, reduction, "fp16"):
+        for out in run(dx, dw, dout, 0.0, reduction, "fp16")[:2]:
             np.testing.assert_array_equal(out, np.zeros_like(out))
 
 
@@ -86,30 +105,21 @@ def test_no_tokens():
     check(dx, dw, 2.0, 4.0, "mean", "bf16")
 
 
-class Fn(ms.nn.Cell):
-    def __init__(self, prim):
-        super().__init__()
-        self.prim = prim
-
-    def construct(self, *args):
-        return self.prim(*args)
-
-
 def test_modes(mode):
-    """Through a Cell, compiled in GRAPH mode and run op by op in PYNATIVE."""
-    check(*grads(40, 24, 300, "bf16"), 0.5, 7.0, "mean", "bf16", wrapper=Fn)
+    """Compiled in GRAPH mode and run op by op in PYNATIVE."""
+    check(*grads(40, 24, 300, "bf16"), 0.5, 7.0, "mean", "bf16")
 
 
 def test_dynamic_shape_graph():
     """GRAPH mode with N unknown at compile time, N = 0 included."""
     ms.set_context(mode=ms.GRAPH_MODE)
-    net = Fn(prim_for("sum"))
+    net = InPlace(prim_for("sum"))
     net.set_inputs(ms.Tensor(shape=[None, 24], dtype=ms.float32), ms.Tensor(shape=[300, 24], dtype=ms.float32),
                    ms.Tensor(shape=[1], dtype=ms.float32), ms.Tensor(shape=[1], dtype=ms.float32))
     _, dw = grads(1, 24, 300, "fp32")
     for rows in (13, 0, 70):
         dx = representable((rows, 24), "fp32")
-        check(dx, dw, 3.0, 9.0, "sum", "fp32", wrapper=lambda prim: net)
+        check(dx, dw, 3.0, 9.0, "sum", "fp32", net=net)
 
 
 def test_bad_arguments():
@@ -118,7 +128,16 @@ def test_bad_arguments():
             f"ms_ops.{OP}: 'reduction': must be 'mean' or 'sum' (the reductions to a single loss), got 'none'")):
         run(dx, dw, 1.0, 1.0, "none", "fp32")
     with pytest.raises(RuntimeError, match=re.escape(f"ms_ops.{OP}: 'dout': must have shape [1]")):
-        outs = prim_for("sum")(to_ms(dx, "fp32"), to_ms(dw, "fp32"), ms.Tensor([1.0, 2.0], ms.float32),
-                               ms.Tensor([1.0], ms.float32))
-        outs[0].asnumpy()
+        prim_for("sum")(to_ms(dx, "fp32"), to_ms(dw, "fp32"), ms.Tensor([1.0, 2.0], ms.float32),
+                        ms.Tensor([1.0], ms.float32)).asnumpy()
     check(dx, dw, 1.0, 2.0, "mean", "fp32")
+
+
+def test_second_backward_is_rejected():
+    """count -1 (consumed by an earlier backward): scaling again would be wrong, so the entry
+    refuses and leaves the gradients as they are."""
+    dx, dw = grads(4, 8, 16, "fp32")
+    args = (to_ms(dx, "fp32"), to_ms(dw, "fp32"), ms.Tensor([1.0], ms.float32), ms.Tensor([-1.0], ms.float32))
+    with pytest.raises(RuntimeError, match=re.escape(f"ms_ops.{OP}: 'dout': a backward of this forward ran already")):
+        prim_for("sum")(*args).asnumpy()
+    np.testing.assert_array_equal(to_np(args[0]), dx)

@@ -37,3 +37,34 @@ def test_moe_routing_benchmark_quick(tmp_path):
     assert header.split(",") == ["timestamp", "op", "provider", "mode", "dtype", "shape",
                                  "median_ms", "gbps", "note"]
     assert rows
+
+
+@pytest.mark.full
+def test_attention_benchmark_smoke(tmp_path):
+    """benchmarks/bench_attention.py on tiny sizes runs every implementation and the packed vs
+    padded cases, and appends one ok row per case to the CSV it is given."""
+    results = tmp_path / "attention.csv"
+    run_script("benchmarks/bench_attention.py", "--seqlens", "256", "--dtypes", "fp32", "--masks", "causal",
+               "--passes", "fwd+bwd", "--varlen-tokens", "512", "--repeats", "1", "--patience", "0",
+               "--retries", "0", "--csv", str(results), cwd=tmp_path, timeout=600)
+    header, *rows = results.read_text().splitlines()
+    assert header.split(",")[:7] == ["timestamp", "impl", "case", "dtype", "S", "mask", "pass"]
+    cases = [row.split(",")[1:3] for row in rows]
+    assert cases == [["ms_ops", "dense"], ["composed", "dense"], ["torch", "dense"], ["ms_ops", "packed"],
+                     ["torch", "packed"], ["ms_ops", "padded"], ["torch", "padded"]]
+    assert all(",ok," in row for row in rows)
+
+
+@pytest.mark.full
+def test_linear_attention_benchmark_smoke(tmp_path):
+    """benchmarks/bench_linear_attention.py on tiny sizes times all three implementations at every
+    length, prints the ratio table and appends one row per case to the CSV it is given."""
+    results = tmp_path / "linear_attention.csv"
+    proc = run_script("benchmarks/bench_linear_attention.py", "--seq", "64", "130", "--batch", "2", "--repeats", "1",
+                      "--csv", str(results), cwd=tmp_path)
+    assert "flash/linear" in proc.stdout and "composed/linear" in proc.stdout
+    header, *rows = results.read_text().splitlines()
+    assert header.split(",") == ["timestamp", "impl", "shape", "median_ms"]
+    cases = [row.split(",")[1:3] for row in rows]
+    assert cases == [[impl, f"B2_N1_S{s}_D64"] for s in (64, 130) for impl in ("linear", "flash", "composed")]
+    assert all(float(row.split(",")[3]) > 0 for row in rows)

@@ -24,6 +24,7 @@ SIGNATURES = {
     "twin_reduce_f16": [V, V, V, U],
     "twin_cast_from_f32": [I, I, V, V, U],
     "twin_cast_to_f32": [I, I, V, V, U],
+    "twin_cast_u8_to_f16": [I, V, V, U],
     "twin_cmp_select": [I, V, V, F, V, V, V, V, U],
     "twin_copy_pad": [V, V, V, U, U, U, U, U, U, I, F, U, I],
     "twin_strided_copy": [V, V, U, U, U, U],
@@ -32,6 +33,7 @@ SIGNATURES = {
     "twin_race": [I, V, V],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
+    "twin_tiling_default": [V, V],
     "twin_sync_sum": [I, V, V, U, U, U],
     "twin_sync_fail": [I, V, U, U, U, U],
     "twin_sync_plain": [U],
@@ -94,6 +96,15 @@ def test_tiling_struct_and_key(lib):
         out = np.zeros(5, np.float32)
         assert lib.twin_tiling(key, P(tiling), P(out)) == 0
         assert list(out) == [42.0, 2.5, *expect, 1.0]
+
+
+def test_tiling_default_and_nested_copy(lib):
+    # NestedTiling {int64 id; {int32 n; float scale} inner}: 16 bytes, no padding.
+    tiling = np.zeros(1, dtype=[("id", "<i8"), ("n", "<i4"), ("scale", "<f4")])
+    tiling[0] = (7, -3, 1.5)
+    out = np.zeros(6, np.float32)
+    assert lib.twin_tiling_default(P(tiling), P(out)) == 0
+    assert list(out) == [7.0, -3.0, 1.5, 7.0, -1.5, -4.5]
 
 
 # ---- vector ops ----
@@ -321,6 +332,15 @@ def test_cast_to_f32(lib, capfd):
     # a widening is exact: asking it to round is refused
     assert lib.twin_cast_to_f32(0, RINT, P(h), P(out), 16) == 1
     assert "ms_ops twin_cast: block 0: Cast: round mode 1 is not supported" in capfd.readouterr().err
+
+
+def test_cast_u8_to_half(lib, capfd):
+    u = np.arange(300).astype(np.uint8)
+    out = np.zeros(u.size, np.float16)
+    assert lib.twin_cast_u8_to_f16(NONE, P(u), P(out), u.size) == 0
+    np.testing.assert_array_equal(out, u.astype(np.float16))
+    assert lib.twin_cast_u8_to_f16(RINT, P(u), P(out), 16) == 1
+    assert "Cast: round mode 1 is not supported for uint8 -> half" in capfd.readouterr().err
 
 
 # ---- DataCopyPad / strided DataCopy ----

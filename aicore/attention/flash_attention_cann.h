@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "cann_host.h"
 #include "cann_platform.h"
@@ -15,7 +16,7 @@
 namespace ms_ops {
 
 // Attribute order of both OpDefs.
-enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode };
+enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode, kFaPseType };
 
 inline matmul_tiling::DataType FaMatmulType(ge::DataType d) {
   return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
@@ -37,7 +38,19 @@ inline bool FaFillCube(const platform_ascendc::PlatformAscendC &ascendc, ge::Dat
   return api.GetTiling(out) != -1;
 }
 
-inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op, bool grad) {
+// The values of a ValueDepend int64 input (prefix, actual_seq_qlen, actual_seq_kvlen).
+inline std::vector<int64_t> FaValues(gert::TilingContext *context, size_t index) {
+  const gert::Tensor *t = context->GetInputTensor(index);
+  std::vector<int64_t> out;
+  if (t == nullptr) return out;
+  const int64_t *v = t->GetData<int64_t>();
+  out.assign(v, v + t->GetShapeSize());
+  return out;
+}
+
+// optBase: the index of real_shift, followed by attn_mask, prefix, actual_seq_qlen and
+// actual_seq_kvlen.
+inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op, bool grad, size_t optBase) {
   const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
   const PlatformInfo plat = ReadPlatformInfo(ascendc);
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
@@ -52,15 +65,31 @@ inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op
   const char *layout = attrs->GetStr(kFaLayout);
   std::string error;
   if (layout == nullptr || !FaParseLayout(layout, p.layout)) {
-    error = "input_layout must be BSH, SBH, BSND or BNSD";
+    error = "input_layout must be BSH, SBH, BSND, BNSD or TND";
   } else {
     int64_t s2 = -1, d2 = -1;
-    FaDims(p.layout, Dims(context->GetInputShape(0)->GetStorageShape()), FaRank(p.layout) == 3 ? heads : 0, 0, p.batch,
-           p.seq1, p.heads1, p.dim);
+    const bool packed = p.layout == FaLayout::kTND;
+    FaDims(p.layout, Dims(context->GetInputShape(0)->GetStorageShape()), FaRank(p.layout) == 3 && !packed ? heads : 0,
+           0, p.batch, p.seq1, p.heads1, p.dim);
     int64_t b2 = -1;
     FaDims(p.layout, Dims(context->GetInputShape(1)->GetStorageShape()), 0, p.dim, b2, s2, p.heads2, d2);
     p.seq2 = s2;
     if (p.heads1 != heads || d2 != p.dim || b2 != p.batch) error = "query/key shapes do not match head_num and layout";
+    if (packed) {
+      p.cumQ = FaValues(context, optBase + 3);
+      p.cumKv = FaValues(context, optBase + 4);
+      p.batch = static_cast<int64_t>(p.cumQ.size());
+      if (p.cumQ.empty() || p.cumQ.back() != p.seq1 || p.cumKv.size() != p.cumQ.size() || p.cumKv.back() != s2)
+        error = "actual_seq_qlen/actual_seq_kvlen must be cumulative lengths ending at T1/T2";
+    }
+    p.hasPrefix = p.sparseMode == 5 || p.sparseMode == 6;
+    if (p.hasPrefix && int64_t(FaValues(context, optBase + 2).size()) != p.batch) error = "prefix needs one entry per batch";
+    const std::vector<int64_t> mask = Dims(context->GetInputShape(optBase + 1)->GetStorageShape());
+    const bool fullMask = p.sparseMode == 0 || p.sparseMode == 1 || p.sparseMode == 5;
+    if (mask.size() != 1 && fullMask && (packed || !FaSetMask(p, mask))) error = "attn_mask shape does not fit sparse_mode";
+    const std::string pseError = FaSetPse(p, Dims(context->GetInputShape(optBase)->GetStorageShape()),
+                                          *attrs->GetAttrPointer<int64_t>(kFaPseType));
+    if (!pseError.empty()) error = "real_shift " + pseError;
   }
   FlashAttentionTiling t;
   if (error.empty()) {

@@ -1,5 +1,6 @@
 // The CPU entries' common part: attribute reading and the validation of query, key and value
-// against input_layout and head_num, into a FlashAttentionProblem.
+// against input_layout and head_num, of the packed sequence lengths (TND), attn_mask and prefix
+// against sparse_mode, into a FlashAttentionProblem.
 #ifndef MS_OPS_FLASH_ATTENTION_HOST_H_
 #define MS_OPS_FLASH_ATTENTION_HOST_H_
 
@@ -11,7 +12,47 @@
 
 namespace ms_ops {
 
-inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg &q, const Arg &k, const Arg &v) {
+// The optional inputs of both kernels; an absent one is a [1] placeholder.
+struct FaOptional {
+  const Arg *pse, *mask, *prefix, *cumQ, *cumKv;
+};
+
+// Cumulative lengths: `batch` non-decreasing values from >= 0 ending at `total`.
+inline std::vector<int64_t> FaCumulative(const Arg &a, int64_t batch, int64_t total) {
+  Require(a.dtype == DType::kI64 && a.shape.size() == 1, a.name,
+          "must be 1-D int64 cumulative lengths, got " + std::string(a.dtypeName) + " " + ShapeStr(a.shape));
+  Require(batch < 0 || a.shape[0] == batch, a.name,
+          "needs one entry per sequence (" + std::to_string(batch) + "), got " + std::to_string(a.shape[0]));
+  const int64_t *v = reinterpret_cast<const int64_t *>(a.data);
+  std::vector<int64_t> out(v, v + a.shape[0]);
+  Require(!out.empty(), a.name, "must list at least one sequence");
+  for (size_t i = 0; i < out.size(); ++i)
+    Require(out[i] >= (i ? out[i - 1] : 0), a.name, "must be non-decreasing from >= 0 (cumulative lengths)");
+  Require(out.back() == total, a.name,
+          "must end at the packed length " + std::to_string(total) + ", got " + std::to_string(out.back()));
+  return out;
+}
+
+// attn_mask: read per element in modes 0, 1 and 5 (full shapes), only checked in the compressed
+// modes (2, 3, 4, 7, 8: [2048, 2048]; 6: [3072, 2048]), whose contents the kernel does not need.
+inline void FaReadMask(FlashAttentionProblem &p, const Arg &m) {
+  if (m.shape.size() == 1) return;  // the placeholder: no mask
+  Require(m.dtype == DType::kU8 || m.dtype == DType::kBool, "attn_mask", std::string("must be bool or uint8, got ") + m.dtypeName);
+  const int64_t mode = p.sparseMode;
+  if (mode != 0 && mode != 1 && mode != 5) {
+    const Shape want = mode == 6 ? Shape{3072, 2048} : Shape{2048, 2048};
+    RequireShape(m, want, "the compressed mask of sparse_mode " + std::to_string(mode));
+    return;
+  }
+  Require(p.layout != FaLayout::kTND, "attn_mask", "a full mask is not supported with input_layout TND");
+  Require(FaSetMask(p, m.shape), "attn_mask",
+          "shape " + ShapeStr(m.shape) + " does not fit sparse_mode " + std::to_string(mode) + " (B=" +
+              std::to_string(p.batch) + ", N1=" + std::to_string(p.heads1) + ", S1=" + std::to_string(p.seq1) +
+              ", S2=" + std::to_string(p.seq2) + ")");
+}
+
+inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg &q, const Arg &k, const Arg &v,
+                                           const FaOptional &opt) {
   FlashAttentionProblem p;
   const int64_t heads = ReadAttr<int64_t>(extra, "head_num");
   const std::string layout = ReadAttr<std::string>(extra, "input_layout");
@@ -19,10 +60,15 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
   p.preTokens = ReadAttr<int64_t>(extra, "pre_tokens");
   p.nextTokens = ReadAttr<int64_t>(extra, "next_tokens");
   p.sparseMode = ReadAttr<int64_t>(extra, "sparse_mode");
-  Require(FaParseLayout(layout, p.layout), "input_layout", "must be BSH, SBH, BSND or BNSD, got " + layout);
+  const int64_t pseType = ReadAttr<int64_t>(extra, "pse_type");
+  Require(pseType >= 0 && pseType <= 3, "pse_type", "must be 0, 1, 2 or 3, got " + std::to_string(pseType));
+  Require(FaParseLayout(layout, p.layout), "input_layout", "must be BSH, SBH, BSND, BNSD or TND, got " + layout);
   Require(heads >= 1, "head_num", "must be >= 1, got " + std::to_string(heads));
-  Require(p.sparseMode == 0 || p.sparseMode == 2 || p.sparseMode == 3, "sparse_mode",
-          "must be 0, 2 or 3, got " + std::to_string(p.sparseMode));
+  Require(p.sparseMode >= 0 && p.sparseMode <= 8, "sparse_mode", "must be in 0..8, got " + std::to_string(p.sparseMode));
+  const bool packed = p.layout == FaLayout::kTND;
+  Require(packed || (p.sparseMode != 7 && p.sparseMode != 8), "sparse_mode",
+          std::to_string(p.sparseMode) + " needs input_layout TND");
+  Require(!packed || p.sparseMode != 5, "sparse_mode", "5 is not defined for input_layout TND (use 6)");
   RequireFloat(q);
   Require(k.dtype == q.dtype, k.name, std::string("dtype must be query's ") + q.dtypeName + ", got " + k.dtypeName);
   Require(v.dtype == q.dtype, v.name, std::string("dtype must be query's ") + q.dtypeName + ", got " + v.dtypeName);
@@ -31,7 +77,7 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
     Require(a->shape.size() == rank, a->name,
             "must be " + std::to_string(rank) + "-D for input_layout " + layout + ", got " + ShapeStr(a->shape));
   int64_t b1, s1, n1, d1, b2, s2, n2, d2, b3, s3, n3, d3;
-  FaDims(p.layout, q.shape, rank == 3 ? heads : 0, 0, b1, s1, n1, d1);
+  FaDims(p.layout, q.shape, rank == 3 && !packed ? heads : 0, 0, b1, s1, n1, d1);
   Require(n1 == heads, "head_num",
           "is " + std::to_string(heads) + " but query " + ShapeStr(q.shape) + " has " + std::to_string(n1) +
               " heads (or a hidden size not a multiple of it)");
@@ -51,6 +97,26 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
   p.seq2 = s2;
   p.dim = d1;
   p.dataType = q.dtype == DType::kF32 ? FaFloat::kF32 : q.dtype == DType::kF16 ? FaFloat::kF16 : FaFloat::kBF16;
+  if (packed) {
+    p.cumQ = FaCumulative(*opt.cumQ, -1, s1);
+    p.cumKv = FaCumulative(*opt.cumKv, int64_t(p.cumQ.size()), s2);
+    p.batch = int64_t(p.cumQ.size());
+  }
+  if (p.sparseMode == 5 || p.sparseMode == 6) {
+    const Arg &pre = *opt.prefix;
+    Require(pre.dtype == DType::kI64 && pre.shape == Shape{p.batch}, "prefix",
+            "must be int64 with one entry per batch (" + std::to_string(p.batch) + "), got " + pre.dtypeName + " " +
+                ShapeStr(pre.shape));
+    const int64_t *v = reinterpret_cast<const int64_t *>(pre.data);
+    for (int64_t i = 0; i < p.batch; ++i) Require(v[i] >= 0, "prefix", "entries must be >= 0");
+    p.hasPrefix = true;
+  }
+  FaReadMask(p, *opt.mask);
+  const Arg &pse = *opt.pse;
+  const std::string pseError = FaSetPse(p, pse.shape, pseType);
+  Require(pseError.empty(), "real_shift", ShapeStr(pse.shape) + " " + pseError);
+  if (p.pseKind == 1) Require(pse.dtype == q.dtype, "real_shift", std::string("must have query's dtype ") + q.dtypeName);
+  if (p.pseKind >= 2) Require(pse.dtype == DType::kF32, "real_shift", "slopes must be float32");
   return p;
 }
 

@@ -12,9 +12,10 @@
 
 namespace ms_ops {
 
-// The layout named by input_layout; false for the ones this slice does not support.
+// The layout named by input_layout; false for an unknown name.
 inline bool FaParseLayout(const std::string &name, FaLayout &out) {
   if (name == "BSH") out = FaLayout::kBSH;
+  else if (name == "TND") out = FaLayout::kTND;
   else if (name == "SBH") out = FaLayout::kSBH;
   else if (name == "BSND") out = FaLayout::kBSND;
   else if (name == "BNSD") out = FaLayout::kBNSD;
@@ -22,9 +23,11 @@ inline bool FaParseLayout(const std::string &name, FaLayout &out) {
   return true;
 }
 
-inline size_t FaRank(FaLayout l) { return l == FaLayout::kBSH || l == FaLayout::kSBH ? 3 : 4; }
+inline size_t FaRank(FaLayout l) {
+  return l == FaLayout::kBSH || l == FaLayout::kSBH || l == FaLayout::kTND ? 3 : 4;
+}
 
-// B, S, N, D of a [.., S, N, D] tensor in layout l; N comes from `heads` for the 3-D layouts
+// B, S, N, D of a [.., S, N, D] tensor in layout l (TND: B is 1 and S is T); N comes from `heads` for the 3-D layouts
 // (heads == 0: derive it from the hidden size and `dim`). -1 where unknown.
 inline void FaDims(FaLayout l, const std::vector<int64_t> &shape, int64_t heads, int64_t dim, int64_t &b, int64_t &s,
                    int64_t &n, int64_t &d) {
@@ -47,17 +50,75 @@ inline void FaDims(FaLayout l, const std::vector<int64_t> &shape, int64_t heads,
     }
     case FaLayout::kBSND: b = shape[0]; s = shape[1]; n = shape[2]; d = shape[3]; break;
     case FaLayout::kBNSD: b = shape[0]; n = shape[1]; s = shape[2]; d = shape[3]; break;
+    case FaLayout::kTND: b = 1; s = shape[0]; n = shape[1]; d = shape[2]; break;
   }
 }
 
-// flash_attention_score's outputs: softmax_max, softmax_sum [B, N1, S1, 8], attention_out (query's
-// shape).
+// A full attn_mask of shape `s` read by the kernel (modes 0, 1, 5): [B, N1, S1, S2], [B, 1, S1, S2],
+// and, not in mode 5, [1, 1, S1, S2] and [S1, S2], as CANN lists them. False when `s` fits none.
+inline bool FaSetMask(FlashAttentionProblem &p, const std::vector<int64_t> &s) {
+  const int64_t b = p.batch, n = p.heads1, s1 = p.seq1, s2 = p.seq2;
+  const bool ok2 = p.sparseMode != 5 && s == std::vector<int64_t>{s1, s2};
+  const bool ok4 = s.size() == 4 && s[2] == s1 && s[3] == s2 &&
+                   ((s[0] == b && (s[1] == n || s[1] == 1)) || (p.sparseMode != 5 && s[0] == 1 && s[1] == 1));
+  if (!ok2 && !ok4) return false;
+  p.hasMask = true;
+  p.maskRow = s2;
+  p.maskStrideN = ok4 && s[1] == n ? s1 * s2 : 0;
+  p.maskStrideB = ok4 && s[0] == b ? s[1] * s1 * s2 : 0;
+  p.maskElems = 1;
+  for (int64_t x : s) p.maskElems *= x;
+  return true;
+}
+
+// real_shift of shape `s` for pse_type 0..3 (placeholder [1]: none). Types 0 and 1: [B, N1, S1, S2]
+// (the only form with a gradient), [B, N1, 1, S2], [1, N1, S1, S2], and the ALiBi-compressed
+// [B or 1, N1, 1024, S2] when S1 == S2 > 1024 and the keys are causal (modes 2 and 3, or 0 with
+// next_tokens <= 0). Types 2 and 3: slopes [N1] or [B, N1] with S1 == S2. Empty string: fits;
+// otherwise what is wrong.
+inline std::string FaSetPse(FlashAttentionProblem &p, const std::vector<int64_t> &s, int64_t pseType) {
+  if (s.size() == 1 && pseType <= 1) return "";
+  const int64_t b = p.batch, n = p.heads1, s1 = p.seq1, s2 = p.seq2;
+  if (p.layout == FaLayout::kTND) return "is not supported with input_layout TND yet";
+  if (pseType >= 2) {
+    if (s1 != s2) return "slopes (pse_type 2, 3) need S1 == S2";
+    if (!(s == std::vector<int64_t>{n} || s == std::vector<int64_t>{b, n})) return "slopes must be [N1] or [B, N1]";
+    p.pseKind = static_cast<uint32_t>(pseType);
+    p.pseStrideB = s.size() == 2 ? n : 0;
+    p.pseElems = s.size() == 2 ? b * n : n;
+    return "";
+  }
+  if (s.size() != 4 || s[1] != n || s[3] != s2 || (s[0] != b && s[0] != 1)) return "does not fit [B, N1, S1, S2]";
+  const bool causal = p.sparseMode == 2 || p.sparseMode == 3 || (p.sparseMode == 0 && p.nextTokens <= 0);
+  const bool compressed = s[2] == 1024 && s1 > 1024 && s1 == s2 && causal;
+  if (s[2] != s1 && s[2] != 1 && !compressed) return "rows must be S1, 1 or (ALiBi-compressed, causal, S1 == S2 > 1024) 1024";
+  p.pseKind = 1;
+  p.pseAddFirst = pseType == 1 ? 1 : 0;
+  p.pseRow = s[2] == 1 && s1 != 1 ? 0 : s2;
+  p.pseStrideN = s[2] * s2;
+  p.pseStrideB = s[0] == b && b > 1 ? n * s[2] * s2 : 0;
+  p.pseElems = s[0] * n * s[2] * s2;
+  p.pseBase = compressed ? s1 - 1024 : -1;
+  p.pseGrad = s[0] == b && s[2] == s1 && !compressed ? 1 : 0;
+  return "";
+}
+
+// flash_attention_score's outputs: softmax_max, softmax_sum [B, N1, S1, 8] (TND: [T1, N1, 8]),
+// attention_out (query's shape).
 inline std::vector<std::vector<int64_t>> FlashAttentionScoreOutShapes(const std::vector<int64_t> &query,
                                                                       const std::string &layout, int64_t heads) {
   FaLayout l;
-  if (query.size() == 1 && query[0] == -2) return {{-1, -1, -1, 8}, {-1, -1, -1, 8}, query};
+  const bool packed = FaParseLayout(layout, l) && l == FaLayout::kTND;
+  if (query.size() == 1 && query[0] == -2) {
+    const std::vector<int64_t> unknown = packed ? std::vector<int64_t>{-1, -1, 8} : std::vector<int64_t>{-1, -1, -1, 8};
+    return {unknown, unknown, query};
+  }
   int64_t b = -1, s = -1, n = -1, d = -1;
   if (FaParseLayout(layout, l)) FaDims(l, query, heads, 0, b, s, n, d);
+  if (packed) {
+    const std::vector<int64_t> stats{s, heads > 0 ? heads : n, 8};
+    return {stats, stats, query};
+  }
   const std::vector<int64_t> stats{b, heads > 0 ? heads : n, s, 8};
   return {stats, stats, query};
 }

@@ -1,25 +1,23 @@
 // Tiling of flash_attention_score and flash_attention_score_grad as a pure function of the
 // problem and the platform, shared by the CANN TilingFuncs and the CPU entries.
 //
-// Work items (batch, head, tile of query rows) or (batch, key head, tile of key rows) are dealt
-// round-robin to the blocks (one per cube core). Each block has its own GM workspace for the
-// score, probability and product tiles, so no S1 x S2 buffer exists.
+// Work items (head, tile of query rows) or (key head, tile of key rows), the tiles of all
+// sequences in order, are dealt round-robin to the blocks (one per cube core). Each block has its
+// own GM workspace for the score, probability and product tiles, so no S1 x S2 buffer exists.
 #ifndef MS_OPS_FLASH_ATTENTION_TILING_H_
 #define MS_OPS_FLASH_ATTENTION_TILING_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../common/platform.h"
 #include "flash_attention_tiling_data.h"
 
 namespace ms_ops {
 
-enum class FaLayout { kBSH, kSBH, kBSND, kBNSD };
+enum class FaLayout { kBSH, kSBH, kBSND, kBNSD, kTND };
 enum class FaFloat { kF32, kF16, kBF16 };
-
-// Keys visible beyond this distance are all keys (pre/next_tokens' "unlimited" 2147483647).
-constexpr int64_t kFaFar = int64_t(1) << 40;
 
 struct FlashAttentionProblem {
   int64_t batch = 0, heads1 = 0, heads2 = 0, seq1 = 0, seq2 = 0, dim = 0;
@@ -27,6 +25,13 @@ struct FlashAttentionProblem {
   FaFloat dataType = FaFloat::kF32;
   float scale = 1.0f;
   int64_t preTokens = 0, nextTokens = 0, sparseMode = 0;
+  // TND: cumulative query / key lengths (batch entries each); seq1/seq2 are then T1/T2.
+  std::vector<int64_t> cumQ, cumKv;
+  bool hasMask = false, hasPrefix = false;
+  int64_t maskStrideB = 0, maskStrideN = 0, maskRow = 0, maskElems = 0;
+  // real_shift, as FlashAttentionTilingData describes it.
+  uint32_t pseKind = 0, pseAddFirst = 0, pseGrad = 0;
+  int64_t pseStrideB = 0, pseStrideN = 0, pseRow = 0, pseElems = 0, pseBase = -1;
 };
 
 struct FlashAttentionTiling {
@@ -63,6 +68,7 @@ inline void FaStrides(FaLayout l, int64_t b, int64_t s, int64_t n, int64_t d, in
     case FaLayout::kBSND: sb = s * n * d; sn = d; row = n * d; break;
     case FaLayout::kSBH: sb = n * d; sn = d; row = b * n * d; break;
     case FaLayout::kBNSD: sb = n * s * d; sn = s * d; row = d; break;
+    case FaLayout::kTND: sb = 0; sn = d; row = n * d; break;
   }
 }
 
@@ -75,17 +81,32 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
     t.error = "needs N1 a multiple of N2 >= 1 and 1 <= D <= 512";
     return t;
   }
-  if (p.sparseMode != 0 && p.sparseMode != 2 && p.sparseMode != 3) {
-    t.error = "sparse_mode must be 0, 2 or 3";
+  if (p.sparseMode < 0 || p.sparseMode > 8) {
+    t.error = "sparse_mode must be in 0..8";
+    return t;
+  }
+  const bool packed = p.layout == FaLayout::kTND;
+  const size_t nb = packed ? p.cumQ.size() : size_t(p.batch);
+  if (packed && (p.cumKv.size() != nb || int64_t(nb) != p.batch)) {
+    t.error = "actual_seq_qlen and actual_seq_kvlen need one entry per sequence";
     return t;
   }
   FlashAttentionTilingData &d = t.data;
   d.batch = p.batch;
   d.heads1 = p.heads1;
   d.heads2 = p.heads2;
-  d.seq1 = p.seq1;
-  d.seq2 = p.seq2;
   d.dim = p.dim;
+  // Per-sequence lengths: the tile sizes follow the longest; the items count every tile.
+  int64_t maxQ = packed ? 0 : p.seq1, maxKv = packed ? 0 : p.seq2;
+  for (size_t b = 0; packed && b < nb; ++b) {
+    const int64_t lq = p.cumQ[b] - (b ? p.cumQ[b - 1] : 0), lk = p.cumKv[b] - (b ? p.cumKv[b - 1] : 0);
+    maxQ = lq > maxQ ? lq : maxQ;
+    maxKv = lk > maxKv ? lk : maxKv;
+  }
+  d.seq1 = maxQ;
+  d.seq2 = maxKv;
+  d.qRows = packed ? p.seq1 : p.batch * p.seq1;
+  d.kRows = packed ? p.seq2 : p.batch * p.seq2;
   // SBH's row stride spans the batch: the Matmul's int32 strides must hold it.
   FaStrides(p.layout, p.batch, p.seq1, p.heads1, p.dim, d.qStrideB, d.qStrideN, d.qRow);
   FaStrides(p.layout, p.batch, p.seq2, p.heads2, p.dim, d.kStrideB, d.kStrideN, d.kRow);
@@ -93,25 +114,68 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
     t.error = "row strides must fit the Matmul's int32 shapes";
     return t;
   }
-  auto clampFar = [](int64_t v) { return v > kFaFar ? kFaFar : (v < -kFaFar ? -kFaFar : v); };
-  if (p.sparseMode == 0) {
-    d.lowOffset = -clampFar(p.preTokens);
-    d.highOffset = clampFar(p.nextTokens);
+  if (packed) {
+    d.statStrideB = 0;
+    d.statStrideN = 8;
+    d.statRow = p.heads1 * 8;
   } else {
-    d.lowOffset = -kFaFar;
-    d.highOffset = p.sparseMode == 2 ? 0 : p.seq2 - p.seq1;
+    d.statStrideB = p.heads1 * p.seq1 * 8;
+    d.statStrideN = p.seq1 * 8;
+    d.statRow = 8;
   }
+  auto clampFar = [](int64_t v) { return v > kFaFar ? kFaFar : (v < -kFaFar ? -kFaFar : v); };
+  d.sparseMode = p.sparseMode;
+  d.preTokens = clampFar(p.preTokens);
+  d.nextTokens = clampFar(p.nextTokens);
+  // Mode 7: the last sequence with queries and keys is the band, the others right-down causal;
+  // mode 8: the first one, the others left-up causal.
+  d.bandBatch = -1;
+  for (size_t i = 0; packed && (p.sparseMode == 7 || p.sparseMode == 8) && i < nb; ++i) {
+    const size_t b = p.sparseMode == 7 ? nb - 1 - i : i;
+    if (p.cumQ[b] > (b ? p.cumQ[b - 1] : 0) && p.cumKv[b] > (b ? p.cumKv[b - 1] : 0)) {
+      d.bandBatch = int64_t(b);
+      break;
+    }
+  }
+  d.packed = packed ? 1 : 0;
+  d.hasMask = p.hasMask ? 1 : 0;
+  d.hasPrefix = p.hasPrefix ? 1 : 0;
+  d.maskStrideB = p.maskStrideB;
+  d.maskStrideN = p.maskStrideN;
+  d.maskRow = p.maskRow;
+  d.maskElems = p.maskElems;
+  d.pseKind = p.pseKind;
+  d.pseAddFirst = p.pseAddFirst;
+  d.pseGrad = p.pseGrad;
+  d.pseStrideB = p.pseStrideB;
+  d.pseStrideN = p.pseStrideN;
+  d.pseRow = p.pseRow;
+  d.pseElems = p.pseElems;
+  d.pseBase = p.pseBase;
   d.scale = p.scale;
-  const uint64_t mT = p.seq1 < int64_t(kFaQueryTile) ? uint64_t(p.seq1 > 0 ? p.seq1 : 1) : kFaQueryTile;
-  const uint64_t nT = p.seq2 < int64_t(kFaKeyTile) ? uint64_t(p.seq2 > 0 ? p.seq2 : 1) : kFaKeyTile;
+  const uint64_t mT = maxQ < int64_t(kFaQueryTile) ? uint64_t(maxQ > 0 ? maxQ : 1) : kFaQueryTile;
+  const uint64_t nT = maxKv < int64_t(kFaKeyTile) ? uint64_t(maxKv > 0 ? maxKv : 1) : kFaKeyTile;
   d.mTile = static_cast<uint32_t>(mT);
   d.nTile = static_cast<uint32_t>(nT);
-  // Forward items: (b, n1, query tile); the backward's key pass has (b, n2, key tile) items too.
-  const uint64_t qItems = uint64_t(p.batch) * p.heads1 * CeilDiv(uint64_t(p.seq1), mT);
-  const uint64_t kItems = uint64_t(p.batch) * p.heads2 * CeilDiv(uint64_t(p.seq2), nT);
+  uint64_t qTiles = 0, kTiles = 0;
+  if (packed) {
+    for (size_t b = 0; b < nb; ++b) {
+      qTiles += CeilDiv(uint64_t(p.cumQ[b] - (b ? p.cumQ[b - 1] : 0)), mT);
+      kTiles += CeilDiv(uint64_t(p.cumKv[b] - (b ? p.cumKv[b - 1] : 0)), nT);
+    }
+  } else {
+    qTiles = uint64_t(p.batch) * CeilDiv(uint64_t(p.seq1), mT);
+    kTiles = uint64_t(p.batch) * CeilDiv(uint64_t(p.seq2), nT);
+  }
+  d.qTiles = int64_t(qTiles);
+  d.kTiles = int64_t(kTiles);
+  // Forward items: (n1, query tile); the backward's key pass has (n2, key tile) items too.
+  const uint64_t qItems = uint64_t(p.heads1) * qTiles, kItems = uint64_t(p.heads2) * kTiles;
   uint64_t items = grad ? (qItems > kItems ? qItems : kItems) : qItems;
   uint64_t blocks = items < platform.aicCoreNum ? items : platform.aicCoreNum;
-  const bool empty = p.batch == 0 || p.seq1 == 0 || p.seq2 == 0;
+  // Sequences of length 0 leave no tile; a query row without keys still gets its zeros from its
+  // item, as do the keys of a sequence without queries in the backward.
+  const bool empty = items == 0;
   t.blockDim = empty ? 0 : static_cast<uint32_t>(blocks);
   d.mmNT = FaCubeTiling(p.dataType, t.blockDim, mT, nT, p.dim);
   d.mmNN = FaCubeTiling(p.dataType, t.blockDim, mT, p.dim, nT);

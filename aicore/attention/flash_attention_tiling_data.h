@@ -1,32 +1,53 @@
 // Tiling shared by flash_attention_score and flash_attention_score_grad (host and kernel).
 // A head's Q/K/V/O is a matrix of S rows of D elements; rows are `rowStride` elements apart and
-// element (b, s, n, d) sits at b*strideB + n*strideN + s*rowStride + d, which covers the layouts
-// BSH/BSND (rows N*D apart), SBH (rows B*N*D apart) and BNSD (rows D apart).
+// element (b, s, n, d) of a sequence starting at packed row `start` (TND; 0 otherwise) sits at
+// b*strideB + (start + s)*rowStride + n*strideN + d, which covers BSH/BSND (rows N*D apart), SBH
+// (rows B*N*D apart), BNSD (rows D apart) and TND (strideB 0, sequences packed along T).
 #ifndef MS_OPS_FLASH_ATTENTION_TILING_DATA_H_
 #define MS_OPS_FLASH_ATTENTION_TILING_DATA_H_
 
 #include <cstdint>
 
-#if __has_include("kernel_tiling/kernel_tiling.h")
-#include "kernel_tiling/kernel_tiling.h"
-#else
-#include "twin_cube_tiling.h"
-#endif
+#include "../common/cube_tiling.h"
 
 struct FlashAttentionTilingData {
+  // seq1/seq2: every sequence's length, or with TND (packed != 0) the longest one.
   int64_t batch, heads1, heads2, seq1, seq2, dim;
+  int64_t qRows, kRows;  // rows of all sequences: B*S1 and B*S2, or T1 and T2
   int64_t qStrideB, qStrideN, qRow;   // query, attention_out and its gradient
   int64_t kStrideB, kStrideN, kRow;   // key and value
-  // Key j is visible to query s iff s + lowOffset <= j <= s + highOffset (sparse_mode and
-  // pre/next_tokens folded by the host; clamped to [0, S2)).
-  int64_t lowOffset, highOffset;
+  // softmax_max/softmax_sum: [B, N1, S1, 8] or, packed, [T1, N1, 8].
+  int64_t statStrideB, statStrideN, statRow;
+  // The visible keys of a sequence follow from sparse_mode, pre/next_tokens (clamped to +-2^40),
+  // its lengths and its prefix (flash_attention_kernel.h FaSegment).
+  int64_t sparseMode, preTokens, nextTokens;
+  int64_t bandBatch;  // modes 7 and 8: the sequence that is a band (mode 4); -1 when none
+  // Work items: (query head, query tile) and (key head, key tile) over all sequences.
+  int64_t qTiles, kTiles;
+  // attn_mask read by the kernel (modes 0, 1 and 5): element (b, n1, i, j) at
+  // b*maskStrideB + n1*maskStrideN + i*maskRow + j (broadcast dims have stride 0).
+  int64_t maskStrideB, maskStrideN, maskRow, maskElems;
+  // real_shift: pseKind 0 none, 1 a tensor (element (b, n1, i, j) at b*pseStrideB + n1*pseStrideN
+  // + i*pseRow + j; pseBase >= 0: the ALiBi-compressed last 1024 rows, row i read from row
+  // max(i - pseBase, 0) shifted by pseBase + row - i), 2 / 3 slopes ([B, N1] or [N1]: slope at
+  // b*pseStrideB + n1) giving -slope*|i - j| / -slope*sqrt|i - j|. pseAddFirst: pse_type 1,
+  // scale*(QKᵀ + pse); otherwise scale*QKᵀ + pse. pseGrad: the backward writes d real_shift.
+  int64_t pseStrideB, pseStrideN, pseRow, pseElems, pseBase;
+  uint32_t pseKind, pseAddFirst, pseGrad;
+  uint32_t packed;   // TND: sequence b is rows [cumQ[b-1], cumQ[b]) of query, the same for key
+  uint32_t hasMask;  // attn_mask is read tile by tile
+  uint32_t hasPrefix;
   float scale;
   uint32_t mTile;  // query rows per tile
   uint32_t nTile;  // key rows per tile
-  uint32_t pad;
   TCubeTiling mmNT;  // A x Bᵀ (S = Q Kᵀ, dP = dO Vᵀ)
   TCubeTiling mmNN;  // A x B (O += P V, dQ += dS K)
   TCubeTiling mmTN;  // Aᵀ x B (dV += Pᵀ dO, dK += dSᵀ Q); unused by the forward
 };
+
+namespace ms_ops {
+// Keys visible beyond this distance are all keys (pre/next_tokens' "unlimited" 2147483647).
+constexpr int64_t kFaFar = int64_t(1) << 40;
+}  // namespace ms_ops
 
 #endif  // MS_OPS_FLASH_ATTENTION_TILING_DATA_H_

@@ -11,6 +11,7 @@
 #include "twin_cast.h"
 #include "twin_select.h"
 #include "twin_sync.h"
+#include "twin_tiling.h"
 #include "twin_atomic.h"
 #include "twin_mask.h"
 #include "twin_vector_repeat.h"

@@ -1,5 +1,5 @@
-// Cast between float and half / bfloat16_t / int32_t (and float -> float rounding to an integer;
-// the other pairs of Atlas A2 in twin_cast_pairs.h),
+// Cast between float and half / bfloat16_t / int32_t, uint8_t -> half (and float -> float rounding
+// to an integer; the other pairs of Atlas A2 in twin_cast_pairs.h),
 // with the RoundMode semantics: CAST_NONE rounds to nearest even where the conversion loses
 // precision, CAST_ROUND is half away from zero, CAST_ODD rounds to odd. float -> int32_t
 // saturates at the int32 range and maps NaN to 0.
@@ -117,6 +117,10 @@ inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const Rou
   } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, float>) {
     if (roundMode == RoundMode::CAST_NONE || !WithIntRounding(roundMode, [&](auto f) { ToFloat(d, s, count, f); }))
       BadMode("float -> float", roundMode);
+  } else if constexpr (std::is_same_v<U, uint8_t> && std::is_same_v<T, half>) {
+    // Exact: every uint8 value is a half.
+    if (roundMode != RoundMode::CAST_NONE) BadMode("uint8 -> half", roundMode);
+    for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<half>(s[i]);
   } else if constexpr (PairModes<T, U>() != 0) {
     if ((PairModes<T, U>() & ModeBit(roundMode)) == 0) BadMode("this conversion on Atlas A2", roundMode);
     ConvertPair(d, s, count, roundMode);

@@ -68,7 +68,7 @@ FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD = OpDesc(
 CROSS_ENTROPY_GRAD_SCALE = OpDesc(
     name="cross_entropy_grad_scale",
     inputs=("input_grad", "weight_grad", "dout", "count"),
-    outputs=("scaled_input_grad", "scaled_weight_grad"),
+    outputs=("applied_scale",),
     attrs=(("reduction", "str"),),
-    dtype_rows=tuple((t, t, F32, F32, t, t) for t in (F32, F16, BF16)),
+    dtype_rows=tuple((t, t, F32, F32, F32) for t in (F32, F16, BF16)),
 )

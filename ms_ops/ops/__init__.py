@@ -1,13 +1,17 @@
 """Public functional API of ms_ops."""
+from ms_ops.ops import attn_bias
 from ms_ops.ops.attention import flash_attention_score
+from ms_ops.ops.linear_attention import linear_attention
 from ms_ops.ops.cross_entropy import (fused_cross_entropy_loss_with_max_sum,
                                       fused_linear_cross_entropy,
                                       fused_linear_cross_entropy_loss_grad,
                                       fused_linear_online_max_sum)
+from ms_ops.ops.memory_efficient_attention import memory_efficient_attention
 from ms_ops.ops.moe_routing import (moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing,
                                    moe_init_routing_grad)
 
-__all__ = ["flash_attention_score", "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
+__all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "linear_attention",
+           "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
            "fused_linear_cross_entropy_loss_grad"]

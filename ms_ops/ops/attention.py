@@ -1,16 +1,16 @@
 """Flash attention: ``flash_attention_score`` (CANN FlashAttentionScore), differentiable with
 respect to query, key and value. Signature and defaults are MindSpore's
-``ops.flash_attention_score``; this first slice supports a part of it (see the function).
+``ops.flash_attention_score``; what is not supported yet raises a ValueError (see the function).
 """
-import mindspore as ms
 
 from ms_ops._custom import custom_op
 from ms_ops.bprop.attention import make_flash_attention_score_bprop
 from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
+from ms_ops.ops._attention_args import check_mask, check_prefix, check_pse, sequences
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _OP = "flash_attention_score"
-_LAYOUTS = {"BSH": 3, "SBH": 3, "BSND": 4, "BNSD": 4}
+_LAYOUTS = {"BSH": 3, "SBH": 3, "BSND": 4, "BNSD": 4, "TND": 3}
 
 
 def _unsupported(name, what):
@@ -18,9 +18,11 @@ def _unsupported(name, what):
 
 
 def _dims(t, layout):
-    """(B, S, N, D) of a tensor in ``layout``; for the 3-D layouts N is the hidden size N*D and
-    D is None (head_num splits it)."""
+    """(B, S, N, D) of a tensor in ``layout``; for BSH/SBH N is the hidden size N*D and D is None
+    (head_num splits it); for TND B is None (the sequence lengths give it) and S is T."""
     shape = t.shape
+    if layout == "TND":
+        return None, shape[0], shape[1], shape[2]
     if layout in ("BSH", "SBH"):
         b, s = (shape[0], shape[1]) if layout == "BSH" else (shape[1], shape[0])
         return b, s, shape[2], None
@@ -42,7 +44,7 @@ def _check_shapes(query, key, value, head_num, layout):
     bk, _, nk, dk = _dims(key, layout)
     if known(bq) and known(bk) and bq != bk:
         raise ValueError(f"{_OP}: 'key' batch {bk} differs from query's {bq} (shapes {query.shape}, {key.shape})")
-    if rank == 3:
+    if rank == 3 and layout != "TND":
         if known(nq) and nq % head_num != 0:
             raise ValueError(f"{_OP}: 'query' hidden size {nq} is not a multiple of head_num {head_num}")
         if known(nq):
@@ -64,57 +66,91 @@ def _check_shapes(query, key, value, head_num, layout):
         raise ValueError(f"{_OP}: 'key' has {n2} heads, which must divide query's {n1} (GQA/MQA)")
     if tuple(value.shape) != tuple(key.shape):
         raise ValueError(f"{_OP}: 'value' must have key's shape {key.shape}, got {value.shape}")
+    return bq, _dims(query, layout)[1], _dims(key, layout)[1]
 
 
 def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mask=None, padding_mask=None,
                           attn_mask=None, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, keep_prob=1.0,
                           scalar_value=1.0, pre_tokens=2147483647, next_tokens=2147483647, inner_precise=0,
-                          input_layout="BSH", sparse_mode=0):
+                          input_layout="BSH", sparse_mode=0, *, pse_type=1):
     r"""Multi-head attention without the ``S1 x S2`` score matrix in memory:
 
     .. math::
         \text{out} = \operatorname{softmax}(\text{scalar\_value}\cdot Q K^\top \text{ over visible keys})\, V
 
-    per batch and query head; query head ``n`` reads key/value head ``n // (N1 // N2)`` (GQA/MQA).
+    per sequence and query head; query head ``n`` reads key/value head ``n // (N1 // N2)`` (GQA/MQA),
+    with a position bias (``real_shift``, ``pse_type``) added to the logits when given.
 
     Args:
-        query: ``[B, S1, N1*D]`` (BSH), ``[S1, B, N1*D]`` (SBH), ``[B, S1, N1, D]`` (BSND) or
-            ``[B, N1, S1, D]`` (BNSD); float32, float16 or bfloat16.
-        key, value: the same layout with S2 rows and N2 heads (N1 a multiple of N2), query's
-            dtype and head dim D (1..512).
+        query: ``[B, S1, N1*D]`` (BSH), ``[S1, B, N1*D]`` (SBH), ``[B, S1, N1, D]`` (BSND),
+            ``[B, N1, S1, D]`` (BNSD) or ``[T1, N1, D]`` (TND: the sequences packed one after
+            the other); float32, float16 or bfloat16.
+        key, value: the same layout with S2 (T2) rows and N2 heads (N1 a multiple of N2),
+            query's dtype and head dim D (1..512).
         head_num (int): N1.
+        real_shift (Tensor, optional): pse_type 0 or 1: a bias of query's dtype, ``[B, N1, S1, S2]``
+            (differentiable: d real_shift comes from the gradient kernel), or, not differentiated,
+            ``[B, N1, 1, S2]``, ``[1, N1, S1, S2]`` (B and S1 broadcast), and the ALiBi-compressed
+            ``[B or 1, N1, 1024, S2]`` (the last 1024 rows of a bias depending on j - i only;
+            sparse_mode 2 or 3, or 0 with next_tokens <= 0, and S1 == S2 > 1024). pse_type 2 or
+            3: float32 ALiBi slopes ``[N1]`` or ``[B, N1]`` (S1 == S2), the kernel generating the
+            bias ``-slope * |i - j|`` (2) or ``-slope * sqrt(|i - j|)`` (3); not differentiated.
+            Not with TND.
+        attn_mask (Tensor, optional): bool or uint8, 1 = masked out. sparse_mode 0 and 1:
+            ``[B, N1, S1, S2]``, ``[B, 1, S1, S2]``, ``[1, 1, S1, S2]`` or ``[S1, S2]``, applied
+            on top of the mode's visible keys (not with TND); sparse_mode 5: ``[B, N1, S1, S2]``
+            or ``[B, 1, S1, S2]``. The compressed masks of the other modes (``[2048, 2048]`` for
+            2, 3, 4, 7, 8 and ``[3072, 2048]`` for 6) are checked for their shape; as in CANN,
+            the mode alone defines the visible keys, so their contents are not read.
+        prefix (list of int or Tensor): sparse_mode 5 and 6: per batch, the number of leading
+            keys every query sees.
+        actual_seq_qlen, actual_seq_kvlen (list of int or int64 Tensor): TND only and required
+            there: cumulative query / key lengths, one entry per sequence, the last one T1 / T2
+            (lengths [2, 0, 3] are [2, 2, 5]). Sequences of length 0 are allowed on either side.
         scalar_value (float): the scale of the scores.
-        pre_tokens, next_tokens (int): with ``sparse_mode=0``, query i sees keys
-            ``i - pre_tokens <= j <= i + next_tokens`` (the defaults: every key).
-        input_layout (str): "BSH", "SBH", "BSND" or "BNSD".
-        sparse_mode (int): 0 (band of pre/next_tokens), 2 (causal from the top left: j <= i) or
-            3 (causal from the bottom right: j <= i + S2 - S1); pre/next_tokens are ignored in 2, 3.
+        pre_tokens, next_tokens (int): the band of sparse_mode 0 (``i - pre_tokens <= j <=
+            i + next_tokens``), 4, 7 and 8 (the same band anchored at the bottom-right corner:
+            ``i + S2 - S1 - pre_tokens <= j <= i + S2 - S1 + next_tokens``).
+        input_layout (str): "BSH", "SBH", "BSND", "BNSD" or "TND".
+        sparse_mode (int): the keys query i of a sequence (S1 queries, S2 keys) sees, before
+            attn_mask: 0 the band of pre/next_tokens (the defaults: every key); 1 every key;
+            2 ``j <= i`` (causal from the top left); 3 ``j <= i + S2 - S1`` (causal from the
+            bottom right); 4 the bottom-right band; 5 and 6 (prefix) mode 3's keys plus the
+            first ``prefix[b]`` keys; 7 (TND) mode 3 for every sequence but the last one with
+            queries and keys, which is the band of mode 4; 8 (TND) mode 2 for every sequence but
+            the first one with queries and keys, which is the band of mode 4. (CANN describes 7
+            and 8 as the last/first batch being "a band"; ms_ops takes that band to be mode 4's,
+            anchored at the bottom-right corner, for both.) With TND every mode acts per
+            sequence.
+        pse_type (int, keyword-only): how real_shift enters the logits: 0 ``scale * QKᵀ + pse``,
+            1 (default, MindSpore's only form) ``scale * (QKᵀ + pse)``, 2 and 3 the in-kernel ALiBi
+            above, added after the scaling.
 
-    Not supported yet (a ValueError names the argument): real_shift, drop_mask, keep_prob < 1,
-    padding_mask, attn_mask, prefix, actual_seq_qlen/actual_seq_kvlen (TND), the other
-    sparse modes and inner_precise other than 0 or 1.
+    Not supported yet (a ValueError names the argument): drop_mask, keep_prob < 1,
+    padding_mask, a full attn_mask with TND, and inner_precise other than 0 or 1.
 
     Returns:
-        Tensor: attention_out, query's shape and dtype. A query row that sees no key gets 0.
+        Tensor: attention_out, query's shape and dtype. A query row that sees no key (every key
+        masked, an empty key sequence, or outside the mode's range) outputs 0 and gets a zero
+        gradient.
 
-    Gradient: dq, dk, dv by the kernel flash_attention_score_grad (deterministic).
+    Gradient: dq, dk, dv (and d real_shift for the full form) by the kernel
+    flash_attention_score_grad (deterministic); attn_mask, prefix and the sequence lengths get zeros.
     """
-    for name, value_ in (("real_shift", real_shift), ("drop_mask", drop_mask), ("padding_mask", padding_mask),
-                         ("attn_mask", attn_mask), ("prefix", prefix), ("actual_seq_qlen", actual_seq_qlen),
-                         ("actual_seq_kvlen", actual_seq_kvlen)):
+    for name, value_ in (("drop_mask", drop_mask), ("padding_mask", padding_mask)):
         if value_ is not None:
             _unsupported(name, "(any value but None)")
     if keep_prob != 1.0:
         _unsupported("keep_prob", f"{keep_prob} (dropout; only 1.0)")
     if input_layout not in _LAYOUTS:
-        if input_layout == "TND":
-            _unsupported("input_layout", "'TND'")
         raise ValueError(f"{_OP}: 'input_layout' must be one of {tuple(_LAYOUTS)}, got {input_layout!r}")
     check_int(_OP, "sparse_mode", sparse_mode)
-    if sparse_mode not in (0, 2, 3):
-        if 0 <= sparse_mode <= 8:
-            _unsupported("sparse_mode", f"{sparse_mode} (only 0, 2 and 3)")
+    if not 0 <= sparse_mode <= 8:
         raise ValueError(f"{_OP}: 'sparse_mode' must be in 0..8, got {sparse_mode}")
+    if sparse_mode in (7, 8) and input_layout != "TND":
+        raise ValueError(f"{_OP}: 'sparse_mode' {sparse_mode} needs input_layout 'TND', got {input_layout!r}")
+    if sparse_mode == 5 and input_layout == "TND":
+        raise ValueError(f"{_OP}: 'sparse_mode' 5 is not defined for input_layout 'TND' (use 6)")
     check_int(_OP, "inner_precise", inner_precise)
     if inner_precise not in (0, 1):
         _unsupported("inner_precise", f"{inner_precise} (only 0 and 1)")
@@ -123,9 +159,15 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
     check_int(_OP, "next_tokens", next_tokens)
     if isinstance(scalar_value, bool) or not isinstance(scalar_value, (int, float)):
         raise TypeError(f"{_OP}: 'scalar_value' must be a float, got {type(scalar_value).__name__}")
-    _check_shapes(query, key, value, head_num, input_layout)
+    batch, s1, s2 = _check_shapes(query, key, value, head_num, input_layout)
+    packed_batch, seq_q, seq_kv = sequences(input_layout, actual_seq_qlen, actual_seq_kvlen, s1, s2)
+    if input_layout == "TND":
+        batch = packed_batch
+    pre = check_prefix(prefix, sparse_mode, batch, None if input_layout == "TND" else s2)
+    mask = check_mask(attn_mask, sparse_mode, input_layout, batch, head_num, s1, s2)
+    pse = check_pse(real_shift, pse_type, input_layout, query.dtype, batch, head_num, s1, s2, sparse_mode,
+                    next_tokens)
     prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=head_num,
                      scale_value=float(scalar_value), pre_tokens=pre_tokens, next_tokens=next_tokens,
-                     input_layout=input_layout,
-                     sparse_mode=sparse_mode)
-    return prim(query, key, value)[2]
+                     input_layout=input_layout, sparse_mode=sparse_mode, pse_type=pse_type)
+    return prim(query, key, value, pse, mask, pre, seq_q, seq_kv)[2]

@@ -1,8 +1,10 @@
-"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore without pse,
-dropout, mask tensors or prefix) and its gradient. The test oracle; never on an op's path.
+"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore without dropout)
+and its gradient. The test oracle; never on an op's path.
 
 Tensors are taken in BNSD ([B, N, S, D]); key j is visible to query i when
-i + low <= j <= i + high (``visible_offsets``). A query row with no visible key outputs 0 and
+i + low <= j <= i + high (``visible_offsets``), or, in general, where a boolean visibility
+array broadcastable to [B, N1, S1, S2] is true (``visibility``: sparse modes, prefix, attn_mask);
+packed sequences (TND) go through ``varlen``. A query row with no visible key outputs 0 and
 gets no gradient. ``rnd`` is applied after every operation: the identity gives the reference, a
 rounding to fp16/bf16/fp32 the same math done naively in that precision.
 """
@@ -43,10 +45,17 @@ def _mask(s1, s2, low, high):
     return (j >= i + low) & (j <= i + high)
 
 
-def _probs(q, k, scale, mask, rnd):
+def _probs(q, k, scale, mask, rnd, pse=None, pse_first=False):
+    """Softmax rows of the visible logits: scale * QKᵀ, with ``pse`` (broadcastable to
+    [B, N1, S1, S2]) added before (``pse_first``, pse_type 1) or after the scaling."""
     group = q.shape[1] // k.shape[1]
     kk = np.repeat(k, group, axis=1)
-    s = rnd(_matmul(q, kk.transpose(0, 1, 3, 2), rnd) * scale)
+    s = _matmul(q, kk.transpose(0, 1, 3, 2), rnd)
+    if pse is not None and pse_first:
+        s = rnd(s + pse)
+    s = rnd(s * scale)
+    if pse is not None and not pse_first:
+        s = rnd(s + pse)
     s = np.where(mask, s, -np.inf)
     m = np.max(s, axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
@@ -56,17 +65,54 @@ def _probs(q, k, scale, mask, rnd):
     return p, group
 
 
+def visibility(s1, s2, sparse_mode, pre_tokens=FAR, next_tokens=FAR, prefix=0, attn_mask=None):
+    """[S1, S2] (or attn_mask's broadcast shape) booleans: key j visible to query i in one sequence.
+    Modes 7 and 8 are resolved per sequence by ``varlen``; attn_mask (1 = masked out) applies in
+    modes 0, 1 and 5 (the others' compressed masks carry no information)."""
+    corner = s2 - s1
+    low, high = {0: (-pre_tokens, next_tokens), 1: (-FAR, FAR), 2: (-FAR, 0), 3: (-FAR, corner),
+                 4: (corner - pre_tokens, corner + next_tokens), 5: (-FAR, corner), 6: (-FAR, corner)}[sparse_mode]
+    vis = _mask(s1, s2, max(low, -FAR), min(high, FAR))
+    if sparse_mode in (5, 6):
+        vis = vis | (np.arange(s2)[None, :] < prefix)
+    if attn_mask is not None and sparse_mode in (0, 1, 5):
+        vis = vis & ~np.asarray(attn_mask, dtype=bool)
+    return vis
+
+
 def flash_attention(q, k, v, scale, low, high, rnd=_exact):
     """attention_out [B, N1, S1, D]."""
-    mask = _mask(q.shape[2], k.shape[2], low, high)
-    p, group = _probs(q, k, scale, mask, rnd)
+    return flash_attention_masked(q, k, v, scale, _mask(q.shape[2], k.shape[2], low, high), rnd)
+
+
+def alibi(slopes, s, sqrt=False):
+    """The bias pse_type 2 (3 with ``sqrt``) generates: -slope * |i - j| (or its square root),
+    [B or 1, N1, S, S] from slopes [N1] or [B, N1]."""
+    slopes = np.asarray(slopes, dtype=np.float64).reshape((1,) * (2 - np.ndim(slopes)) + np.shape(slopes))
+    dist = np.abs(np.arange(s)[:, None] - np.arange(s)[None, :]).astype(np.float64)
+    return -slopes[..., None, None] * (np.sqrt(dist) if sqrt else dist)
+
+
+def flash_attention_masked(q, k, v, scale, mask, rnd=_exact, pse=None, pse_first=False):
+    """attention_out [B, N1, S1, D] with ``mask`` (true = visible) broadcastable to [B, N1, S1, S2]
+    and an optional bias ``pse`` (see ``_probs``)."""
+    p, group = _probs(q, k, scale, mask, rnd, pse, pse_first)
     return _matmul(p, np.repeat(v, group, axis=1), rnd)
 
 
 def flash_attention_grad(q, k, v, dout, scale, low, high, rnd=_exact):
     """(dq, dk, dv), each in its input's BNSD shape."""
-    mask = _mask(q.shape[2], k.shape[2], low, high)
-    p, group = _probs(q, k, scale, mask, rnd)
+    return flash_attention_grad_masked(q, k, v, dout, scale, _mask(q.shape[2], k.shape[2], low, high), rnd)
+
+
+def flash_attention_grad_masked(q, k, v, dout, scale, mask, rnd=_exact, pse=None, pse_first=False):
+    """(dq, dk, dv) of ``flash_attention_masked``, each in its input's BNSD shape."""
+    return flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd, pse, pse_first)[:3]
+
+
+def flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd=_exact, pse=None, pse_first=False):
+    """(dq, dk, dv, d pse) of ``flash_attention_masked``; d pse [B, N1, S1, S2] (the full form's)."""
+    p, group = _probs(q, k, scale, mask, rnd, pse, pse_first)
     kk, vv = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     out = _matmul(p, vv, rnd)
     dv = _matmul(p.transpose(0, 1, 3, 2), dout, rnd)
@@ -80,4 +126,29 @@ def flash_attention_grad(q, k, v, dout, scale, low, high, rnd=_exact):
         b, n1, s, dim = g.shape
         return g.reshape(b, n1 // group, group, s, dim).sum(axis=2)
 
-    return dq, fold(dk), fold(dv)
+    return dq, fold(dk), fold(dv), rnd(ds * scale) if pse_first else ds
+
+
+def varlen(q, k, v, dout, cum_q, cum_kv, scale, sparse_mode=0, pre_tokens=FAR, next_tokens=FAR, prefix=None,
+           rnd=_exact):
+    """(out, dq, dk, dv) of packed sequences: q, dout [T1, N1, D], k, v [T2, N2, D], sequence b being
+    rows [cum[b-1], cum[b]). Every sequence alone, with its own sparse mode (7: mode 3 but the last
+    sequence with queries and keys a mode-4 band; 8: mode 2 but the first one a mode-4 band)."""
+    starts_q, starts_kv = [0] + list(cum_q[:-1]), [0] + list(cum_kv[:-1])
+    live = [b for b in range(len(cum_q)) if cum_q[b] > starts_q[b] and cum_kv[b] > starts_kv[b]]
+    band = (live[-1] if sparse_mode == 7 else live[0]) if live and sparse_mode in (7, 8) else -1
+    out, dq = np.zeros(q.shape), np.zeros(q.shape)
+    dk, dv = np.zeros(k.shape), np.zeros(v.shape)
+    for b in range(len(cum_q)):
+        rq, rk = slice(starts_q[b], cum_q[b]), slice(starts_kv[b], cum_kv[b])
+        s1, s2 = cum_q[b] - starts_q[b], cum_kv[b] - starts_kv[b]
+        if s1 == 0 or s2 == 0:
+            continue
+        mode = {7: 4 if b == band else 3, 8: 4 if b == band else 2}.get(sparse_mode, sparse_mode)
+        vis = visibility(s1, s2, mode, pre_tokens, next_tokens, 0 if prefix is None else prefix[b])
+        qb, kb, vb, gb = (a[None].transpose(0, 2, 1, 3) for a in (q[rq], k[rk], v[rk], dout[rq]))
+        out[rq] = flash_attention_masked(qb, kb, vb, scale, vis, rnd)[0].transpose(1, 0, 2)
+        grads = flash_attention_grad_masked(qb, kb, vb, gb, scale, vis, rnd)
+        for full, g, r in ((dq, grads[0], rq), (dk, grads[1], rk), (dv, grads[2], rk)):
+            full[r] = g[0].transpose(1, 0, 2)
+    return out, dq, dk, dv

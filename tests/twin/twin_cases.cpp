@@ -195,6 +195,11 @@ TWIN_EXPORT int twin_cast_to_f32(int src, int mode, void *x, float *out, uint32_
   });
 }
 
+// uint8 -> half (attn_mask bytes on their way to fp32).
+TWIN_EXPORT int twin_cast_u8_to_f16(int mode, void *x, void *out, uint32_t n) {
+  return Run("twin_cast", 1, [&] { CastKernel<half, uint8_t>(mode, x, out, n); });
+}
+
 // mask = a <mode> b, sel = mask ? a : b; smask = a <mode> s, ssel = smask ? a : s.
 TWIN_EXPORT int twin_cmp_select(int mode, float *a, float *b, float s, uint8_t *mask, float *sel, uint8_t *smask,
                                 float *ssel, uint32_t n) {
@@ -580,6 +585,37 @@ TWIN_EXPORT int twin_tiling(uint64_t key, void *tiling, float *out) {
     o.SetValue(2, TILING_KEY_IS(7) ? 1.0f : 0.0f);
     o.SetValue(3, TILING_KEY_IS(8) ? 1.0f : 0.0f);
     o.SetValue(4, GetTPipePtr() == &pipe ? 1.0f : 0.0f);
+  }));
+}
+
+namespace {
+struct InnerTiling {
+  int32_t n;
+  float scale;
+};
+struct NestedTiling {
+  int64_t id;
+  InnerTiling inner;
+};
+}  // namespace
+
+// The registered default struct through GET_TILING_DATA, the tiling in place through
+// GET_TILING_DATA_PTR_WITH_STRUCT, and a nested member copied onto the stack by
+// COPY_TILING_WITH_STRUCT from the member itself and from a pointer to it.
+TWIN_EXPORT int twin_tiling_default(void *tiling, float *out) {
+  return Reported(ms_ops::twin::Launch("twin_tiling_default", 1, 0, [&] {
+    REGISTER_TILING_DEFAULT(NestedTiling);
+    GET_TILING_DATA(td, reinterpret_cast<GM_ADDR>(tiling));
+    GET_TILING_DATA_PTR_WITH_STRUCT(NestedTiling, ptr, reinterpret_cast<GM_ADDR>(tiling));
+    COPY_TILING_WITH_STRUCT(InnerTiling, ptr->inner, fromMember);
+    COPY_TILING_WITH_STRUCT(InnerTiling, &td.inner, fromPointer);
+    GlobalTensor<float> o = Gm<float>(out, 6);
+    o.SetValue(0, static_cast<float>(td.id));
+    o.SetValue(1, static_cast<float>(td.inner.n));
+    o.SetValue(2, td.inner.scale);
+    o.SetValue(3, static_cast<float>(ptr->id));
+    o.SetValue(4, static_cast<float>(fromMember->n) + fromMember->scale);
+    o.SetValue(5, static_cast<float>(fromPointer->n) * fromPointer->scale);
   }));
 }
 

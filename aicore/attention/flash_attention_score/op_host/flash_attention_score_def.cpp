@@ -1,6 +1,5 @@
-// CANN OpDef of FlashAttentionScoreMsops (ms_ops flash_attention_score, the first slice: no pse,
-// dropout, mask tensors or prefix). Built only by the CANN toolchain; tiling and inference are
-// registered in flash_attention_score_tiling.cpp.
+// CANN OpDef of FlashAttentionScoreMsops (ms_ops flash_attention_score without dropout). Built only
+// by the CANN toolchain; tiling and inference are registered in flash_attention_score_tiling.cpp.
 #include "../../../cann/cann_op_def.h"
 
 namespace ops {
@@ -8,11 +7,24 @@ namespace ops {
 class FlashAttentionScoreMsops : public OpDef {
  public:
   explicit FlashAttentionScoreMsops(const char *name) : OpDef(name) {
-    const std::vector<ge::DataType> data = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16};
-    const std::vector<ge::DataType> f32(data.size(), ge::DT_FLOAT);
+    // One column per supported combination: each float type with real_shift of that type or
+    // float32 (slopes), and a uint8 or a bool attn_mask (ms_ops/kernels/attention.py's rows).
+    const std::vector<ge::DataType> data = {ge::DT_FLOAT,   ge::DT_FLOAT,   ge::DT_FLOAT16, ge::DT_FLOAT16, ge::DT_FLOAT16,
+                                            ge::DT_FLOAT16, ge::DT_BF16,    ge::DT_BF16,    ge::DT_BF16,    ge::DT_BF16};
+    const std::vector<ge::DataType> pse = {ge::DT_FLOAT,   ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_FLOAT16, ge::DT_FLOAT,
+                                           ge::DT_FLOAT,   ge::DT_BF16,  ge::DT_BF16,    ge::DT_FLOAT,   ge::DT_FLOAT};
+    const std::vector<ge::DataType> masks = {ge::DT_UINT8, ge::DT_BOOL, ge::DT_UINT8, ge::DT_BOOL, ge::DT_UINT8,
+                                             ge::DT_BOOL,  ge::DT_UINT8, ge::DT_BOOL, ge::DT_UINT8, ge::DT_BOOL};
+    const std::vector<ge::DataType> f32(data.size(), ge::DT_FLOAT), i64(data.size(), ge::DT_INT64);
     const std::vector<ge::Format> nd(data.size(), ge::FORMAT_ND);
     for (const char *in : {"query", "key", "value"})
       this->Input(in).ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    // Always present ([1] placeholders when unused, as the Python wrapper passes them); prefix
+    // and the cumulative lengths are read by the TilingFunc too.
+    this->Input("real_shift").ParamType(REQUIRED).DataType(pse).Format(nd).UnknownShapeFormat(nd);
+    this->Input("attn_mask").ParamType(REQUIRED).DataType(masks).Format(nd).UnknownShapeFormat(nd);
+    for (const char *in : {"prefix", "actual_seq_qlen", "actual_seq_kvlen"})
+      this->Input(in).ParamType(REQUIRED).ValueDepend(REQUIRED).DataType(i64).Format(nd).UnknownShapeFormat(nd);
     this->Output("softmax_max").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Output("softmax_sum").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Output("attention_out").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
@@ -23,6 +35,7 @@ class FlashAttentionScoreMsops : public OpDef {
     this->Attr("next_tokens").AttrType(OPTIONAL).Int(2147483647);
     this->Attr("input_layout").AttrType(OPTIONAL).String("BSH");
     this->Attr("sparse_mode").AttrType(OPTIONAL).Int(0);
+    this->Attr("pse_type").AttrType(OPTIONAL).Int(1);
 
     ms_ops::AddAiCoreConfig(*this, "flash_attention_score");
   }

@@ -10,7 +10,7 @@ namespace optiling {
 struct FlashAttentionScoreCompileInfo {};
 
 static ge::graphStatus FlashAttentionScoreTilingFunc(gert::TilingContext *context) {
-  return ms_ops::FaTilingFunc(context, "flash_attention_score", false);
+  return ms_ops::FaTilingFunc(context, "flash_attention_score", false, 3);
 }
 
 static ge::graphStatus FlashAttentionScoreTilingParse(gert::TilingParseContext *) { return ge::GRAPH_SUCCESS; }

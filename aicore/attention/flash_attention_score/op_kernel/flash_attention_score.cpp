@@ -1,9 +1,11 @@
-// flash_attention_score (CANN FlashAttentionScore without pse, dropout, mask tensors or prefix):
-// per head, out = softmax(scale * Q Kᵀ restricted to the visible keys) V, with GQA (query head n
+// flash_attention_score (CANN FlashAttentionScore without dropout): per sequence and head,
+// out = softmax(scale * Q Kᵀ (+ real_shift or ALiBi, FaLogits) restricted to the visible keys) V, with GQA (query head n
 // reads key/value head n / (N1 / N2)); softmax_max / softmax_sum are the rows' max of the scaled
-// scores and Σ exp(score - max), 8 equal copies per row. A row with no visible key outputs 0.
+// scores and Σ exp(score - max), 8 equal copies per row. The visible keys are a range per row
+// (sparse_mode, pre/next_tokens, prefix; flash_attention_kernel.h), minus those attn_mask marks.
+// A row with no visible key outputs 0. Sequences are a batch of equal lengths or packed (TND).
 //
-// A work item is (batch, query head, tile of mTile query rows). For each tile of nTile keys that
+// A work item is (query head, tile of mTile query rows of one sequence). For each tile of nTile keys that
 // any of its rows sees, the cube computes S = Q Kᵀ into the block's fp32 workspace; the vector
 // pass turns each row into P = exp(scale S - new max) over its visible keys (0 elsewhere), kept as
 // T for the cube, and updates the running max and sum; the cube computes P V and the vector pass
@@ -15,6 +17,22 @@ using namespace AscendC;
 using namespace ms_ops::kernel;
 
 namespace {
+
+// GM_ADDR is a pointer type macro: one member per declaration.
+struct FaArgs {
+  GM_ADDR q;
+  GM_ADDR k;
+  GM_ADDR v;
+  GM_ADDR pse;
+  GM_ADDR mask;
+  GM_ADDR prefix;
+  GM_ADDR cumQ;
+  GM_ADDR cumKv;
+  GM_ADDR maxOut;
+  GM_ADDR sumOut;
+  GM_ADDR out;
+  GM_ADDR workspace;
+};
 
 template <typename T>
 class FlashAttentionScoreKernel {
@@ -30,21 +48,21 @@ class FlashAttentionScoreKernel {
   Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ
   Matmul<ND, ND, Acc> mmNN;       // P V
 
-  __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR maxOut, GM_ADDR sumOut, GM_ADDR out,
-                              GM_ADDR workspace, const FlashAttentionTilingData &td) {
+  __aicore__ inline void Init(const FaArgs &a, const FlashAttentionTilingData &td) {
     td_ = &td;
     const int64_t mT = td.mTile, nT = td.nTile, d = td.dim;
-    const uint64_t qElems = FaElems(td, td.heads1, td.seq1), kElems = FaElems(td, td.heads2, td.seq2);
-    qGm_.SetGlobalBuffer((__gm__ T *)q, qElems);
-    kGm_.SetGlobalBuffer((__gm__ T *)k, kElems);
-    vGm_.SetGlobalBuffer((__gm__ T *)v, kElems);
-    outGm_.SetGlobalBuffer((__gm__ T *)out, qElems);
-    const uint64_t stats = uint64_t(td.batch) * td.heads1 * td.seq1 * 8;
-    maxGm_.SetGlobalBuffer((__gm__ float *)maxOut, stats);
-    sumGm_.SetGlobalBuffer((__gm__ float *)sumOut, stats);
+    const uint64_t qElems = uint64_t(td.qRows) * td.heads1 * d, kElems = uint64_t(td.kRows) * td.heads2 * d;
+    qGm_.SetGlobalBuffer((__gm__ T *)a.q, qElems);
+    kGm_.SetGlobalBuffer((__gm__ T *)a.k, kElems);
+    vGm_.SetGlobalBuffer((__gm__ T *)a.v, kElems);
+    outGm_.SetGlobalBuffer((__gm__ T *)a.out, qElems);
+    const uint64_t stats = uint64_t(td.qRows) * td.heads1 * 8;
+    maxGm_.SetGlobalBuffer((__gm__ float *)a.maxOut, stats);
+    sumGm_.SetGlobalBuffer((__gm__ float *)a.sumOut, stats);
+    FaBindSequences(seq_, maskGm_, a.mask, a.prefix, a.cumQ, a.cumKv, td);
     // The block's workspace: S (fp32), P (T), P V and the accumulator (fp32).
     const uint64_t floats = uint64_t(mT) * nT + uint64_t(mT) * nT + 2 * uint64_t(mT) * d;
-    __gm__ float *ws = (__gm__ float *)GetUserWorkspace(workspace) + GetBlockIdx() * floats;
+    __gm__ float *ws = (__gm__ float *)GetUserWorkspace(a.workspace) + GetBlockIdx() * floats;
     sGm_.SetGlobalBuffer(ws, uint64_t(mT) * nT);
     pGm_.SetGlobalBuffer((__gm__ T *)(ws + mT * nT), uint64_t(mT) * nT);
     pvGm_.SetGlobalBuffer(ws + 2 * mT * nT, uint64_t(mT) * d);
@@ -60,6 +78,11 @@ class FlashAttentionScoreKernel {
     pipe.InitBuffer(red_, 2 * kUbAlign);
     pipe.InitBuffer(state_, kStates * UbBytes(mT, 4));
     pipe.InitBuffer(stats_, UbBytes(mT * 8, 4));
+    pipe.InitBuffer(maskQ_, 1, UbBytes(nT, 1));
+    pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
+    pipe.InitBuffer(pen_, UbBytes(nT, 4));
+    pipe.InitBuffer(keep_, UbBytes(nT, 4));
+    FaInitPse(pipe, pse_, a.pse, td);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -67,10 +90,10 @@ class FlashAttentionScoreKernel {
 
   __aicore__ inline void Process() {
     const FlashAttentionTilingData &td = *td_;
-    const int64_t qTiles = (td.seq1 + td.mTile - 1) / td.mTile, items = td.batch * td.heads1 * qTiles;
-    for (int64_t it = GetBlockIdx(); it < items; it += GetBlockNum()) {
-      const int64_t bn = it / qTiles, q0 = (it % qTiles) * td.mTile;
-      QueryTile(bn / td.heads1, bn % td.heads1, q0, static_cast<uint32_t>(Min64(td.mTile, td.seq1 - q0)));
+    for (int64_t it = GetBlockIdx(); it < td.heads1 * td.qTiles; it += GetBlockNum()) {
+      int64_t q0;
+      const FaSeg sg = FaLocate(td, seq_, true, it % td.qTiles, td.mTile, q0);
+      QueryTile(sg, it / td.qTiles, q0, static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0)));
     }
     mmNT.End();
     mmNN.End();
@@ -85,17 +108,17 @@ class FlashAttentionScoreKernel {
     return state_.Get<float>()[a * (UbBytes(td_->mTile, 4) / 4)];
   }
 
-  __aicore__ inline void QueryTile(int64_t b, int64_t n1, int64_t q0, uint32_t mt) {
+  __aicore__ inline void QueryTile(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
-    const int64_t qBase = FaQBase(td, b, n1) + q0 * td.qRow, kBase = FaKBase(td, b, n1);
+    const int64_t qBase = FaQBase(td, sg, n1) + q0 * td.qRow, kBase = FaKBase(td, sg, n1);
     // The previous tile's state has left for GM.
     PipeBarrier<PIPE_ALL>();
     Duplicate(St(kRunMax), kFaLowest, mt);
     Duplicate(St(kSum), 0.0f, mt);
     bool started = false;
-    for (int64_t k0 = 0; k0 < td.seq2; k0 += td.nTile) {
-      const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, td.seq2 - k0));
-      if (!FaTileVisible(td, q0, mt, k0, nt)) continue;
+    for (int64_t k0 = 0; k0 < sg.s2; k0 += td.nTile) {
+      const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, sg.s2 - k0));
+      if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
       PipeBarrier<PIPE_ALL>();
       mmNT.SetOrgShape(mt, nt, static_cast<int>(td.qRow), static_cast<int>(td.kRow));
       mmNT.SetSingleShape(mt, nt, static_cast<int>(td.dim));
@@ -103,7 +126,7 @@ class FlashAttentionScoreKernel {
       mmNT.SetTensorB(kGm_[kBase + k0 * td.kRow], true);
       mmNT.IterateAll(sGm_, 0, true);
       mmNT.End();
-      Probabilities(q0, mt, k0, nt);
+      Probabilities(sg, n1, q0, mt, k0, nt);
       // The cube reads P from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
       mmNN.SetOrgShape(mt, static_cast<int>(td.kRow), nt, nt);
@@ -115,17 +138,17 @@ class FlashAttentionScoreKernel {
       Accumulate(mt, started);
       started = true;
     }
-    Finish(b, n1, q0, mt, started);
+    Finish(sg, n1, q0, mt, started);
   }
 
   // P rows of the tile, the new running max and the tile's sums; then factor and sum for all rows.
-  __aicore__ inline void Probabilities(int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
+  __aicore__ inline void Probabilities(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
     const FlashAttentionTilingData &td = *td_;
     LocalTensor<float> red = red_.Get<float>(), tmp = tmp_.Get<float>();
     OrderPipes<HardEvent::V_S>(&pipe);
     for (uint32_t i = 0; i < mt; ++i) {
       int64_t lo, hi;
-      FaVisible(td, q0 + i, k0, nt, lo, hi);
+      FaVisible(sg, q0 + i, k0, nt, lo, hi);
       const float oldMax = St(kRunMax).GetValue(i);
       const uint32_t len = hi > lo ? static_cast<uint32_t>(hi - lo) : 0;
       float tileSum = 0.0f, newMax = oldMax;
@@ -134,7 +157,10 @@ class FlashAttentionScoreKernel {
         FaCopyIn(s, sGm_[uint64_t(i) * nt + lo], len);
         inQ_.EnQue(s);
         s = inQ_.DeQue<float>();
-        Muls(s, s, td.scale, len);
+        FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, s, len);
+        if (td.hasMask)
+          FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), s,
+                      maskGm_[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
         ReduceMax(red, s, tmp, len);
         OrderPipes<HardEvent::V_S>(&pipe);
         const float tileMax = red.GetValue(0);
@@ -142,6 +168,8 @@ class FlashAttentionScoreKernel {
         OrderPipes<HardEvent::S_V>(&pipe);
         Adds(s, s, -newMax, len);
         Exp(s, s, len);
+        // A row whose keys so far are all masked has max kFaLowest: exp(0) must not count them.
+        if (td.hasMask) Mul(s, s, keep_.Get<float>(), len);
         ReduceSum(red[8], s, tmp, len);
         LocalTensor<T> p = outQ_.AllocTensor<T>();
         FaNarrow(p, s, len);
@@ -200,10 +228,10 @@ class FlashAttentionScoreKernel {
   }
 
   // out = acc / sum (0 for a row that saw no key), softmax_max and softmax_sum.
-  __aicore__ inline void Finish(int64_t b, int64_t n1, int64_t q0, uint32_t mt, bool started) {
+  __aicore__ inline void Finish(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, bool started) {
     const FlashAttentionTilingData &td = *td_;
     const uint32_t d = static_cast<uint32_t>(td.dim);
-    const int64_t oBase = FaQBase(td, b, n1) + q0 * td.qRow;
+    const int64_t oBase = FaQBase(td, sg, n1) + q0 * td.qRow;
     // The accumulator rows just written are read back.
     PipeBarrier<PIPE_ALL>();
     for (uint32_t i = 0; i < mt; ++i) {
@@ -226,12 +254,12 @@ class FlashAttentionScoreKernel {
       FaCopyOut(outGm_[oBase + int64_t(i) * td.qRow], o, d);
       outQ_.FreeTensor(o);
     }
-    WriteStats(maxGm_, St(kRunMax), b, n1, q0, mt);
-    WriteStats(sumGm_, St(kSum), b, n1, q0, mt);
+    WriteStats(maxGm_, St(kRunMax), sg, n1, q0, mt);
+    WriteStats(sumGm_, St(kSum), sg, n1, q0, mt);
   }
 
-  // Rows [q0, q0 + mt) of a [B, N1, S1, 8] statistic: 8 copies of each row's value.
-  __aicore__ inline void WriteStats(const GlobalTensor<float> &gm, const LocalTensor<float> &rows, int64_t b,
+  // Rows [q0, q0 + mt) of a [B, N1, S1, 8] or [T1, N1, 8] statistic: 8 copies of each row's value.
+  __aicore__ inline void WriteStats(const GlobalTensor<float> &gm, const LocalTensor<float> &rows, const FaSeg &sg,
                                     int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
     LocalTensor<float> st = stats_.Get<float>();
@@ -243,13 +271,17 @@ class FlashAttentionScoreKernel {
       for (uint32_t c = 0; c < 8; ++c) st.SetValue(i * 8 + c, x);
     }
     OrderPipes<HardEvent::S_MTE3>(&pipe);
-    FaCopyOut(gm[((b * td.heads1 + n1) * td.seq1 + q0) * 8], st, mt * 8);
+    FaStatsOut(gm[FaStatBase(td, sg, n1, q0)], st, mt, td.statRow);
   }
 
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECIN, 1> addQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
-  TBuf<TPosition::VECCALC> zero_, tmp_, red_, state_, stats_;
+  TQue<QuePosition::VECIN, 1> maskQ_;
+  TBuf<TPosition::VECCALC> zero_, tmp_, red_, state_, stats_, halfRow_, pen_, keep_;
+  FaSeqGm seq_;
+  FaPseBufs<T> pse_;
+  GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, outGm_, pGm_;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, pvGm_, accGm_;
   const FlashAttentionTilingData *td_ = nullptr;
@@ -257,31 +289,34 @@ class FlashAttentionScoreKernel {
 };
 
 template <typename T>
-__aicore__ inline void Run(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR maxOut, GM_ADDR sumOut, GM_ADDR out,
-                           GM_ADDR workspace, const FlashAttentionTilingData &td) {
+__aicore__ inline void Run(const FaArgs &a, const FlashAttentionTilingData &td) {
   FlashAttentionScoreKernel<T> op;
   // At kernel scope and outside any braces, before any InitBuffer: the vector core's client of
   // the cube core must live until the kernel ends.
   REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mmNT, &td.mmNT, op.mmNN, &td.mmNN);
-  op.Init(q, k, v, maxOut, sumOut, out, workspace, td);
+  op.Init(a, td);
   op.Process();
 }
 
 }  // namespace
 
 extern "C" __global__ __aicore__ void flash_attention_score(GM_ADDR query, GM_ADDR key, GM_ADDR value,
-                                                            GM_ADDR softmaxMax, GM_ADDR softmaxSum,
-                                                            GM_ADDR attentionOut, GM_ADDR workspace,
-                                                            GM_ADDR tiling) {
+                                                            GM_ADDR realShift, GM_ADDR attnMask, GM_ADDR prefix, GM_ADDR actualSeqQlen,
+                                                            GM_ADDR actualSeqKvlen, GM_ADDR softmaxMax,
+                                                            GM_ADDR softmaxSum, GM_ADDR attentionOut,
+                                                            GM_ADDR workspace, GM_ADDR tiling) {
   // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
-  GET_TILING_DATA_WITH_STRUCT(FlashAttentionTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(FlashAttentionTilingData);
+  GET_TILING_DATA(td, tiling);
+  const FaArgs a{query, key, value, realShift, attnMask, prefix, actualSeqQlen, actualSeqKvlen, softmaxMax, softmaxSum,
+                 attentionOut, workspace};
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {
-    Run<float>(query, key, value, softmaxMax, softmaxSum, attentionOut, workspace, td);
+    Run<float>(a, td);
   } else if (TILING_KEY_IS(2)) {
-    Run<half>(query, key, value, softmaxMax, softmaxSum, attentionOut, workspace, td);
+    Run<half>(a, td);
   } else if (TILING_KEY_IS(3)) {
-    Run<bfloat16_t>(query, key, value, softmaxMax, softmaxSum, attentionOut, workspace, td);
+    Run<bfloat16_t>(a, td);
   }
 }

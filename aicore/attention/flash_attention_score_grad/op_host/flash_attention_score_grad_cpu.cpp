@@ -1,6 +1,8 @@
 // MindSpore CPU entry of flash_attention_score_grad: checks the tensors against the forward's
 // attributes, tiles for Atlas A2 and runs the kernel on the twin with the blocks' workspaces.
-// Inputs: query, key, value, dy, softmax_max, softmax_sum, attention_in; outputs: dq, dk, dv.
+// Inputs: query, key, value, dy, real_shift, attn_mask, prefix, actual_seq_qlen, actual_seq_kvlen
+// (as the forward's), softmax_max, softmax_sum, attention_in; outputs: dq, dk, dv, dpse (real_shift's
+// shape and dtype).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,40 +14,45 @@
 #include "twin_runtime.h"
 
 extern "C" void flash_attention_score_grad(uint8_t *query, uint8_t *key, uint8_t *value, uint8_t *dy,
-                                           uint8_t *softmaxMax, uint8_t *softmaxSum, uint8_t *attentionIn,
-                                           uint8_t *dq, uint8_t *dk, uint8_t *dv, uint8_t *workspace,
+                                           uint8_t *realShift, uint8_t *attnMask, uint8_t *prefix, uint8_t *actualSeqQlen,
+                                           uint8_t *actualSeqKvlen, uint8_t *softmaxMax, uint8_t *softmaxSum, uint8_t *attentionIn,
+                                           uint8_t *dq, uint8_t *dk, uint8_t *dv, uint8_t *dpse, uint8_t *workspace,
                                            uint8_t *tiling);
 
 namespace ms_ops {
 namespace {
 
 constexpr const char *kOp = "flash_attention_score_grad";
-const char *const kNames[] = {"query", "key",          "value", "dy", "softmax_max",
-                              "softmax_sum", "attention_in", "dq", "dk", "dv"};
+const char *const kNames[] = {"query",        "key",         "value",        "dy",   "real_shift", "attn_mask",
+                              "prefix",       "actual_seq_qlen", "actual_seq_kvlen", "softmax_max",
+                              "softmax_sum",  "attention_in", "dq", "dk", "dv", "dpse"};
 
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
-  Require(nparam == 10, "params", "expected 7 inputs and 3 outputs, got " + std::to_string(nparam) + " tensors");
+  Require(nparam == 16, "params", "expected 12 inputs and 4 outputs, got " + std::to_string(nparam) + " tensors");
   const std::vector<Arg> a = Args(nparam, params, ndims, shapes, dtypes, kNames);
-  const FlashAttentionProblem p = FaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr), a[0], a[1], a[2]);
-  const Shape stats{p.batch, p.heads1, p.seq1, 8};
+  const FlashAttentionProblem p =
+      FaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr), a[0], a[1], a[2], {&a[4], &a[5], &a[6], &a[7], &a[8]});
+  const bool packed = p.layout == FaLayout::kTND;
+  const Shape stats = packed ? Shape{p.seq1, p.heads1, 8} : Shape{p.batch, p.heads1, p.seq1, 8};
   RequireShape(a[3], a[0].shape, "query's");
   RequireDType(a[3], a[0].dtype, a[0].dtypeName);
-  RequireShape(a[6], a[0].shape, "query's");
-  RequireDType(a[6], a[0].dtype, a[0].dtypeName);
-  for (int i : {4, 5}) {
-    RequireShape(a[i], stats, "[B, N1, S1, 8]");
+  RequireShape(a[11], a[0].shape, "query's");
+  RequireDType(a[11], a[0].dtype, a[0].dtypeName);
+  for (int i : {9, 10}) {
+    RequireShape(a[i], stats, packed ? "[T1, N1, 8]" : "[B, N1, S1, 8]");
     RequireDType(a[i], DType::kF32, "float32");
   }
-  for (int o = 0; o < 3; ++o) RequireOutput(kNames[7 + o], 7 + o, ndims, shapes, dtypes, a[o].shape, a[0].dtype);
+  for (int o = 0; o < 3; ++o) RequireOutput(kNames[12 + o], 12 + o, ndims, shapes, dtypes, a[o].shape, a[0].dtype);
+  RequireOutput("dpse", 15, ndims, shapes, dtypes, a[4].shape, a[4].dtype);
   FlashAttentionTiling t = ComputeFlashAttentionTiling(p, kAtlasA2, true);
   if (!t.error.empty()) Reject("tiling", t.error);
-  Require(p.seq2 >= 1 || p.seq1 == 0 || p.batch == 0, "key", "needs at least one key row (S2 >= 1)");
+  Require(packed || p.seq2 >= 1 || p.seq1 == 0 || p.batch == 0, "key", "needs at least one key row (S2 >= 1)");
   if (t.blockDim == 0) return 0;
   const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
   return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
     flash_attention_score_grad(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data,
-                               a[7].data, a[8].data, a[9].data, workspace.data(),
-                               reinterpret_cast<uint8_t *>(&t.data));
+                               a[7].data, a[8].data, a[9].data, a[10].data, a[11].data, a[12].data, a[13].data,
+                               a[14].data, a[15].data, workspace.data(), reinterpret_cast<uint8_t *>(&t.data));
   });
 }
 
@@ -58,16 +65,17 @@ extern "C" __attribute__((visibility("default"))) int FlashAttentionScoreGrad(in
   return ms_ops::GuardedEntry(ms_ops::kOp, extra, [&] { return ms_ops::Run(nparam, params, ndims, shapes, dtypes, extra); });
 }
 
-// dq, dk, dv have the shapes and dtype of query, key, value.
+// dq, dk, dv have the shapes and dtype of query, key, value; dpse real_shift's (input 4).
 extern "C" __attribute__((visibility("default"))) std::vector<std::vector<int64_t>> FlashAttentionScoreGradInferShape(
     int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {
   std::vector<std::vector<int64_t>> out;
-  for (int i = 0; i < 3; ++i) out.emplace_back(shapes[i], shapes[i] + ndims[i]);
+  for (int i : {0, 1, 2, 4}) out.emplace_back(shapes[i], shapes[i] + ndims[i]);
   return out;
 }
 
 extern "C" __attribute__((visibility("default"))) std::vector<mindspore::TypeId> FlashAttentionScoreGradInferType(
     std::vector<mindspore::TypeId> types, mindspore::AotExtra *extra) {
   const mindspore::TypeId q = types.empty() ? mindspore::kTypeUnknown : types[0];
-  return {q, q, q};
+  const mindspore::TypeId pse = types.size() > 4 ? types[4] : mindspore::kTypeUnknown;
+  return {q, q, q, pse};
 }

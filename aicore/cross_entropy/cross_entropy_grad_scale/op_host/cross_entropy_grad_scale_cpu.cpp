@@ -1,7 +1,8 @@
 // MindSpore CPU entry of cross_entropy_grad_scale: checks shapes, dtypes and the reduction, tiles
 // and runs the kernel on the twin, for any element counts including 0. Inputs: input_grad and
-// weight_grad (float32/float16/bfloat16, any shapes), dout ([1]) and count ([1]) float32; outputs:
-// the scaled gradients, shapes and dtype of the inputs.
+// weight_grad (float32/float16/bfloat16, any shapes; scaled in place), dout ([1]) and count ([1])
+// float32; output: applied_scale [1] float32. A count below 0 means that a backward consumed
+// these gradients already: rejected here (the kernel would scale by NaN).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,19 +15,17 @@
 #include "twin_runtime.h"
 
 extern "C" void cross_entropy_grad_scale(uint8_t *inputGrad, uint8_t *weightGrad, uint8_t *dout, uint8_t *count,
-                                         uint8_t *scaledInputGrad, uint8_t *scaledWeightGrad, uint8_t *workspace,
-                                         uint8_t *tiling);
+                                         uint8_t *appliedScale, uint8_t *workspace, uint8_t *tiling);
 
 namespace ms_ops {
 namespace {
 
 constexpr const char *kOp = "cross_entropy_grad_scale";
-const char *const kArgNames[] = {"input_grad", "weight_grad", "dout", "count", "scaled_input_grad",
-                                 "scaled_weight_grad"};
+const char *const kArgNames[] = {"input_grad", "weight_grad", "dout", "count", "applied_scale"};
 
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
   Require(nparam == kCegsNumInputs + kCegsNumOutputs, "params",
-          "expected 4 inputs and 2 outputs, got " + std::to_string(nparam) + " tensors");
+          "expected 4 inputs and 1 output, got " + std::to_string(nparam) + " tensors");
   auto *extra = static_cast<mindspore::AotExtra *>(extraPtr);
   CeReduction reduction = CeReduction::kMean;
   const std::string name = ReadAttr<std::string>(extra, "reduction");
@@ -42,9 +41,11 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   }
   const int64_t inputElems = Numel(ndims[kCegsInputGrad], shapes[kCegsInputGrad]);
   const int64_t weightElems = Numel(ndims[kCegsWeightGrad], shapes[kCegsWeightGrad]);
-  RequireOutput(kArgNames[kCegsNumInputs], kCegsNumInputs, ndims, shapes, dtypes, inputGrad.shape, inputGrad.dtype);
-  RequireOutput(kArgNames[kCegsNumInputs + 1], kCegsNumInputs + 1, ndims, shapes, dtypes, weightGrad.shape,
-                weightGrad.dtype);
+  RequireOutput(kArgNames[kCegsNumInputs], kCegsNumInputs, ndims, shapes, dtypes, {1}, DType::kF32);
+  Require(*static_cast<const float *>(params[kCegsCount]) >= 0.0f, "dout",
+          "a backward of this forward ran already: grad_in_forward mode scales the gradients it stored in place, "
+          "so each forward supports one backward (for a vjp function called more than once use "
+          "mode='high_performance')");
 
   CrossEntropyGradScaleProblem p;
   p.inputElems = inputElems;
@@ -54,8 +55,8 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   CrossEntropyGradScaleTiling t = ComputeCrossEntropyGradScaleTiling(p, kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
   auto gm = [params](int i) { return static_cast<uint8_t *>(params[i]); };
-  return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
-    cross_entropy_grad_scale(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), nullptr, reinterpret_cast<uint8_t *>(&t.data));
+  return twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
+    cross_entropy_grad_scale(gm(0), gm(1), gm(2), gm(3), gm(4), nullptr, reinterpret_cast<uint8_t *>(&t.data));
   });
 }
 
@@ -68,15 +69,12 @@ extern "C" __attribute__((visibility("default"))) int CrossEntropyGradScale(int 
   return ms_ops::GuardedEntry(ms_ops::kOp, extra, [&] { return ms_ops::Run(nparam, params, ndims, shapes, dtypes, extra); });
 }
 
-extern "C" __attribute__((visibility("default"))) std::vector<std::vector<int64_t>> CrossEntropyGradScaleInferShape(
-    int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {
-  std::vector<std::vector<int64_t>> in;
-  for (int i = 0; i < ms_ops::kCegsNumInputs; ++i) in.emplace_back(shapes[i], shapes[i] + ndims[i]);
-  return ms_ops::CrossEntropyGradScaleOutShapes(in);
+extern "C" __attribute__((visibility("default"))) std::vector<int64_t> CrossEntropyGradScaleInferShape(
+    int *, int64_t **, mindspore::AotExtra *) {
+  return ms_ops::CrossEntropyGradScaleOutShape();
 }
 
-extern "C" __attribute__((visibility("default"))) std::vector<mindspore::TypeId> CrossEntropyGradScaleInferType(
-    std::vector<mindspore::TypeId> types, mindspore::AotExtra *extra) {
-  if (types.size() < size_t(ms_ops::kCegsNumInputs)) types.resize(ms_ops::kCegsNumInputs, mindspore::kTypeUnknown);
-  return ms_ops::CrossEntropyGradScaleOutTypes(types);
+extern "C" __attribute__((visibility("default"))) mindspore::TypeId CrossEntropyGradScaleInferType(
+    std::vector<mindspore::TypeId>, mindspore::AotExtra *) {
+  return mindspore::kNumberTypeFloat32;
 }

@@ -15,8 +15,8 @@ class CrossEntropyGradScaleMsops : public OpDef {
     this->Input("weight_grad").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
     this->Input("dout").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Input("count").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
-    this->Output("scaled_input_grad").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
-    this->Output("scaled_weight_grad").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    // input_grad and weight_grad are scaled in place (see the kernel); count is marked consumed.
+    this->Output("applied_scale").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Attr("reduction").AttrType(OPTIONAL).String("mean");
 
     ms_ops::AddAiCoreConfig(*this, "cross_entropy_grad_scale");

@@ -1,6 +1,6 @@
 // Shape and dtype inference of cross_entropy_grad_scale, shared by the CANN InferShape and the CPU
-// entry's <Op>InferShape/<Op>InferType: each scaled gradient has the shape and dtype of the one it
-// scales (unknown dims and rank passing through).
+// entry's <Op>InferShape/<Op>InferType. The gradients are scaled in place; the one output is the
+// scale applied, [1] float32.
 #ifndef MS_OPS_CROSS_ENTROPY_GRAD_SCALE_INFER_H_
 #define MS_OPS_CROSS_ENTROPY_GRAD_SCALE_INFER_H_
 
@@ -9,19 +9,12 @@
 
 namespace ms_ops {
 
-// Inputs: input_grad, weight_grad (one float dtype), dout [1] and count [1] float32; outputs:
-// scaled_input_grad, scaled_weight_grad.
+// Inputs: input_grad, weight_grad (one float dtype; scaled in place), dout [1] and count [1]
+// float32 (count set to -1 once consumed); output: applied_scale [1] float32.
 enum CrossEntropyGradScaleInput { kCegsInputGrad, kCegsWeightGrad, kCegsDout, kCegsCount, kCegsNumInputs };
-enum CrossEntropyGradScaleOutput { kCegsScaledInputGrad, kCegsScaledWeightGrad, kCegsNumOutputs };
+enum CrossEntropyGradScaleOutput { kCegsAppliedScale, kCegsNumOutputs };
 
-inline std::vector<std::vector<int64_t>> CrossEntropyGradScaleOutShapes(const std::vector<std::vector<int64_t>> &in) {
-  return {in[kCegsInputGrad], in[kCegsWeightGrad]};
-}
-
-template <typename DType>
-inline std::vector<DType> CrossEntropyGradScaleOutTypes(const std::vector<DType> &in) {
-  return {in[kCegsInputGrad], in[kCegsWeightGrad]};
-}
+inline std::vector<int64_t> CrossEntropyGradScaleOutShape() { return {1}; }
 
 }  // namespace ms_ops
 

@@ -1,7 +1,6 @@
 // CANN registration of CrossEntropyGradScaleMsops: TilingFunc, InferShape and InferDataType, thin
 // wrappers over the pure functions the CPU entry also uses. Built only by the CANN toolchain.
 #include <cstdio>
-#include <vector>
 
 #include "cann_host.h"
 #include "cann_platform.h"
@@ -49,18 +48,12 @@ IMPL_OP_OPTILING(CrossEntropyGradScaleMsops)
 namespace ops {
 
 static ge::graphStatus CrossEntropyGradScaleInferShape(gert::InferShapeContext *context) {
-  std::vector<std::vector<int64_t>> in;
-  for (size_t i = 0; i < ms_ops::kCegsNumInputs; ++i) in.push_back(ms_ops::Dims(*context->GetInputShape(i)));
-  const auto shapes = ms_ops::CrossEntropyGradScaleOutShapes(in);
-  for (size_t o = 0; o < shapes.size(); ++o) ms_ops::SetDims(context->GetOutputShape(o), shapes[o]);
+  ms_ops::SetDims(context->GetOutputShape(ms_ops::kCegsAppliedScale), ms_ops::CrossEntropyGradScaleOutShape());
   return ge::GRAPH_SUCCESS;
 }
 
 static ge::graphStatus CrossEntropyGradScaleInferDataType(gert::InferDataTypeContext *context) {
-  std::vector<ge::DataType> in;
-  for (size_t i = 0; i < ms_ops::kCegsNumInputs; ++i) in.push_back(context->GetInputDataType(i));
-  const auto types = ms_ops::CrossEntropyGradScaleOutTypes(in);
-  for (size_t o = 0; o < types.size(); ++o) context->SetOutputDataType(o, types[o]);
+  context->SetOutputDataType(ms_ops::kCegsAppliedScale, ge::DT_FLOAT);
   return ge::GRAPH_SUCCESS;
 }
 

@@ -3,8 +3,9 @@
 //
 // The two gradients are one sequence of chunks of chunkElems elements (input_grad's, then
 // weight_grad's); the blocks take even runs of consecutive chunks. Every element is read and
-// written once by one block, so there is nothing to order: the result is the same on every run
-// and for any block count. weight_grad alone is V * H elements (32000 x 4096 is 131 M), so the
+// written once by one block, so the result is the same on every run and for any block count; the
+// one ordering is that every block reads count before block 0 marks it consumed (SyncAll: the
+// blocks must run at once, so blockDim stays within the vector cores). weight_grad alone is V * H elements (32000 x 4096 is 131 M), so the
 // work is spread over every vector core.
 #ifndef MS_OPS_CROSS_ENTROPY_GRAD_SCALE_TILING_H_
 #define MS_OPS_CROSS_ENTROPY_GRAD_SCALE_TILING_H_

@@ -129,7 +129,8 @@ __aicore__ inline void Run(GM_ADDR loss, GM_ADDR target, GM_ADDR out, GM_ADDR co
 extern "C" __global__ __aicore__ void cross_entropy_loss_reduce(GM_ADDR loss, GM_ADDR target, GM_ADDR out,
                                                                 GM_ADDR count, GM_ADDR workspace, GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  GET_TILING_DATA_WITH_STRUCT(CrossEntropyLossReduceTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(CrossEntropyLossReduceTilingData);
+  GET_TILING_DATA(td, tiling);
   // Literal keys, kCelrKey* in the tiling data header: the dtype of target.
   if (TILING_KEY_IS(1)) {
     Run<int32_t>(loss, target, out, count, td);

@@ -114,7 +114,8 @@ extern "C" __global__ __aicore__ void cross_entropy_loss_reduce_grad(GM_ADDR dou
                                                                      GM_ADDR grad, GM_ADDR workspace,
                                                                      GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  GET_TILING_DATA_WITH_STRUCT(CrossEntropyLossReduceTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(CrossEntropyLossReduceTilingData);
+  GET_TILING_DATA(td, tiling);
   // Literal keys, kCelrKey* in the forward's tiling data header: the dtype of target.
   if (TILING_KEY_IS(1)) {
     Run<int32_t>(dout, target, count, grad, td);

@@ -159,7 +159,8 @@ extern "C" __global__ __aicore__ void fused_cross_entropy_loss_with_max_sum(GM_A
                                                                             GM_ADDR softmax, GM_ADDR workspace,
                                                                             GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  GET_TILING_DATA_WITH_STRUCT(FusedCrossEntropyLossWithMaxSumTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(FusedCrossEntropyLossWithMaxSumTilingData);
+  GET_TILING_DATA(td, tiling);
   // Literal keys, kFcelKey* in the tiling data header: the dtype of the logits.
   if (TILING_KEY_IS(1)) {
     Run<float>(logitsMax, sumExp, predicted, sumLogits, logits, loss, softmax, td);

@@ -26,7 +26,7 @@ class FusedLinearCrossEntropyGradInForwardMsops : public OpDef {
     this->Output("weight_grad").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
     this->Attr("ignore_index").AttrType(OPTIONAL).Int(-100);
     this->Attr("label_smoothing").AttrType(OPTIONAL).Float(0.0f);
-    this->Attr("block_bytes").AttrType(OPTIONAL).Int(128 << 20);
+    this->Attr("block_bytes").AttrType(OPTIONAL).Int(16 << 20);
 
     ms_ops::AddAiCoreConfig(*this, "fused_linear_cross_entropy_grad_in_forward");
   }

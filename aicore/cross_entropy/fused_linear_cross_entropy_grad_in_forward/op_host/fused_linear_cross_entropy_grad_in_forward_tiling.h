@@ -47,9 +47,9 @@ struct FlceGradInForwardTiling {
   std::string error;            // why the problem cannot run; empty when it can
 };
 
-// Row chunks of at most 128 tokens: each (tile, chunk) logits product is mt x nt x H, and a token
-// block of the default 128 MiB at V = 32000 still has 8 chunks to spread its units over. input_grad
-// products are cut into H slices of at most 512 columns for the same reason.
+// Row chunks of at most 128 tokens: each (tile, chunk) logits product is mt x nt x H, and so is
+// every weight_grad step (K = mt), whatever the token block; the default 16 MiB block at V = 32000
+// is one chunk. input_grad products are cut into H slices of at most 512 columns.
 constexpr int64_t kFlceGifMaxChunkRows = 128;
 constexpr int64_t kFlceGifMaxSliceCols = 512;
 constexpr uint32_t kFlceGifStats = 4;        // per-(tile, row) partials: max, exp-sum, target logit, sum

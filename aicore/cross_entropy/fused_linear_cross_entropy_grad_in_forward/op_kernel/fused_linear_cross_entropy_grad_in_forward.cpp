@@ -462,7 +462,8 @@ extern "C" __global__ __aicore__ void fused_linear_cross_entropy_grad_in_forward
                                                                                 GM_ADDR workspace, GM_ADDR tiling) {
   // Cube (Matmul) and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
-  GET_TILING_DATA_WITH_STRUCT(FusedLinearCrossEntropyGradInForwardTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(FusedLinearCrossEntropyGradInForwardTilingData);
+  GET_TILING_DATA(td, tiling);
   const FlceGifArgs a{input, weight, target, loss, inputGrad, weightGrad, workspace};
   // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS): the cross-entropy keys
   // 1..6 of (dtype, target dtype), common/cross_entropy_common.h.

@@ -5,15 +5,7 @@
 
 #include <cstdint>
 
-// The Matmul tiling struct: CANN's AscendC::tiling::TCubeTiling where the toolkit provides it,
-// else the twin's plain struct of the same fields.
-#if __has_include("kernel_tiling/kernel_tiling.h")
-#include "kernel_tiling/kernel_tiling.h"
-using FlceGifCubeTiling = AscendC::tiling::TCubeTiling;
-#else
-#include "twin_cube_tiling.h"
-using FlceGifCubeTiling = TCubeTiling;
-#endif
+#include "../../../common/cube_tiling.h"
 
 struct FusedLinearCrossEntropyGradInForwardTilingData {
   int64_t rows;              // N: tokens
@@ -40,9 +32,9 @@ struct FusedLinearCrossEntropyGradInForwardTilingData {
   float smoothPerClass;      // label_smoothing / V
   uint32_t ubChunkBytes;     // bytes of each of the four UB row buffers (two in, two out)
   uint32_t batchRows;        // logits rows per UB pass
-  FlceGifCubeTiling mmLogits; // logits [mt, nt] = X[chunk] W[tile]^T, K = H
-  FlceGifCubeTiling mmWeight; // weight_grad tile [nt, H] (+)= G^T X[chunk], K = mt
-  FlceGifCubeTiling mmInput;  // input_grad slice [mt, hs] (+)= G W[tile, slice], K = nt
+  TCubeTiling mmLogits;  // logits [mt, nt] = X[chunk] W[tile]^T, K = H
+  TCubeTiling mmWeight;  // weight_grad tile [nt, H] (+)= G^T X[chunk], K = mt
+  TCubeTiling mmInput;  // input_grad slice [mt, hs] (+)= G W[tile, slice], K = nt
 };
 
 #endif  // MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD_TILING_DATA_H_

@@ -65,8 +65,8 @@ inline uint64_t FlceGradUbRowData(uint64_t mt, uint32_t targetBytes, bool hasSof
 // The Matmul tiling of one m x n x k product (the largest a step issues; tails set smaller single
 // shapes at run time). Base tiles fit L0A/L0B (64 KiB) and L0C (128 KiB) with room to double-buffer.
 // The twin runs with these; the CANN TilingFunc replaces them with the tiling API's for the same shapes.
-inline FlceCubeTiling FlceCube(int64_t m, int64_t n, int64_t k, uint32_t elemBytes, uint32_t blockDim) {
-  FlceCubeTiling c{};
+inline TCubeTiling FlceCube(int64_t m, int64_t n, int64_t k, uint32_t elemBytes, uint32_t blockDim) {
+  TCubeTiling c{};
   c.usedCoreNum = static_cast<int32_t>(blockDim);
   c.M = c.singleCoreM = static_cast<int32_t>(m);
   c.N = c.singleCoreN = static_cast<int32_t>(n);

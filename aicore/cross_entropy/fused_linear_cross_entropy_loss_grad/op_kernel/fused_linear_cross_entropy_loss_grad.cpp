@@ -295,7 +295,8 @@ extern "C" __global__ __aicore__ void fused_linear_cross_entropy_loss_grad(
     GM_ADDR sumExp, GM_ADDR softmax, GM_ADDR inputGrad, GM_ADDR weightGrad, GM_ADDR workspace, GM_ADDR tiling) {
   // Cube (Matmul) and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
-  GET_TILING_DATA_WITH_STRUCT(FusedLinearCrossEntropyLossGradTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(FusedLinearCrossEntropyLossGradTilingData);
+  GET_TILING_DATA(td, tiling);
   const FlceGradArgs a{grad, input, weight, targetMask, maskedTarget, logitsMax, sumExp, softmax,
                        inputGrad, weightGrad, workspace};
   // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS): the cross-entropy keys

@@ -4,15 +4,7 @@
 
 #include <cstdint>
 
-// The Matmul tiling struct: CANN's AscendC::tiling::TCubeTiling where the toolkit provides it,
-// else the twin's plain struct of the same fields.
-#if __has_include("kernel_tiling/kernel_tiling.h")
-#include "kernel_tiling/kernel_tiling.h"
-using FlceCubeTiling = AscendC::tiling::TCubeTiling;
-#else
-#include "twin_cube_tiling.h"
-using FlceCubeTiling = TCubeTiling;
-#endif
+#include "../../../common/cube_tiling.h"
 
 struct FusedLinearCrossEntropyLossGradTilingData {
   int64_t rows;             // BT: tokens
@@ -33,9 +25,9 @@ struct FusedLinearCrossEntropyLossGradTilingData {
   float targetWeight;       // 1 - label_smoothing
   uint32_t ubChunkBytes;    // bytes of each of the four UB row buffers (two in, two out)
   uint32_t batchRows;       // rows of a G tile handled per UB pass
-  FlceCubeTiling mmLogits;  // [mt, nt] = X[chunk] * W[tile]^T, K = H
-  FlceCubeTiling mmWeight;  // [nt, H] += G^T * X[chunk], K = mt
-  FlceCubeTiling mmInput;   // [mt, H] += G * W[tile], K = nt
+  TCubeTiling mmLogits;  // [mt, nt] = X[chunk] * W[tile]^T, K = H
+  TCubeTiling mmWeight;  // [nt, H] += G^T * X[chunk], K = mt
+  TCubeTiling mmInput;  // [mt, H] += G * W[tile], K = nt
 };
 
 // Tiling key: the cross-entropy key of (dtype, masked_target dtype) (common/cross_entropy_common.h,

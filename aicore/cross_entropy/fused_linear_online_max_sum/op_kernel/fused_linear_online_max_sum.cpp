@@ -273,7 +273,8 @@ extern "C" __global__ __aicore__ void fused_linear_online_max_sum(GM_ADDR input,
                                                                   GM_ADDR tiling) {
   // One vector core per cube core: each block's vector pass reads the tiles its own Matmul wrote.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
-  GET_TILING_DATA_WITH_STRUCT(FusedLinearOnlineMaxSumTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(FusedLinearOnlineMaxSumTilingData);
+  GET_TILING_DATA(td, tiling);
   // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS); see kCeKey* in
   // common/cross_entropy_common.h: (input dtype, target dtype).
   if (TILING_KEY_IS(1)) {

@@ -4,13 +4,7 @@
 
 #include <cstdint>
 
-// TCubeTiling, the Matmul API's tiling: CANN's kernel_tiling header, or the twin's struct of the
-// same layout on the CPU.
-#if __has_include("kernel_tiling/kernel_tiling.h")
-#include "kernel_tiling/kernel_tiling.h"
-#else
-#include "twin_cube_tiling.h"
-#endif
+#include "../../../common/cube_tiling.h"
 
 struct FusedLinearOnlineMaxSumTilingData {
   int64_t rows;            // BT

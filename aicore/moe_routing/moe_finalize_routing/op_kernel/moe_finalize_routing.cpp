@@ -137,7 +137,8 @@ extern "C" __global__ __aicore__ void moe_finalize_routing(GM_ADDR expandedX, GM
                                                            GM_ADDR expertIdx, GM_ADDR out, GM_ADDR workspace,
                                                            GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  GET_TILING_DATA_WITH_STRUCT(MoeFinalizeRoutingTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(MoeFinalizeRoutingTilingData);
+  GET_TILING_DATA(td, tiling);
   // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS); see the kMoeFinalizeRoutingKey* constants.
   if (TILING_KEY_IS(1)) {
     Run<float, float>(expandedX, expandedRowIdx, x1, x2, bias, scales, expertIdx, out, td);

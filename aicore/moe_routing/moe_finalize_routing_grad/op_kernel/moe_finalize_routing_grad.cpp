@@ -394,7 +394,8 @@ extern "C" __global__ __aicore__ void moe_finalize_routing_grad(GM_ADDR gradY, G
                                                                 GM_ADDR gradScales, GM_ADDR gradBias,
                                                                 GM_ADDR workspace, GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  GET_TILING_DATA_WITH_STRUCT(MoeFinalizeRoutingGradTilingData, td, tiling);
+  REGISTER_TILING_DEFAULT(MoeFinalizeRoutingGradTilingData);
+  GET_TILING_DATA(td, tiling);
   // Literal keys (the CANN compiler builds one binary per TILING_KEY_IS); see kMoeFinalizeRoutingGradKey*.
   if (TILING_KEY_IS(1)) {
     Run<float, float>(gradY, expandedRowIdx, expandedX, scales, expertIdx, bias, gradExpandedX, gradScales, gradBias,

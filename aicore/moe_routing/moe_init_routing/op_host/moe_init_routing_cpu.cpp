@@ -7,6 +7,7 @@
 #include "host_entry.h"
 #include "moe_init_routing_infer.h"
 #include "moe_init_routing_tiling.h"
+#include "twin_memory.h"
 #include "twin_runtime.h"
 
 extern "C" void moe_init_routing(uint8_t *x, uint8_t *expertIdx, uint8_t *expandedX, uint8_t *expandedRowIdx,
@@ -83,8 +84,11 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   CheckExpertIds(static_cast<const int32_t *>(params[1]), args.rows, args.topK, args.expertNum);
 
   auto gm = [params](int i) { return static_cast<uint8_t *>(params[i]); };
-  return twin::Launch(kOp, plan.blockDim, plan.tilingKey, [&] {
-    moe_init_routing(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), nullptr, reinterpret_cast<uint8_t *>(&plan.tiling));
+  const twin::Pages workspace = twin::DeviceWorkspace(plan.workspaceBytes);
+  // The kernel's SyncAll needs every block live at once.
+  return twin::LaunchCooperative(kOp, plan.blockDim, plan.tilingKey, [&] {
+    moe_init_routing(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), workspace.data(),
+                     reinterpret_cast<uint8_t *>(&plan.tiling));
   });
 }
 

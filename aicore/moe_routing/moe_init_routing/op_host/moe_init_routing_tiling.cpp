@@ -46,7 +46,9 @@ static ge::graphStatus MoeInitRoutingTilingFunc(gert::TilingContext *context) {
     std::fprintf(stderr, "ms_ops moe_init_routing: %s: %s\n", why.arg.c_str(), why.reason.c_str());
     return ge::GRAPH_FAILED;
   }
-  return ms_ops::SetTiling(context, ascendc, plan.tiling, plan.blockDim, plan.tilingKey);
+  const ge::graphStatus status = ms_ops::SetTiling(context, ascendc, plan.tiling, plan.blockDim, plan.tilingKey);
+  context->GetWorkspaceSizes(1)[0] += plan.workspaceBytes;  // the per-block histograms, after the library's part
+  return status;
 }
 
 static ge::graphStatus MoeInitRoutingTilingParse(gert::TilingParseContext *) { return ge::GRAPH_SUCCESS; }

@@ -2,9 +2,10 @@
 // the CANN TilingFunc and the CPU entry.
 //
 // Each block owns a contiguous range of token rows, and (drop/pad mode) a range of experts whose
-// empty slots it zero-fills. UB holds two int32 histograms (histCapacity entries), two int32 id
-// chunks (ids read in, expanded_row_idx written out) and 2 row buffers (3 in drop/pad mode: one
-// is a zero row). A row longer than what is left is moved in hiddenChunk pieces.
+// empty slots it zero-fills. UB holds three int32 histograms (histCapacity entries: totals, this
+// block's cursors, one block's counts), the id chunk buffers (MoeInitRoutingChunkUb) and 2 row
+// buffers (3 in drop/pad mode: one is a zero row). A row longer than what is left is moved in
+// hiddenChunk pieces. The user workspace holds each block's histogram and largest id.
 #ifndef MS_OPS_MOE_INIT_ROUTING_TILING_H_
 #define MS_OPS_MOE_INIT_ROUTING_TILING_H_
 
@@ -30,7 +31,24 @@ struct MoeInitRoutingPlan {
   MoeInitRoutingTilingData tiling{};
   uint32_t blockDim = 0;
   uint64_t tilingKey = 0;
+  uint64_t workspaceBytes = 0;  // user workspace: per block a histogram and its largest id
 };
+
+// UB bytes of the buffers sized by the id chunk (a multiple of kMoeInitRoutingIdLanes): the int32
+// ids read in and expanded_row_idx written out, the ids as float, the 0/1 selection, the ones it
+// selects from, the comparison mask (a bit per id), the reduce scratch and the per-expert sums.
+// The kernel allocates exactly these.
+inline int64_t MoeInitRoutingChunkUb(int64_t chunk) {
+  return chunk * 4 * 5 + static_cast<int64_t>(AlignUp(chunk / 8, kBlockBytes)) +
+         static_cast<int64_t>(AlignUp((2 * (chunk / kMoeInitRoutingIdLanes) + 8) * 4, kBlockBytes)) +
+         kMoeInitRoutingHistGroup * kBlockBytes;
+}
+
+// Per block: the histogram (histCapacity int32, whole 32-byte blocks) and one 32-byte slot for its
+// largest id.
+inline uint64_t MoeInitRoutingWorkspace(int64_t blockDim, int64_t histCapacity) {
+  return static_cast<uint64_t>(blockDim) * (AlignUp(histCapacity * 4, kBlockBytes) + kBlockBytes);
+}
 
 // Why a configuration was refused: the argument to blame and what is wrong with it.
 struct MoeInitRoutingRefusal {
@@ -91,17 +109,19 @@ inline bool MoeInitRoutingTiling(const MoeInitRoutingArgs &a, const PlatformInfo
   int64_t blockDim = std::max<int64_t>(1, CeilDiv(a.rows, t.rowsPerBlock));
   if (dropPad) blockDim = std::max<int64_t>(blockDim, CeilDiv(a.expertNum, t.expertsPerBlock));
 
-  // UB: the ids chunk shrinks to its minimum (one token's K ids) before the rows do.
+  // UB: the ids chunk shrinks to its minimum (one token's K ids, whole vector repeats) before the
+  // rows do.
   const int64_t ub = plat.ubSize;
-  const int64_t histBytes = 2 * static_cast<int64_t>(AlignUp(t.histCapacity * 4, kBlockBytes));
+  const int64_t histBytes = 3 * static_cast<int64_t>(AlignUp(t.histCapacity * 4, kBlockBytes));
   const int64_t rowBufs = dropPad ? 3 : 2;
-  const int64_t minChunk = static_cast<int64_t>(AlignUp(a.topK, 8));
-  int64_t idxChunk = static_cast<int64_t>(AlignUp(std::max<int64_t>(a.topK, std::min<int64_t>(flat, 2048)), 8));
-  if (histBytes + 2 * idxChunk * 4 + rowBufs * kBlockBytes > ub) idxChunk = minChunk;
-  const int64_t fixed = histBytes + 2 * idxChunk * 4;
+  const int64_t minChunk = static_cast<int64_t>(AlignUp(a.topK, kMoeInitRoutingIdLanes));
+  int64_t idxChunk =
+      static_cast<int64_t>(AlignUp(std::max<int64_t>(a.topK, std::min<int64_t>(flat, 2048)), kMoeInitRoutingIdLanes));
+  if (histBytes + MoeInitRoutingChunkUb(idxChunk) + rowBufs * kBlockBytes > ub) idxChunk = minChunk;
+  const int64_t fixed = histBytes + MoeInitRoutingChunkUb(idxChunk);
   if (fixed + rowBufs * kBlockBytes > ub) {
     // Histogram entries left once the ids of one token and minimal row buffers are placed.
-    const int64_t histRoom = (ub - 2 * minChunk * 4 - rowBufs * kBlockBytes) / 8 / 8 * 8;
+    const int64_t histRoom = (ub - MoeInitRoutingChunkUb(minChunk) - rowBufs * kBlockBytes) / 12 / 8 * 8;
     if (a.expertNum > 0 && histRoom >= 8)
       return refuse("expert_num", std::to_string(a.expertNum) + " experts do not fit the UB histograms (" +
                                       std::to_string(ub) + " bytes of UB, K = " + std::to_string(a.topK) +
@@ -121,6 +141,7 @@ inline bool MoeInitRoutingTiling(const MoeInitRoutingArgs &a, const PlatformInfo
   plan->tiling = t;
   plan->blockDim = static_cast<uint32_t>(blockDim);
   plan->tilingKey = a.dtypeKey;
+  plan->workspaceBytes = MoeInitRoutingWorkspace(blockDim, t.histCapacity);
   return true;
 }
 

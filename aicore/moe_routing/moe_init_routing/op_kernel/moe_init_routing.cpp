@@ -1,10 +1,12 @@
 // moe_init_routing: the MoeInitRoutingV2 forward.
 //
 // The flattened expert ids (flat i = r*K + k) are stably sorted by expert with a counting sort:
-// dest(i) = start[e_i] + #{i' < i : e_i' = e_i}. No block waits for another: every block
-// histograms all ids itself (the totals give start[e]), keeping apart the ids before its own rows
-// (what its first row must skip). It then routes its rows: a row of x enters UB once and leaves
-// once per kept destination, so the data moved is one read and up to K writes per row.
+// dest(i) = start[e_i] + #{i' < i : e_i' = e_i}. Each block counts the ids of its own rows on the
+// vector unit (per expert: compare, select 1/0, sum) and publishes the counts in the workspace;
+// after SyncAll every block adds up the published histograms, those of the blocks before it
+// apart (what its first row must skip). Without expert_num the blocks first agree on the largest
+// id the same way. Every block then routes its rows: a row of x enters UB once and leaves once per
+// kept destination, so the data moved is one read and up to K writes per row.
 //
 // On the NPU, ids outside [0, histCapacity) are dropped (expanded_row_idx -1); the CPU entry
 // rejects them before launch.
@@ -22,7 +24,7 @@ class MoeInitRoutingKernel {
   __aicore__ inline MoeInitRoutingKernel() {}
 
   __aicore__ inline void Init(GM_ADDR x, GM_ADDR expertIdx, GM_ADDR expandedX, GM_ADDR expandedRowIdx,
-                              GM_ADDR tokensCount, GM_ADDR tokensBeforeCapacity,
+                              GM_ADDR tokensCount, GM_ADDR tokensBeforeCapacity, GM_ADDR workspace,
                               const MoeInitRoutingTilingData &tiling, TPipe *pipe) {
     t_ = tiling;
     pipe_ = pipe;
@@ -36,17 +38,39 @@ class MoeInitRoutingKernel {
     if (t_.writeBeforeCapacity != 0) countsGm_.SetGlobalBuffer((__gm__ int32_t *)tokensBeforeCapacity, t_.expertNum);
 
     histEntries_ = UbBytes(t_.histCapacity, sizeof(int32_t)) / sizeof(int32_t);
+    // The workspace as MoeInitRoutingWorkspace lays it out: the histograms, then the largest ids.
+    GM_ADDR ws = GetUserWorkspace(workspace);
+    const int64_t blocks = GetBlockNum();
+    histsGm_.SetGlobalBuffer((__gm__ int32_t *)ws, blocks * histEntries_);
+    maxIdsGm_.SetGlobalBuffer((__gm__ int32_t *)(ws + blocks * histEntries_ * sizeof(int32_t)), blocks * 8);
+
     pipe_->InitBuffer(totalBuf_, histEntries_ * sizeof(int32_t));
     pipe_->InitBuffer(cursorBuf_, histEntries_ * sizeof(int32_t));
-    pipe_->InitBuffer(idsBuf_, UbBytes(t_.idxChunk, sizeof(int32_t)));
-    pipe_->InitBuffer(rowIdxBuf_, UbBytes(t_.idxChunk, sizeof(int32_t)));
+    pipe_->InitBuffer(countsBuf_, histEntries_ * sizeof(int32_t));
+    // Exactly the buffers MoeInitRoutingChunkUb counts.
+    const uint32_t chunkBytes = UbBytes(t_.idxChunk, sizeof(int32_t));
+    pipe_->InitBuffer(idsBuf_, chunkBytes);
+    pipe_->InitBuffer(rowIdxBuf_, chunkBytes);
+    pipe_->InitBuffer(idsFBuf_, chunkBytes);
+    pipe_->InitBuffer(selBuf_, chunkBytes);
+    pipe_->InitBuffer(onesBuf_, chunkBytes);
+    pipe_->InitBuffer(maskBuf_, UbBytes(t_.idxChunk / 8, 1));
+    pipe_->InitBuffer(scratchBuf_, UbBytes(2 * (t_.idxChunk / kMoeInitRoutingIdLanes) + 8, sizeof(float)));
+    pipe_->InitBuffer(sumsBuf_, kMoeInitRoutingHistGroup * kUbAlign);
     rowBytes_ = UbBytes(t_.hiddenChunk > 0 ? t_.hiddenChunk : 1, sizeof(T));
     pipe_->InitBuffer(rowQue_, 2, rowBytes_);
     if (dropPad_) pipe_->InitBuffer(zeroBuf_, rowBytes_);
     total_ = totalBuf_.Get<int32_t>();
     cursor_ = cursorBuf_.Get<int32_t>();
+    counts_ = countsBuf_.Get<int32_t>();
     ids_ = idsBuf_.Get<int32_t>();
     rowIdx_ = rowIdxBuf_.Get<int32_t>();
+    idsF_ = idsFBuf_.Get<float>();
+    sel_ = selBuf_.Get<float>();
+    ones_ = onesBuf_.Get<float>();
+    mask_ = maskBuf_.Get<uint8_t>();
+    scratch_ = scratchBuf_.Get<float>();
+    sums_ = sumsBuf_.Get<float>();
 
     const int64_t block = GetBlockIdx();
     rowBegin_ = Min64(t_.rows, block * t_.rowsPerBlock);
@@ -66,35 +90,103 @@ class MoeInitRoutingKernel {
   }
 
  private:
-  // cursor_ gets the histogram of the ids before this block's rows, total_ that of the rest.
+  // total_ gets the histogram of all ids, cursor_ that of the ids before this block's rows.
   __aicore__ inline void CountIds() {
-    Duplicate(total_, 0, histEntries_);
-    Duplicate(cursor_, 0, histEntries_);
-    OrderPipes<HardEvent::V_S>(pipe_);
-    const int64_t own = rowBegin_ * t_.topK;
-    Histogram(0, own, cursor_);
-    Histogram(own, flat_, total_);
-    histSize_ = t_.expertNum > 0 ? t_.expertNum : maxId_ + 1;
-  }
-
-  // The hot scalar loop of the kernel: every block runs it over all R*K ids. Locals, not members,
-  // so that the histogram stores cannot be taken to alias the loop's state.
-  __aicore__ inline void Histogram(int64_t begin, int64_t end, const LocalTensor<int32_t> &histogram) {
-    const LocalTensor<int32_t> ids = ids_, hist = histogram;
-    const uint32_t limit = static_cast<uint32_t>(t_.histCapacity);
-    const int64_t chunk = t_.idxChunk;
-    int32_t maxId = maxId_;
-    for (int64_t base = begin; base < end; base += chunk) {
-      const uint32_t n = static_cast<uint32_t>(Min64(chunk, end - base));
-      LoadIds(base, n);
-      for (uint32_t i = 0; i < n; ++i) {
-        const int32_t e = ids.GetValue(i);
-        if (static_cast<uint32_t>(e) >= limit) continue;
-        hist.SetValue(e, hist.GetValue(e) + 1);
-        maxId = e > maxId ? e : maxId;
+    const int64_t ownBegin = rowBegin_ * t_.topK, ownEnd = rowEnd_ * t_.topK;
+    Duplicate(ones_, 1.0f, static_cast<int32_t>(t_.idxChunk));
+    histSize_ = t_.expertNum > 0 ? t_.expertNum : AgreeOnMaxId(ownBegin, ownEnd) + 1;
+    Duplicate(counts_, 0, histEntries_);
+    if (histSize_ > 0) {
+      OrderPipes<HardEvent::V_S>(pipe_);
+      for (int64_t base = ownBegin; base < ownEnd; base += t_.idxChunk) {
+        const uint32_t n = static_cast<uint32_t>(Min64(t_.idxChunk, ownEnd - base));
+        LoadIdsAsFloat(base, n);
+        CountChunk(n);
       }
     }
-    maxId_ = maxId;
+    // Publish this block's counts, then add up everyone's once all are there.
+    OrderPipes<HardEvent::V_MTE3>(pipe_);
+    OrderPipes<HardEvent::S_MTE3>(pipe_);
+    CopyOut(histsGm_[GetBlockIdx() * histEntries_], counts_, histEntries_);
+    PipeBarrier<PIPE_ALL>();
+    SyncAll();
+    Duplicate(total_, 0, histEntries_);
+    Duplicate(cursor_, 0, histEntries_);
+    const int64_t size = histSize_;
+    for (int64_t b = 0; size > 0 && b < GetBlockNum(); ++b) {
+      OrderPipes<HardEvent::V_MTE2>(pipe_);
+      CopyIn(counts_, histsGm_[b * histEntries_], static_cast<uint32_t>(size));
+      OrderPipes<HardEvent::MTE2_V>(pipe_);
+      Add(total_, total_, counts_, static_cast<int32_t>(size));
+      if (b < GetBlockIdx()) Add(cursor_, cursor_, counts_, static_cast<int32_t>(size));
+    }
+    OrderPipes<HardEvent::V_S>(pipe_);
+  }
+
+  // Without expert_num: the largest id of all blocks (ids at or above histCapacity count as
+  // histCapacity - 1, where the NPU drops them), -1 if there is none.
+  __aicore__ inline int32_t AgreeOnMaxId(int64_t ownBegin, int64_t ownEnd) {
+    int32_t maxId = -1;
+    for (int64_t base = ownBegin; base < ownEnd; base += t_.idxChunk) {
+      const uint32_t n = static_cast<uint32_t>(Min64(t_.idxChunk, ownEnd - base));
+      LoadIdsAsFloat(base, n);
+      const uint32_t padded = Lanes(n);
+      Mins(sel_, idsF_, static_cast<float>(t_.histCapacity - 1), static_cast<int32_t>(padded));
+      ReduceMax(sums_, sel_, scratch_, static_cast<int32_t>(padded));
+      OrderPipes<HardEvent::V_S>(pipe_);
+      const int32_t chunkMax = static_cast<int32_t>(sums_.GetValue(0));
+      maxId = chunkMax > maxId ? chunkMax : maxId;
+      OrderPipes<HardEvent::S_V>(pipe_);
+    }
+    counts_.SetValue(0, maxId);
+    OrderPipes<HardEvent::S_MTE3>(pipe_);
+    CopyOut(maxIdsGm_[GetBlockIdx() * 8], counts_, 1);
+    PipeBarrier<PIPE_ALL>();
+    SyncAll();
+    const uint32_t slots = static_cast<uint32_t>(GetBlockNum() * 8);
+    CopyIn(counts_, maxIdsGm_, slots);
+    OrderPipes<HardEvent::MTE2_S>(pipe_);
+    for (uint32_t b = 0; b < slots; b += 8) {
+      const int32_t m = counts_.GetValue(b);
+      maxId = m > maxId ? m : maxId;
+    }
+    // counts_ is zero-filled by the vector unit next.
+    OrderPipes<HardEvent::S_V>(pipe_);
+    return maxId;
+  }
+
+  __aicore__ inline uint32_t Lanes(uint32_t n) const {
+    return static_cast<uint32_t>((n + kMoeInitRoutingIdLanes - 1) / kMoeInitRoutingIdLanes * kMoeInitRoutingIdLanes);
+  }
+
+  // ids [base, base + n) into idsF_ as float, padded to whole repeats with -1 (no expert).
+  __aicore__ inline void LoadIdsAsFloat(int64_t base, uint32_t n) {
+    OrderPipes<HardEvent::V_MTE2>(pipe_);
+    CopyIn(ids_, idsGm_[base], n);
+    OrderPipes<HardEvent::MTE2_V>(pipe_);
+    Duplicate(idsF_, -1.0f, static_cast<int32_t>(Lanes(n)));
+    Cast(idsF_, ids_, RoundMode::CAST_NONE, n);
+  }
+
+  // counts_[e] += #{ids of the chunk equal to e} for every e < histSize_: one compare, select and
+  // sum per expert on the vector unit; the scalar unit only collects the sums, a group at a time.
+  __aicore__ inline void CountChunk(uint32_t n) {
+    const uint32_t padded = Lanes(n);
+    for (int64_t e0 = 0; e0 < histSize_; e0 += kMoeInitRoutingHistGroup) {
+      const int64_t group = Min64(kMoeInitRoutingHistGroup, histSize_ - e0);
+      for (int64_t g = 0; g < group; ++g) {
+        CompareScalar(mask_, idsF_, static_cast<float>(e0 + g), CMPMODE::EQ, padded);
+        Select(sel_, mask_, ones_, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, padded);
+        ReduceSum(sums_[static_cast<uint32_t>(g * 8)], sel_, scratch_, static_cast<int32_t>(padded));
+      }
+      OrderPipes<HardEvent::V_S>(pipe_);
+      for (int64_t g = 0; g < group; ++g) {
+        const int32_t c = static_cast<int32_t>(sums_.GetValue(static_cast<uint32_t>(g * 8)));
+        counts_.SetValue(e0 + g, counts_.GetValue(e0 + g) + c);
+      }
+      // The next group's sums overwrite these.
+      OrderPipes<HardEvent::S_V>(pipe_);
+    }
   }
 
   __aicore__ inline void LoadIds(int64_t flatBegin, uint32_t n) {
@@ -103,16 +195,13 @@ class MoeInitRoutingKernel {
     OrderPipes<HardEvent::MTE2_S>(pipe_);
   }
 
-  // Turns the two histograms into totals (total_) and this block's next free slot per expert
-  // (cursor_): in dropless mode a position in expanded_x, in drop/pad mode a rank in the expert.
+  // Turns the histograms into this block's next free slot per expert (cursor_): in dropless mode
+  // a position in expanded_x, in drop/pad mode a rank in the expert.
   __aicore__ inline void PlaceCursors() {
     int32_t start = 0;
     for (int64_t e = 0; e < histSize_; ++e) {
-      const int32_t before = cursor_.GetValue(e);
-      const int32_t count = total_.GetValue(e) + before;
-      total_.SetValue(e, count);
-      cursor_.SetValue(e, (dropPad_ ? 0 : start) + before);
-      start += count;
+      cursor_.SetValue(e, (dropPad_ ? 0 : start) + cursor_.GetValue(e));
+      start += total_.GetValue(e);
     }
   }
 
@@ -194,22 +283,24 @@ class MoeInitRoutingKernel {
   MoeInitRoutingTilingData t_;
   TPipe *pipe_ = nullptr;
   GlobalTensor<T> xGm_, expandedXGm_;
-  GlobalTensor<int32_t> idsGm_, rowIdxGm_, countsGm_;
-  TBuf<TPosition::VECCALC> totalBuf_, cursorBuf_, idsBuf_, rowIdxBuf_, zeroBuf_;
+  GlobalTensor<int32_t> idsGm_, rowIdxGm_, countsGm_, histsGm_, maxIdsGm_;
+  TBuf<TPosition::VECCALC> totalBuf_, cursorBuf_, countsBuf_, idsBuf_, rowIdxBuf_, idsFBuf_, selBuf_, onesBuf_,
+      maskBuf_, scratchBuf_, sumsBuf_, zeroBuf_;
   TQueBind<TPosition::VECIN, TPosition::VECOUT, 2> rowQue_;
-  LocalTensor<int32_t> total_, cursor_, ids_, rowIdx_;
+  LocalTensor<int32_t> total_, cursor_, counts_, ids_, rowIdx_;
+  LocalTensor<float> idsF_, sel_, ones_, scratch_, sums_;
+  LocalTensor<uint8_t> mask_;
   int64_t flat_ = 0, rowBegin_ = 0, rowEnd_ = 0, expertBegin_ = 0, expertEnd_ = 0, histSize_ = 0;
-  int32_t maxId_ = -1;
   uint32_t histEntries_ = 0, rowBytes_ = 0;
   bool dropPad_ = false;
 };
 
 template <typename T>
 __aicore__ inline void Run(GM_ADDR x, GM_ADDR expertIdx, GM_ADDR expandedX, GM_ADDR expandedRowIdx, GM_ADDR count,
-                           GM_ADDR beforeCapacity, const MoeInitRoutingTilingData &tiling) {
+                           GM_ADDR beforeCapacity, GM_ADDR workspace, const MoeInitRoutingTilingData &tiling) {
   TPipe pipe;
   MoeInitRoutingKernel<T> op;
-  op.Init(x, expertIdx, expandedX, expandedRowIdx, count, beforeCapacity, tiling, &pipe);
+  op.Init(x, expertIdx, expandedX, expandedRowIdx, count, beforeCapacity, workspace, tiling, &pipe);
   op.Process();
 }
 
@@ -220,15 +311,16 @@ extern "C" __global__ __aicore__ void moe_init_routing(GM_ADDR x, GM_ADDR expert
                                                        GM_ADDR expertTokensBeforeCapacity, GM_ADDR workspace,
                                                        GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  GET_TILING_DATA_WITH_STRUCT(MoeInitRoutingTilingData, tilingData, tiling);
+  REGISTER_TILING_DEFAULT(MoeInitRoutingTilingData);
+  GET_TILING_DATA(tilingData, tiling);
   if (TILING_KEY_IS(kMoeInitRoutingKeyFloat)) {
-    Run<float>(x, expertIdx, expandedX, expandedRowIdx, expertTokensCountOrCumsum, expertTokensBeforeCapacity,
+    Run<float>(x, expertIdx, expandedX, expandedRowIdx, expertTokensCountOrCumsum, expertTokensBeforeCapacity, workspace,
                tilingData);
   } else if (TILING_KEY_IS(kMoeInitRoutingKeyHalf)) {
-    Run<half>(x, expertIdx, expandedX, expandedRowIdx, expertTokensCountOrCumsum, expertTokensBeforeCapacity,
+    Run<half>(x, expertIdx, expandedX, expandedRowIdx, expertTokensCountOrCumsum, expertTokensBeforeCapacity, workspace,
               tilingData);
   } else if (TILING_KEY_IS(kMoeInitRoutingKeyBFloat16)) {
     Run<bfloat16_t>(x, expertIdx, expandedX, expandedRowIdx, expertTokensCountOrCumsum, expertTokensBeforeCapacity,
-                    tilingData);
+                    workspace, tilingData);
   }
 }

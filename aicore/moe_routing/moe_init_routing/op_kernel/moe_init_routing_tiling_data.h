@@ -10,8 +10,13 @@ constexpr uint64_t kMoeInitRoutingKeyHalf = 2;
 constexpr uint64_t kMoeInitRoutingKeyBFloat16 = 3;
 
 // With expert_num == 0 the kernel histograms ids in [0, this) and finds the largest one itself;
-// the two int32 histograms then take 64 KiB of UB.
+// the three int32 histograms then take 96 KiB of UB.
 constexpr int64_t kMoeInitRoutingMaxScanExperts = 8192;
+
+// Ids are compared as float, 64 to a 256-byte vector repeat: id chunks are whole repeats.
+constexpr int64_t kMoeInitRoutingIdLanes = 64;
+// Experts counted (one vector sum each) between two scalar reads of the sums.
+constexpr int64_t kMoeInitRoutingHistGroup = 64;
 
 struct MoeInitRoutingTilingData {
   int64_t rows;            // R, token rows of x
@@ -26,7 +31,7 @@ struct MoeInitRoutingTilingData {
   int64_t writeBeforeCapacity;  // expert_tokens_before_capacity written (drop/pad mode only)
   int64_t rowsPerBlock;    // contiguous token rows owned by a block
   int64_t expertsPerBlock; // experts whose empty slots a block zero-fills (drop/pad mode)
-  int64_t idxChunk;        // expert ids per UB chunk; a multiple of 8 and >= topK
+  int64_t idxChunk;        // expert ids per UB chunk; a multiple of kMoeInitRoutingIdLanes, >= topK
   int64_t hiddenChunk;     // elements of a row per UB chunk (== hidden unless the row is too big)
 };
 

@@ -118,7 +118,8 @@ __aicore__ inline void Run(GM_ADDR gradExpandedX, GM_ADDR expandedRowIdx, GM_ADD
 extern "C" __global__ __aicore__ void moe_init_routing_grad(GM_ADDR gradExpandedX, GM_ADDR expandedRowIdx,
                                                             GM_ADDR gradX, GM_ADDR workspace, GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  GET_TILING_DATA_WITH_STRUCT(MoeInitRoutingGradTilingData, tilingData, tiling);
+  REGISTER_TILING_DEFAULT(MoeInitRoutingGradTilingData);
+  GET_TILING_DATA(tilingData, tiling);
   if (TILING_KEY_IS(kMoeInitRoutingGradKeyFloat)) {
     Run<float>(gradExpandedX, expandedRowIdx, gradX, tilingData);
   } else if (TILING_KEY_IS(kMoeInitRoutingGradKeyHalf)) {

@@ -1,0 +1,194 @@
+"""xformers' ``memory_efficient_attention`` over the flash attention kernels: the same call, tensor
+layouts and :mod:`ms_ops.attn_bias` masks, run by :func:`ms_ops.flash_attention_score` (and its
+gradient kernel)."""
+import math
+
+import mindspore as ms
+from mindspore import ops
+
+from ms_ops.ops import attn_bias as ab
+from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_same_dtype, check_tensor, known
+from ms_ops.ops.attention import flash_attention_score
+
+_OP = "memory_efficient_attention"
+
+
+def _check_dim(name, t, axis, expected, what, ref):
+    dim = t.shape[axis]
+    if known(dim) and known(expected) and dim != expected:
+        raise ValueError(f"{_OP}: '{name}' {what} must be {expected} (as {ref}'s), got shape {t.shape}")
+
+
+def _check_shapes(query, key, value):
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_tensor(_OP, name, t)
+    if query.ndim not in (3, 4, 5):
+        raise ValueError(f"{_OP}: 'query' must be [B, M, K], [B, M, H, K] or [B, M, G, H, K], got shape {query.shape}")
+    for name, t in (("key", key), ("value", value)):
+        if t.ndim != query.ndim:
+            raise ValueError(f"{_OP}: '{name}' must be {query.ndim}-D like query {query.shape}, got shape {t.shape}")
+    check_dtype(_OP, "query", query, FLOAT_DTYPES)
+    check_same_dtype(_OP, "key", key, "query", query)
+    check_same_dtype(_OP, "value", value, "query", query)
+    rank = query.ndim
+    _check_dim("key", key, 0, query.shape[0], "batch size B", "query")
+    _check_dim("key", key, rank - 1, query.shape[-1], "head dim K", "query")
+    for axis in range(rank - 1):
+        _check_dim("value", value, axis, key.shape[axis], f"dimension {axis}", "key")
+    if known(value.shape[-1]) and known(key.shape[-1]) and value.shape[-1] != key.shape[-1]:
+        raise ValueError(f"{_OP}: 'value' head dim {value.shape[-1]} differs from key's {key.shape[-1]}: "
+                         f"a different value head dim is not supported yet in ms_ops")
+    k = query.shape[-1]
+    if known(k) and not 1 <= k <= 512:
+        raise ValueError(f"{_OP}: 'query' head dim K must be 1..512, got {k}")
+    if rank == 4:
+        hq, hk = query.shape[2], key.shape[2]
+        if known(hq) and known(hk) and (hk < 1 or hq % hk != 0):
+            raise ValueError(f"{_OP}: 'key' has {hk} heads, which must divide query's {hq}")
+    if rank == 5:
+        _check_dim("key", key, 2, query.shape[2], "group count G", "query")
+        hq, hk = query.shape[3], key.shape[3]
+        if known(hq) and known(hk) and hk not in (1, hq):
+            raise ValueError(f"{_OP}: 'key' must have 1 or {hq} heads per group (query's), got shape {key.shape}")
+
+
+def _movable(t):
+    """``t`` in a dtype MindSpore can reshape: its CPU kernels of Reshape, ExpandDims and Squeeze
+    have no bfloat16 (GRAPH mode), so bfloat16 moves as float32, which holds every bfloat16 value
+    exactly (the kernels still get bfloat16)."""
+    return t.astype(ms.float32) if t.dtype == ms.bfloat16 else t
+
+
+def _to_bsnd(t):
+    """[B, S, K], [B, S, H, K] or [B, S, G, H, K] -> [B, S, heads, K] in t's dtype."""
+    if t.ndim == 4:
+        return t
+    moved = _movable(t)
+    if t.ndim == 3:
+        return ops.expand_dims(moved, 2).astype(t.dtype)
+    return moved.reshape(t.shape[0], t.shape[1], t.shape[2] * t.shape[3], t.shape[4]).astype(t.dtype)
+
+
+def _from_bsnd(out, query):
+    """The kernel's [B, M, heads, K] output in query's layout."""
+    if query.ndim == 4:
+        return out
+    moved = _movable(out)
+    if query.ndim == 3:
+        return ops.squeeze(moved, 2).astype(out.dtype)
+    return moved.reshape(query.shape).astype(out.dtype)
+
+
+def _check_scalars(p, scale):
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"{_OP}: 'p' must be a float, got {type(p).__name__}")
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"{_OP}: 'p' (dropout probability) must be in [0, 1), got {p}")
+    if p > 0.0:
+        raise ValueError(f"{_OP}: 'p' = {p}: dropout not supported yet in ms_ops")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        raise TypeError(f"{_OP}: 'scale' must be a float or None, got {type(scale).__name__}")
+
+
+def _dense_bias(bias, query, key):
+    """An additive bias in query's layout, ``[B or 1, (G,) (H,) M, N]``, as real_shift
+    ``[B or 1, heads, M, N]``."""
+    check_same_dtype(_OP, "attn_bias", bias, "query", query)
+    rank = query.ndim
+    heads = tuple(query.shape[2:rank - 1])
+    expected = (query.shape[0],) + heads + (query.shape[1], key.shape[1])
+    fits = bias.ndim == rank
+    for axis in range(rank if fits else 0):
+        b, e = bias.shape[axis], expected[axis]
+        if known(b) and known(e) and b != e and not (axis == 0 and b == 1):
+            fits = False
+    if not fits:
+        want = ", ".join(str(d) for d in (f"{query.shape[0]} or 1",) + expected[1:])
+        raise ValueError(f"{_OP}: 'attn_bias' must have shape [{want}] for query {query.shape} and key "
+                         f"{key.shape}, got {bias.shape}")
+    if rank == 3:
+        return ops.expand_dims(_movable(bias), 1).astype(bias.dtype)
+    if rank == 5:
+        return _movable(bias).reshape(bias.shape[0], heads[0] * heads[1], bias.shape[3],
+                                      bias.shape[4]).astype(bias.dtype)
+    return bias
+
+
+def _packed(t):
+    """[1, T, N, K] -> [T, N, K] in t's dtype."""
+    return ops.squeeze(_movable(t), 0).astype(t.dtype)
+
+
+def _block_diagonal(q, k, v, bias, heads, scale, sparse_mode):
+    """Packed sequences [1, T, N, K] as one TND call: each sequence attends within itself."""
+    if known(q.shape[0]) and q.shape[0] != 1:
+        raise ValueError(f"{_OP}: 'attn_bias' {type(bias).__name__} needs batch size 1 (sequences packed "
+                         f"along dimension 1), got query shape {q.shape}")
+    for name, t, info in (("query", q, bias.q_seqinfo), ("key", k, bias.k_seqinfo)):
+        if known(t.shape[1]) and t.shape[1] != info.total:
+            raise ValueError(f"{_OP}: '{name}' has {t.shape[1]} rows but 'attn_bias' packs {info.total} "
+                             f"(lengths {info.seqlen_py})")
+    out = flash_attention_score(_packed(q), _packed(k), _packed(v), heads,
+                                actual_seq_qlen=list(bias.q_seqinfo.seqstart_py[1:]),
+                                actual_seq_kvlen=list(bias.k_seqinfo.seqstart_py[1:]), scalar_value=scale,
+                                input_layout="TND", sparse_mode=sparse_mode)
+    return ops.expand_dims(_movable(out), 0).astype(out.dtype)
+
+
+def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=None):
+    r"""Attention as ``xformers.ops.memory_efficient_attention``, computed by the flash attention
+    kernels (no ``M x N`` score matrix in memory):
+
+    .. math::
+        \text{out} = \operatorname{softmax}(\text{scale}\cdot Q K^\top + \text{bias})\, V
+
+    per batch and head, the softmax over the keys the bias leaves visible.
+
+    Args:
+        query: ``[B, M, H, K]``; also ``[B, M, K]`` (one head) or ``[B, M, G, H, K]`` (grouped
+            query attention: G groups of H query heads); float32, float16 or bfloat16.
+        key, value: ``[B, N, Hk, K]`` with Hk dividing H (query head h reads key head
+            ``h // (H // Hk)``; xformers itself requires Hk = H here), ``[B, N, K]``, or
+            ``[B, N, G, 1 or H, K]`` (one key head per group, broadcast to its H query heads, as
+            xformers' expanded 5-D keys). Query's dtype and head dim K (1..512); value's head dim
+            must be K.
+        attn_bias: None (every key), :class:`ms_ops.attn_bias.LowerTriangularMask` (causal,
+            top-left aligned: query i sees keys ``j <= i`` also when M != N),
+            :class:`ms_ops.attn_bias.BlockDiagonalMask` or
+            :class:`ms_ops.attn_bias.BlockDiagonalCausalMask` (packed sequences; B must be 1 and
+            M, N the total query and key lengths; one TND call of the kernels), or a Tensor: an
+            additive bias of query's dtype, ``[B or 1, H, M, N]`` (``[B or 1, M, N]``,
+            ``[B or 1, G, H, M, N]``), added after the scaling (``-inf`` hides a key); its
+            gradient is computed when its batch is B, zeros for a batch of 1.
+        p (float): dropout probability; only 0 is supported yet.
+        scale (float, optional): the scale of ``Q K^T``. Default ``1 / sqrt(K)``.
+
+    Returns:
+        Tensor: query's shape (``[B, M, H, K]``, ``[B, M, K]`` or ``[B, M, G, H, K]``) and dtype.
+        The queries of a packed sequence with no keys (kv length 0) output 0 and get a zero
+        gradient.
+
+    Gradients flow to query, key and value through ``flash_attention_score_grad``.
+    """
+    _check_shapes(query, key, value)
+    _check_scalars(p, scale)
+    if scale is None:
+        if not known(query.shape[-1]):
+            raise ValueError(f"{_OP}: 'scale' must be given when the head dim of query {query.shape} is dynamic")
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    q, k, v = _to_bsnd(query), _to_bsnd(key), _to_bsnd(value)
+    heads = q.shape[2]
+    if attn_bias is None:
+        out = flash_attention_score(q, k, v, heads, scalar_value=float(scale), input_layout="BSND")
+    elif isinstance(attn_bias, ab.BlockDiagonalMask):
+        sparse_mode = 2 if isinstance(attn_bias, ab.BlockDiagonalCausalMask) else 0
+        out = _block_diagonal(q, k, v, attn_bias, heads, float(scale), sparse_mode)
+    elif isinstance(attn_bias, ab.LowerTriangularMask):
+        out = flash_attention_score(q, k, v, heads, scalar_value=float(scale), input_layout="BSND", sparse_mode=2)
+    elif isinstance(attn_bias, ms.Tensor):
+        out = flash_attention_score(q, k, v, heads, real_shift=_dense_bias(attn_bias, query, key),
+                                    scalar_value=float(scale), input_layout="BSND", pse_type=0)
+    else:
+        raise TypeError(f"{_OP}: 'attn_bias' must be None, an ms_ops.attn_bias mask or a Tensor, got "
+                        f"{type(attn_bias).__name__}")
+    return _from_bsnd(out, query)
