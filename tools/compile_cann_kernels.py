@@ -192,13 +192,16 @@ def verdict(rc, out, script_log):
     missing = sorted(set(re.findall(r"No module named '([\w.]+)'", script_log)))
     if missing:
         return "no", "its golden-data scripts need Python module(s) " + ", ".join(missing) + " (not installed)"
-    failed = [l for l in script_log.splitlines() if "FAILED" in l or "Error" in l]
+    # compare_data.py scripts print "FAILED!", "[FAIL] ..." or a "Result: n PASSED, m FAILED" summary.
+    failed = [l for l in script_log.splitlines()
+              if re.search(r"FAILED!|\[FAIL\]|Error|\b[1-9]\d* FAILED", l)]
     if failed:
         return "no", f"golden comparison: {failed[0].strip()[:150]}"
     if rc != 0:
         bad = [l for l in out.splitlines() if "Failure" in l or "[  FAILED  ]" in l]
         return "no", "test: " + (bad[0].strip() if bad else f"exit {rc}")[:150]
-    compares, passed = script_log.count("== python3 compare_data.py"), script_log.count("PASSED")
+    compares = script_log.count("== python3 compare_data.py")
+    passed = len(re.findall(r"PASSED|\[PASS\]", script_log))
     if compares == 0:
         return "no golden", "its kernel test passes but compares no output with golden data"
     if passed == 0:
