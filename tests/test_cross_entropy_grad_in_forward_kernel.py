@@ -81,13 +81,13 @@ def test_dtypes(dtype, alpha, index):
     check(make_case(97, 123, 1000, dtype, index), alpha)
 
 
-# (N, H, V, block_bytes): chunks of min(128, N rounded up to 16) rows, V tiles of <= 256 columns.
+# (N, H, V, block_bytes): chunks of min(128, N rounded up to 16) rows, V tiles of <= 1024 columns.
 SIZES = {
     "single_token": (1, 16, 50, DEFAULT_BLOCK),
     "three_token_blocks_tail": (300, 40, 1000, budget(128, 1000)),  # blocks of 128, 128, 44 rows
     "budget_below_one_chunk": (200, 24, 300, 1),                    # still one chunk per block
-    "five_blocks_of_two_chunks": (1200, 32, 700, budget(256, 700)),
-    "many_tiles": (40, 24, 5003, DEFAULT_BLOCK),                    # 20 V tiles, a 203-column tail
+    "five_blocks_of_two_chunks": (1200, 32, 2100, budget(256, 2100)),  # and 3 V tiles
+    "many_tiles": (40, 24, 20003, DEFAULT_BLOCK),                   # 20 V tiles, an 851-column tail
 }
 
 

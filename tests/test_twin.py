@@ -472,7 +472,10 @@ def test_ordered_pipes_pass(lib, capfd, which):
 
 
 def test_pipe_race_warns_once_when_not_strict(lib, capfd, monkeypatch):
+    """Without strict mode the race tracking runs only on request (MS_OPS_TWIN_RACES=1), and a race
+    is then a warning, once per kernel and call."""
     monkeypatch.setenv("MS_OPS_TWIN_STRICT", "0")
+    monkeypatch.setenv("MS_OPS_TWIN_RACES", "1")
     x = np.arange(8, dtype=np.float32)
     out = np.zeros(8, np.float32)
     assert lib.twin_race(0, P(x), P(out)) == 0
@@ -482,6 +485,20 @@ def test_pipe_race_warns_once_when_not_strict(lib, capfd, monkeypatch):
     assert "on the NPU the result depends on the pipes' timing" in err
     assert lib.twin_race(0, P(x), P(out)) == 0
     assert "warning" not in capfd.readouterr().err
+
+
+def test_no_race_tracking_unless_strict_or_asked(lib, capfd, monkeypatch):
+    """A run that is not checking kernels (neither strict mode nor MS_OPS_TWIN_RACES=1) skips the
+    tracking, so even a racing kernel runs silently, with the twin's program-order result."""
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", "0")
+    monkeypatch.delenv("MS_OPS_TWIN_RACES", raising=False)
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    assert lib.twin_race(0, P(x), P(out)) == 0
+    np.testing.assert_array_equal(out, x + 1)
+    assert "ms_ops" not in capfd.readouterr().err
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", "1")
+    assert lib.twin_race(0, P(x), P(out)) == 1
 
 
 def test_count_rounds_down_when_not_strict(lib, capfd, monkeypatch):

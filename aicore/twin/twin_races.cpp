@@ -14,8 +14,10 @@ const char *PipeName(Pipe p) {
   return p < kPipes ? kNames[p] : "?";
 }
 
-void Races::Reset(const uint8_t *ub) {
+void Races::Reset(const uint8_t *ub, bool on) {
   ub_ = ub;
+  on_ = on;
+  if (!on) return;
   std::memset(time_, 0, sizeof(time_));
   std::memset(known_, 0, sizeof(known_));
   std::memset(flag_, 0, sizeof(flag_));
@@ -24,6 +26,7 @@ void Races::Reset(const uint8_t *ub) {
 }
 
 void Races::Carve(uint64_t off, uint64_t bytes, const char *what, uint32_t num, uint32_t len) {
+  if (!on_) return;
   const uint64_t first = off / 32, end = (off + bytes + 31) / 32;
   if (end > kCells) return;  // TPipe refuses it first
   std::memset(&cells_[first], 0, (end - first) * sizeof(Cell));
@@ -45,12 +48,14 @@ void Races::Join(Clock &into, const Clock &from) {
 }
 
 void Races::SetFlag(Pipe src, uint32_t event, int32_t id) {
+  if (!on_) return;
   if (event >= kEvents || id < 0 || static_cast<uint32_t>(id) >= kEventIds) return;
   // A second SetFlag before the WaitFlag: the wait is only sure to see the first.
   if (pending_[event][id]++ == 0) flag_[event][id] = Now(src);
 }
 
 void Races::WaitFlag(Pipe src, Pipe dst, uint32_t event, int32_t id) {
+  if (!on_) return;
   if (event >= kEvents || id < 0 || static_cast<uint32_t>(id) >= kEventIds) return;
   if (pending_[event][id] == 0) {
     const std::string evt = std::string("<HardEvent::") + PipeName(src) + "_" + PipeName(dst) + ">(" +
@@ -62,22 +67,26 @@ void Races::WaitFlag(Pipe src, Pipe dst, uint32_t event, int32_t id) {
 }
 
 void Races::BarrierAll() {
+  if (!on_) return;
   Clock all;
   std::memcpy(all.t, time_, sizeof(all.t));
   for (int p = 0; p < kPipes; ++p) known_[p] = all;
 }
 
 void Races::Post(Pipe from, int slot, const void *addr) {
+  if (!on_) return;
   const uint64_t cell = (static_cast<const uint8_t *>(addr) - ub_) / 32;
   if (cell < kCells) hand_[slot][cell] = Now(from);
 }
 
 void Races::Take(Pipe to, int slot, const void *addr) {
+  if (!on_) return;
   const uint64_t cell = (static_cast<const uint8_t *>(addr) - ub_) / 32;
   if (cell < kCells) Join(known_[to], hand_[slot][cell]);
 }
 
 void Races::MarkFreed(const void *addr, uint64_t bytes, bool freed) {
+  if (!on_) return;
   const uint64_t off = static_cast<const uint8_t *>(addr) - ub_;
   const uint64_t first = off / 32, end = (off + bytes + 31) / 32;
   for (uint64_t c = first; c < end && c < kCells; ++c) cells_[c].freed = freed;
@@ -98,6 +107,7 @@ void Races::Access(Pipe p, const char *call, const void *addr, uint64_t bytes, b
   if (bytes == 0) return;
   const uint64_t off = static_cast<const uint8_t *>(addr) - ub_;
   if (__builtin_expect(off + bytes > kAtlasA2.ubSize && off < kUbBytes, 0)) Reserved(call, off, bytes);
+  if (!on_) return;
   const uint64_t first = off / 32, end = (off + bytes + 31) / 32;
   if (end > kCells) return;  // the bounds checks report it
   const uint32_t now = ++time_[p];

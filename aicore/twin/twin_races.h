@@ -9,6 +9,11 @@
 // a scalar read (GetValue) completes before the scalar unit issues anything after it, so it never
 // races with a later write either. Queue buffers given back by FreeTensor are marked, so that a
 // later access through a stale tensor is reported as a use after FreeTensor.
+//
+// The tracking runs in strict mode (the tests) or with MS_OPS_TWIN_RACES=1. Otherwise every call
+// returns at once and the cells are never touched: a block's tracking state is about 1 MiB, and a
+// cooperative launch of 24 blocks would otherwise keep 24 MiB resident and spend time on every UB
+// access that a run which is not checking kernels does not need.
 #ifndef MS_OPS_TWIN_RACES_H_
 #define MS_OPS_TWIN_RACES_H_
 
@@ -33,8 +38,9 @@ class Races {
   static constexpr uint32_t kCells = 6144;  // 32-byte blocks of the UB arena (192 KiB)
   static constexpr uint32_t kEvents = 40, kEventIds = 8;
 
-  // A new block over the UB arena `ub`: no pipe has done anything, no flag is set.
-  void Reset(const uint8_t *ub);
+  // A new block over the UB arena `ub`: no pipe has done anything, no flag is set. With `on`
+  // false, every call below but the reserved-UB check does nothing.
+  void Reset(const uint8_t *ub, bool on);
   // A buffer carved by TPipe::InitBuffer: fresh, and described by `what` (static text) in messages.
   void Carve(uint64_t off, uint64_t bytes, const char *what, uint32_t num, uint32_t len);
 
@@ -89,6 +95,7 @@ class Races {
   Region regions_[kRegions];
   uint32_t numRegions_;
   const uint8_t *ub_;
+  bool on_;
 };
 
 }  // namespace twin

@@ -70,6 +70,12 @@ bool Strict() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
+bool TrackRaces(bool strict) {
+  if (strict) return true;
+  const char *v = std::getenv("MS_OPS_TWIN_RACES");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
 // SyncAll's generation barrier over the live blocks of a cooperative launch. A block that ends
 // (returns or fails) leaves it, so the others never wait for it; after a failure every wait
 // throws, so the remaining blocks stop at their next SyncAll.
@@ -120,7 +126,8 @@ uint8_t *ThreadArena() {
   return arena.data();
 }
 
-// The race tracking of the blocks this thread runs, in pages like the arena (it is about 1 MiB).
+// The race tracking of the blocks this thread runs, in pages like the arena (about 1 MiB, touched
+// only while tracking).
 Races *ThreadRaces() {
   static thread_local Pages pages;
   pages.Reserve(sizeof(Races));
@@ -192,7 +199,7 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
     try {
       blk.ub = ThreadArena();
       blk.races = ThreadRaces();
-      blk.races->Reset(blk.ub);
+      blk.races->Reset(blk.ub, TrackRaces(g.strict));
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB
       // it never wrote gets visibly wrong results instead of lucky zeros.
       std::memset(blk.ub, 0xFF, kUbBytes);

@@ -80,6 +80,8 @@ void Hazard(const char *call, const std::string &what);
 
 // MS_OPS_TWIN_STRICT=1, read at each launch.
 bool Strict();
+// Whether a launch tracks pipe races (twin_races.h): in strict mode, or with MS_OPS_TWIN_RACES=1.
+bool TrackRaces(bool strict);
 
 // Both return 0, or 1 after recording the launch's first error for LastFailure.
 // Launch runs the blocks a few at a time on OpenMP threads.
