@@ -4,11 +4,10 @@ a Cell) and PYNATIVE mode; dynamic S, determinism, and the errors for what this 
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import nn
 
 import ms_ops
 from ms_ops.reference.attention import flash_attention, flash_attention_grad, visible_offsets
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
 
 
 def to_layout(x, layout):
@@ -35,23 +34,8 @@ def from_layout(x, layout, n):
     return x.reshape(s, b, n, h // n).transpose(1, 2, 0, 3)
 
 
-class Attention(nn.Cell):
-    def __init__(self, **kwargs):
-        super().__init__()
-        self.kwargs = kwargs
-
-    def construct(self, q, k, v):
-        return ms_ops.flash_attention_score(q, k, v, **self.kwargs)
 
 
-class Loss(nn.Cell):
-    """<attention_out, w>: its gradients are the attention's vector-Jacobian products with w."""
-    def __init__(self, attention):
-        super().__init__()
-        self.attention = attention
-
-    def construct(self, q, k, v, w):
-        return (self.attention(q, k, v).astype(ms.float32) * w).sum()
 
 
 def run(q, k, v, dout, n1, layout, dtype, mode, **kwargs):
@@ -59,13 +43,13 @@ def run(q, k, v, dout, n1, layout, dtype, mode, **kwargs):
     n2 = k.shape[1]
     args = [to_ms(to_layout(a, layout), dtype) for a in (q, k, v)]
     w = ms.Tensor(to_layout(dout, layout).astype(np.float32))
-    attention = Attention(head_num=n1, input_layout=layout, **kwargs)
+    attention = Call(ms_ops.flash_attention_score, head_num=n1, input_layout=layout, **kwargs)
     if mode == "pynative":
         out = attention(*args)
-        grads = ms.grad(lambda a, b, c: Loss(attention)(a, b, c, w), grad_position=(0, 1, 2))(*args)
+        grads = ms.grad(lambda a, b, c: VjpLoss(attention)(a, b, c, w), grad_position=(0, 1, 2))(*args)
     else:
         out = attention(*args)
-        grads = ms.grad(Loss(attention), grad_position=(0, 1, 2))(*args, w)
+        grads = ms.grad(VjpLoss(attention), grad_position=(0, 1, 2))(*args, w)
     return (from_layout(to_np(out), layout, n1),) + tuple(
         from_layout(to_np(g), layout, n) for g, n in zip(grads, (n1, n2, n2)))
 
@@ -124,7 +108,7 @@ def test_half_band_bsh():
 def test_dynamic_seq_graph():
     ms.set_context(mode=ms.GRAPH_MODE)
     b, n, d = 1, 2, 64
-    attention = Attention(head_num=n, input_layout="BSH", scalar_value=0.2, sparse_mode=3)
+    attention = Call(ms_ops.flash_attention_score, head_num=n, input_layout="BSH", scalar_value=0.2, sparse_mode=3)
     attention.set_inputs(*(ms.Tensor(shape=[b, None, n * d], dtype=ms.float32) for _ in range(3)))
     for s1, s2 in ((17, 30), (40, 21)):
         q, k, v = (representable((b, n, s, d), "fp32") for s in (s1, s2, s2))

@@ -10,36 +10,13 @@ import ms_ops
 from ms_ops import attn_bias as ab
 from ms_ops.reference.attention import (FAR, flash_attention, flash_attention_grad, flash_attention_grad_pse,
                                         flash_attention_masked)
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
 
 
-class Mea(nn.Cell):
-    def __init__(self, **kwargs):
-        super().__init__()
-        self.kwargs = kwargs
-
-    def construct(self, q, k, v):
-        return ms_ops.memory_efficient_attention(q, k, v, **self.kwargs)
 
 
-class Fa(nn.Cell):
-    def __init__(self, **kwargs):
-        super().__init__()
-        self.kwargs = kwargs
-
-    def construct(self, q, k, v):
-        return ms_ops.flash_attention_score(q, k, v, **self.kwargs)
 
 
-class Loss(nn.Cell):
-    """<out, w>: its gradients are the attention's vector-Jacobian products with w."""
-
-    def __init__(self, attention):
-        super().__init__()
-        self.attention = attention
-
-    def construct(self, q, k, v, w):
-        return (self.attention(q, k, v).astype(ms.float32) * w).sum()
 
 
 def run(cell, q, k, v, dout, dtype):
@@ -47,7 +24,7 @@ def run(cell, q, k, v, dout, dtype):
     args = [to_ms(a, dtype) for a in (q, k, v)]
     w = ms.Tensor(dout.astype(np.float32))
     out = cell(*args)
-    grads = ms.grad(Loss(cell), grad_position=(0, 1, 2))(*args, w)
+    grads = ms.grad(VjpLoss(cell), grad_position=(0, 1, 2))(*args, w)
     return (to_np(out),) + tuple(to_np(g) for g in grads)
 
 
@@ -85,8 +62,9 @@ def test_agrees_with_flash_attention_score(mode, causal):
     q, dout = representable((b, m, hq, k), "fp32"), representable((b, m, hq, k), "fp32")
     key, value = representable((b, n, hk, k), "fp32"), representable((b, n, hk, k), "fp32")
     bias = ab.LowerTriangularMask() if causal else None
-    got = run(Mea(attn_bias=bias), q, key, value, dout, "fp32")
-    same = run(Fa(head_num=hq, scalar_value=1 / 8, input_layout="BSND", sparse_mode=2 if causal else 0),
+    got = run(Call(ms_ops.memory_efficient_attention, attn_bias=bias), q, key, value, dout, "fp32")
+    same = run(Call(ms_ops.flash_attention_score, head_num=hq, scalar_value=1 / 8, input_layout="BSND",
+                    sparse_mode=2 if causal else 0),
                q, key, value, dout, "fp32")
     for a, s in zip(got, same):
         assert np.array_equal(a, s)
@@ -103,7 +81,7 @@ def test_lower_triangular_is_top_left(mode, m, n):
     assert np.all(dense[np.isfinite(dense)] == 0)
     q, dout = representable((1, m, 2, 80), "fp32"), representable((1, m, 2, 80), "fp32")
     key, value = representable((1, n, 1, 80), "fp32"), representable((1, n, 1, 80), "fp32")
-    got = run(Mea(attn_bias=bias, scale=0.1), q, key, value, dout, "fp32")
+    got = run(Call(ms_ops.memory_efficient_attention, attn_bias=bias, scale=0.1), q, key, value, dout, "fp32")
     check_against(got, *reference(q, key, value, dout, 0.1, -FAR, 0, "fp32"), "fp32")
 
 
@@ -114,7 +92,7 @@ def test_gqa_5d(mode, hk, dtype):
     b, m, n, g, h, k = 2, 19, 27, 2, 3, 48
     q, dout = representable((b, m, g, h, k), dtype), representable((b, m, g, h, k), "fp32")
     key, value = representable((b, n, g, hk, k), dtype), representable((b, n, g, hk, k), dtype)
-    got = run(Mea(), q, key, value, dout, dtype)
+    got = run(Call(ms_ops.memory_efficient_attention), q, key, value, dout, dtype)
     assert [a.shape for a in got] == [q.shape, q.shape, key.shape, value.shape]
     check_against(got, *reference(q, key, value, dout, k ** -0.5, -FAR, FAR, dtype), dtype)
 
@@ -122,8 +100,8 @@ def test_gqa_5d(mode, hk, dtype):
 def test_dynamic_seq_graph():
     """One GRAPH-mode compile with M and N left open serves two sequence lengths, with gradients."""
     ms.set_context(mode=ms.GRAPH_MODE)
-    cell = Mea(attn_bias=ab.LowerTriangularMask())
-    loss = Loss(cell)
+    cell = Call(ms_ops.memory_efficient_attention, attn_bias=ab.LowerTriangularMask())
+    loss = VjpLoss(cell)
     loss.set_inputs(*(ms.Tensor(shape=[2, None, 2, 32], dtype=ms.float32) for _ in range(4)))
     grad = ms.grad(loss, grad_position=(0, 1, 2))
     for m, n in ((13, 21), (30, 8)):
@@ -180,14 +158,14 @@ def test_materialized_mask_as_bias(mode):
     q, key, value = (representable((1, s, 2, 64), "fp32") for s in (30, 45, 45))
     mask = ab.LowerTriangularMask()
     args = [to_ms(a, "fp32") for a in (q, key, value)]
-    by_mask = Mea(attn_bias=mask)(*args)
+    by_mask = Call(ms_ops.memory_efficient_attention, attn_bias=mask)(*args)
     by_tensor = ms_ops.memory_efficient_attention(*args, attn_bias=mask.materialize((1, 2, 30, 45)))
     np.testing.assert_allclose(to_np(by_tensor), to_np(by_mask), rtol=1e-5, atol=1e-6)
 
 
 def test_single_head_3d(mode):
     q, key, value, dout = (representable((2, s, 32), "fp32") for s in (9, 13, 13, 9))
-    got = run(Mea(attn_bias=ab.LowerTriangularMask()), q, key, value, dout, "fp32")
+    got = run(Call(ms_ops.memory_efficient_attention, attn_bias=ab.LowerTriangularMask()), q, key, value, dout, "fp32")
     ref, naive = reference(*(a[:, :, None] for a in (q, key, value, dout)), 32 ** -0.5, -FAR, 0, "fp32")
     check_against(got, [r[:, :, 0] for r in ref], [r[:, :, 0] for r in naive], "fp32")
 
@@ -203,7 +181,7 @@ def test_block_diagonal_packed_equals_separate(mode, causal, q_len, kv_len):
     h, k = 2, 64
     q, dout = representable((1, sum(q_len), h, k), "fp32"), representable((1, sum(q_len), h, k), "fp32")
     key, value = representable((1, sum(kv_len), h, k), "fp32"), representable((1, sum(kv_len), h, k), "fp32")
-    packed = run(Mea(attn_bias=bias), q, key, value, dout, "fp32")
+    packed = run(Call(ms_ops.memory_efficient_attention, attn_bias=bias), q, key, value, dout, "fp32")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     qs, ks = np.cumsum((0,) + q_len), np.cumsum((0,) + kv_len)
     alone_bias = ab.LowerTriangularMask() if causal else None
@@ -215,7 +193,7 @@ def test_block_diagonal_packed_equals_separate(mode, causal, q_len, kv_len):
                 assert np.all(got[:, sl] == 0)
             continue
         pieces = (q[:, rows], key[:, cols], value[:, cols], dout[:, rows])
-        alone = run(Mea(attn_bias=alone_bias), *pieces, "fp32")
+        alone = run(Call(ms_ops.memory_efficient_attention, attn_bias=alone_bias), *pieces, "fp32")
         ref, naive = reference(*pieces, k ** -0.5, -FAR, high, "fp32")
         for got, one, r, nv, sl, name in zip(packed, alone, ref, naive, (rows, rows, cols, cols),
                                              ("out", "dq", "dk", "dv")):
@@ -241,7 +219,7 @@ def test_block_diagonal_materialize_and_split():
 def test_block_diagonal_bf16(mode):
     bias = ab.BlockDiagonalCausalMask.from_seqlens([7, 30])
     q, key, value, dout = (representable((1, 37, 2, 96), "bf16") for _ in range(4))
-    packed = run(Mea(attn_bias=bias), q, key, value, dout, "bf16")
+    packed = run(Call(ms_ops.memory_efficient_attention, attn_bias=bias), q, key, value, dout, "bf16")
     for rows in (slice(0, 7), slice(7, 37)):
         pieces = (q[:, rows], key[:, rows], value[:, rows], dout[:, rows])
         ref, naive = reference(*pieces, 96 ** -0.5, -FAR, 0, "bf16")

@@ -9,7 +9,7 @@ from mindspore import nn
 
 import ms_ops
 from ms_ops.reference.linear_attention import linear_attention, linear_attention_grad
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
 
 
 def to_layout(x, layout):
@@ -17,35 +17,20 @@ def to_layout(x, layout):
     return x if layout == "BNSD" else x.transpose(0, 2, 1, 3)
 
 
-class Attention(nn.Cell):
-    def __init__(self, **kwargs):
-        super().__init__()
-        self.kwargs = kwargs
-
-    def construct(self, q, k, v):
-        return ms_ops.linear_attention(q, k, v, **self.kwargs)
 
 
-class Loss(nn.Cell):
-    """<attention_out, w>: its gradients are the attention's vector-Jacobian products with w."""
-    def __init__(self, attention):
-        super().__init__()
-        self.attention = attention
-
-    def construct(self, q, k, v, w):
-        return (self.attention(q, k, v).astype(ms.float32) * w).sum()
 
 
 def run(q, k, v, dout, layout, dtype, mode, **kwargs):
     """(out, dq, dk, dv) as float64 BNSD arrays."""
     args = [to_ms(to_layout(a, layout), dtype) for a in (q, k, v)]
     w = ms.Tensor(to_layout(dout, layout).astype(np.float32))
-    attention = Attention(input_layout=layout, **kwargs)
+    attention = Call(ms_ops.linear_attention, input_layout=layout, **kwargs)
     out = attention(*args)
     if mode == "pynative":
-        grads = ms.grad(lambda a, b, c: Loss(attention)(a, b, c, w), grad_position=(0, 1, 2))(*args)
+        grads = ms.grad(lambda a, b, c: VjpLoss(attention)(a, b, c, w), grad_position=(0, 1, 2))(*args)
     else:
-        grads = ms.grad(Loss(attention), grad_position=(0, 1, 2))(*args, w)
+        grads = ms.grad(VjpLoss(attention), grad_position=(0, 1, 2))(*args, w)
     return tuple(to_layout(to_np(t), layout) for t in (out, *grads))
 
 
@@ -103,7 +88,7 @@ def test_causal_prefix():
     """Causal rows see only the past: changing the last key/value rows leaves earlier outputs as
     they were, bit for bit."""
     q, k, v = (representable((1, 2, 150, 16), "fp32") for _ in range(3))
-    attention = Attention(causal=True)
+    attention = Call(ms_ops.linear_attention, causal=True)
     first = to_np(attention(*(to_ms(a, "fp32") for a in (q, k, v))))
     k[:, :, 140:], v[:, :, 140:] = 5.0, -3.0
     second = to_np(attention(*(to_ms(a, "fp32") for a in (q, k, v))))
@@ -115,7 +100,7 @@ def test_causal_prefix():
 def test_dynamic_seq_graph(causal):
     ms.set_context(mode=ms.GRAPH_MODE)
     b, n, d = 1, 2, 16
-    attention = Attention(causal=causal, input_layout="BSND")
+    attention = Call(ms_ops.linear_attention, causal=causal, input_layout="BSND")
     attention.set_inputs(*(ms.Tensor(shape=[b, None, n, d], dtype=ms.float32) for _ in range(3)))
     for s in (17, 90):
         q, k, v = (representable((b, n, s, d), "fp32") for _ in range(3))
@@ -236,7 +221,7 @@ def test_bad_cell_arguments():
 def test_kernel_rejects_dynamic_mismatch():
     """Shapes left open by set_inputs are checked by the kernel entry, which names the argument."""
     ms.set_context(mode=ms.GRAPH_MODE)
-    attention = Attention()
+    attention = Call(ms_ops.linear_attention)
     attention.set_inputs(*(ms.Tensor(shape=[1, 2, None, 4], dtype=ms.float32) for _ in range(3)))
     q = ms.Tensor(np.ones((1, 2, 8, 4), np.float32))
     k = ms.Tensor(np.ones((1, 2, 9, 4), np.float32))

@@ -2,8 +2,6 @@
 check values against numpy, and that every rule the twin enforces fires with a message naming
 kernel, block and call, after which the library keeps working."""
 import ctypes
-import glob
-import importlib.util
 import os
 import re
 import threading
@@ -11,9 +9,8 @@ import time
 
 import numpy as np
 import pytest
-import scipy_openblas32
+from twin_cases import P, build_cases
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UB_BYTES = 192 * 1024  # ms_ops::twin::kUbBytes
 
 V, I, F, U = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_uint32
@@ -43,35 +40,16 @@ SIGNATURES = {
 NONE, RINT, FLOOR, CEIL, ROUND, TRUNC, ODD = range(7)
 
 
-def _load_build():
-    spec = importlib.util.spec_from_file_location("_ms_ops_build", os.path.join(ROOT, "ms_ops", "_build.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    # The twin's Matmul leaves the BLAS symbols to the process: load them globally first.
-    ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas.so"), mode=ctypes.RTLD_GLOBAL)
-    out = str(tmp_path_factory.mktemp("twin") / "libtwin_cases.so")
-    sources = [os.path.join(ROOT, "tests", "twin", "twin_cases.cpp")]
-    sources += sorted(glob.glob(os.path.join(ROOT, "aicore", "twin", "*.cpp")))
-    _load_build().compile_library(sources, out, ROOT)
-    so = ctypes.CDLL(out)
-    for name, args in SIGNATURES.items():
-        getattr(so, name).argtypes = args
-        getattr(so, name).restype = I
-    return so
+    return build_cases(tmp_path_factory.mktemp("twin_cases"), "twin_cases", SIGNATURES)
 
 
 @pytest.fixture(autouse=True)
 def strict(monkeypatch):
     monkeypatch.setenv("MS_OPS_TWIN_STRICT", "1")
 
-
-def P(a):
-    return a.ctypes.data_as(V)
 
 
 def block_ids_ok(lib, blocks=5):

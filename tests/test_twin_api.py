@@ -3,14 +3,12 @@ per-repeat reductions, Brcb / Gather / CreateVecIndex, store atomics across bloc
 TQueBind / TBuf extras, with the kernels of tests/twin/twin_api_cases.cpp. Values are checked
 against numpy models of the documented semantics; each rule has a failing case."""
 import ctypes
-import glob
-import importlib.util
 import os
 import subprocess
 
 import numpy as np
 import pytest
-import scipy_openblas32
+from twin_cases import P, build_cases, load_build_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 V, I, U, U64, I32 = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int32
@@ -36,35 +34,16 @@ BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
 
 
-def _load_build():
-    spec = importlib.util.spec_from_file_location("_ms_ops_build", os.path.join(ROOT, "ms_ops", "_build.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    # twin_blas.cpp leaves the BLAS symbols to the process: load them globally first.
-    ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas.so"), mode=ctypes.RTLD_GLOBAL)
-    out = str(tmp_path_factory.mktemp("twin_api") / "libtwin_api_cases.so")
-    sources = [os.path.join(ROOT, "tests", "twin", "twin_api_cases.cpp")]
-    sources += sorted(glob.glob(os.path.join(ROOT, "aicore", "twin", "*.cpp")))
-    _load_build().compile_library(sources, out, ROOT)
-    so = ctypes.CDLL(out)
-    for name, args in SIGNATURES.items():
-        getattr(so, name).argtypes = args
-        getattr(so, name).restype = I
-    return so
+    return build_cases(tmp_path_factory.mktemp("twin_api_cases"), "twin_api_cases", SIGNATURES)
 
 
 @pytest.fixture(autouse=True)
 def strict(monkeypatch):
     monkeypatch.setenv("MS_OPS_TWIN_STRICT", "1")
 
-
-def P(a):
-    return a.ctypes.data_as(V)
 
 
 # ---- the level-0 model ----
@@ -558,7 +537,7 @@ def test_tbuf_tensor_past_its_buffer_is_checked_where_touched(lib, capfd):
 def syntax_ok(tmp_path, code):
     src = tmp_path / "k.cpp"
     src.write_text(code)
-    build = _load_build()
+    build = load_build_module()
     flags = [f for f in build.CXXFLAGS if f.startswith("-std") or f.startswith("-march")]
     cmd = ["g++", *flags, "-fsyntax-only", *(f"-I{d}" for d in build.include_dirs(ROOT)), str(src)]
     return subprocess.run(cmd, capture_output=True).returncode == 0

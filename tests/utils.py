@@ -78,3 +78,26 @@ class Fn(nn.Cell):
 
     def construct(self, *args):
         return self.fn(*args)
+
+
+class Call(nn.Cell):
+    """``fn(q, k, v, **kwargs)`` in a Cell: an attention op with its keyword arguments fixed."""
+
+    def __init__(self, fn, **kwargs):
+        super().__init__()
+        self.fn = fn
+        self.kwargs = kwargs
+
+    def construct(self, q, k, v):
+        return self.fn(q, k, v, **self.kwargs)
+
+
+class VjpLoss(nn.Cell):
+    """<cell(q, k, v), w> in float32: its gradients are cell's vector-Jacobian products with w."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.cell = cell
+
+    def construct(self, q, k, v, w):
+        return (self.cell(q, k, v).astype(ms.float32) * w).sum()
