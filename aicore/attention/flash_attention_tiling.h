@@ -45,19 +45,7 @@ struct FlashAttentionTiling {
 constexpr uint64_t kFaQueryTile = 64, kFaKeyTile = 128;
 
 inline TCubeTiling FaCubeTiling(FaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
-  TCubeTiling mm{};
-  mm.usedCoreNum = static_cast<int32_t>(blockDim);
-  mm.M = mm.singleCoreM = static_cast<int32_t>(m);
-  mm.N = mm.singleCoreN = static_cast<int32_t>(n);
-  mm.Ka = mm.Kb = mm.singleCoreK = static_cast<int32_t>(k);
-  mm.baseM = 128;
-  mm.baseN = 256;
-  mm.baseK = t == FaFloat::kF32 ? 32 : 64;
-  mm.depthA1 = mm.depthB1 = 2;
-  mm.stepM = mm.stepN = mm.stepKa = mm.stepKb = 1;
-  mm.dbL0A = mm.dbL0B = 2;
-  mm.dbL0C = 1;
-  return mm;
+  return SingleShapeCubeTiling(blockDim, m, n, k, 128, 256, t == FaFloat::kF32 ? 32 : 64, 2);
 }
 
 // Strides (elements) of one tensor [.., S, N, D] in the layout: batch, head, row.

@@ -42,19 +42,7 @@ struct LinearAttentionTiling {
 
 // The cube runs fp32 operands (the vector pass writes the feature rows in fp32).
 inline TCubeTiling LaCubeTiling(uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
-  TCubeTiling mm{};
-  mm.usedCoreNum = static_cast<int32_t>(blockDim);
-  mm.M = mm.singleCoreM = static_cast<int32_t>(m);
-  mm.N = mm.singleCoreN = static_cast<int32_t>(n);
-  mm.Ka = mm.Kb = mm.singleCoreK = static_cast<int32_t>(k);
-  mm.baseM = 128;
-  mm.baseN = 128;
-  mm.baseK = 32;
-  mm.depthA1 = mm.depthB1 = 2;
-  mm.stepM = mm.stepN = mm.stepKa = mm.stepKb = 1;
-  mm.dbL0A = mm.dbL0B = 2;
-  mm.dbL0C = 1;
-  return mm;
+  return SingleShapeCubeTiling(blockDim, m, n, k, 128, 128, 32, 2);
 }
 
 inline void LaStrides(LaLayout l, int64_t s, int64_t n, int64_t d, int64_t &sb, int64_t &sn, int64_t &row) {

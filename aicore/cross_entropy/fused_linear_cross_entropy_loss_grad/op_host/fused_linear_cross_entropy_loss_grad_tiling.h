@@ -66,18 +66,9 @@ inline uint64_t FlceGradUbRowData(uint64_t mt, uint32_t targetBytes, bool hasSof
 // shapes at run time). Base tiles fit L0A/L0B (64 KiB) and L0C (128 KiB) with room to double-buffer.
 // The twin runs with these; the CANN TilingFunc replaces them with the tiling API's for the same shapes.
 inline TCubeTiling FlceCube(int64_t m, int64_t n, int64_t k, uint32_t elemBytes, uint32_t blockDim) {
-  TCubeTiling c{};
-  c.usedCoreNum = static_cast<int32_t>(blockDim);
-  c.M = c.singleCoreM = static_cast<int32_t>(m);
-  c.N = c.singleCoreN = static_cast<int32_t>(n);
-  c.Ka = c.Kb = c.singleCoreK = static_cast<int32_t>(k);
-  c.baseM = static_cast<int32_t>(std::min<uint64_t>(128, AlignUp(m, 16)));
-  c.baseN = static_cast<int32_t>(std::min<uint64_t>(128, AlignUp(n, 16)));
-  c.baseK = static_cast<int32_t>(std::min<uint64_t>(elemBytes == 4 ? 64 : 128, AlignUp(k, 16)));
-  c.depthA1 = c.depthB1 = c.stepM = c.stepN = c.stepKa = c.stepKb = 1;
-  c.dbL0A = c.dbL0B = 2;
-  c.dbL0C = 1;
-  return c;
+  return SingleShapeCubeTiling(blockDim, m, n, k, static_cast<int32_t>(std::min<uint64_t>(128, AlignUp(m, 16))),
+                               static_cast<int32_t>(std::min<uint64_t>(128, AlignUp(n, 16))),
+                               static_cast<int32_t>(std::min<uint64_t>(elemBytes == 4 ? 64 : 128, AlignUp(k, 16))), 1);
 }
 
 inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossGradTiling(
