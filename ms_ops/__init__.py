@@ -18,6 +18,9 @@ Functions (``ms_ops.<name>``):
   :func:`linear_attention` (ELU + 1 feature map, causal or not, linear in the sequence length);
   all differentiable.
 
+Paged KV cache: :class:`ms_ops.kv_cache.BlockManager` (reference-counted blocks, block tables,
+fork and copy-on-write).
+
 Cells (``ms_ops.nn``): :class:`~ms_ops.nn.MoE`, :class:`~ms_ops.nn.FusedLinearCrossEntropyLoss`,
 :class:`~ms_ops.nn.FlashAttention`, :class:`~ms_ops.nn.LinearAttention`, and
 :func:`~ms_ops.nn.reset_graph` to keep using a GRAPH-mode Cell after a kernel refused a batch.
@@ -26,7 +29,7 @@ from ms_ops.ops import (attn_bias, flash_attention_score, fused_cross_entropy_lo
                         fused_linear_cross_entropy, fused_linear_cross_entropy_loss_grad,
                         fused_linear_online_max_sum, linear_attention, memory_efficient_attention,
                         moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing, moe_init_routing_grad)
-from ms_ops import nn
+from ms_ops import kv_cache, nn
 
 __version__ = "0.1.0"
 
@@ -34,4 +37,4 @@ __all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "
            "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
-           "fused_linear_cross_entropy_loss_grad", "nn"]
+           "fused_linear_cross_entropy_loss_grad", "kv_cache", "nn"]

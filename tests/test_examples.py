@@ -27,6 +27,21 @@ def test_moe_train_example_learns(tmp_path):
     assert not any(cwd.iterdir())
 
 
+
+def test_paged_kv_cache_example(tmp_path):
+    """examples/paged_kv_cache.py reproduces the paging experiment: naive reservation fills about
+    a quarter of the cache, paging about 98%, and forks store the shared prompt once."""
+    proc = run_script("examples/paged_kv_cache.py", "--out-dir", str(tmp_path), cwd=tmp_path)
+    rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| ")]
+    util = {int(r[0]): (float(r[1].strip(" %")), float(r[2].strip(" %"))) for r in rows if r[0].strip().isdigit()}
+    assert sorted(util) == [10, 25, 50, 100, 200]
+    assert all(18 < naive < 32 and 97.5 < paged < 99.5 for naive, paged in util.values())
+    blocks = {r[0].strip(): int(r[1]) for r in rows if not r[0].strip().isdigit() and r[1].strip().isdigit()}
+    assert blocks["prompt, one copy per request"] == 130 and blocks["prompt, shared (fork)"] == 13
+    assert blocks["all tokens, shared + copy-on-write"] == 13 + 10 * 5
+    assert "copy-on-write copies: 10 " in proc.stdout
+    assert (tmp_path / "paged_kv_cache.png").stat().st_size > 0
+
 @pytest.mark.full
 def test_moe_routing_benchmark_quick(tmp_path):
     """benchmarks/bench_moe_routing.py --quick checks both providers agree, times them and
