@@ -28,6 +28,21 @@ def test_moe_train_example_learns(tmp_path):
 
 
 
+
+def test_train_tiny_llm_example_learns_and_resumes(tmp_path):
+    """examples/train_tiny_llm.py (the README's first command) trains in GRAPH mode until the loss
+    falls (exit 0), writes its checkpoint and curve into --out-dir, and --resume continues from
+    the saved step with the saved loss history."""
+    cwd, out = tmp_path / "cwd", tmp_path / "out"
+    cwd.mkdir()
+    short = ("--seq-len", "32", "--out-dir", str(out))
+    first = run_script("examples/train_tiny_llm.py", "--steps", "40", *short, cwd=cwd, timeout=900)
+    assert "40 steps in" in first.stdout
+    assert (out / "tiny_llm_loss.png").stat().st_size > 0 and (out / "tiny_llm.ckpt").stat().st_size > 0
+    resumed = run_script("examples/train_tiny_llm.py", "--steps", "45", "--resume", *short, cwd=cwd, timeout=900)
+    assert "at step 40" in resumed.stdout and "5 steps in" in resumed.stdout
+    assert not any(cwd.iterdir())
+
 def test_paged_kv_cache_example(tmp_path):
     """examples/paged_kv_cache.py reproduces the paging experiment: naive reservation fills about
     a quarter of the cache, paging about 98%, and forks store the shared prompt once."""
