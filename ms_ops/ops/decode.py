@@ -76,10 +76,12 @@ def reshape_and_cache(key, value, key_cache, value_cache, slot_mapping):
     check_rank(op, "value", value, (2, 3))
     check_same_dtype(op, "key", key, "key_cache", key_cache)
     check_same_dtype(op, "value", value, "key_cache", key_cache)
-    for axis in range(key.ndim):
-        a, b = key.shape[axis], value.shape[axis] if value.ndim == key.ndim else None
-        if b is None or (known(a) and known(b) and a != b):
-            raise ValueError(f"{op}: 'value' must have key's shape {key.shape}, got {value.shape}")
+    same = value.ndim == key.ndim
+    for axis in range(min(key.ndim, value.ndim)):
+        if known(key.shape[axis]) and known(value.shape[axis]) and key.shape[axis] != value.shape[axis]:
+            same = False
+    if not same:
+        raise ValueError(f"{op}: 'value' must have key's shape {key.shape}, got {value.shape}")
     n_kv, d = key_cache.shape[2], key_cache.shape[3]
     if key.ndim == 3:
         for axis, want, what in ((1, n_kv, "key_cache's N_kv"), (2, d, "key_cache's head dim")):

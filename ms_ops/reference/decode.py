@@ -30,9 +30,17 @@ def gather_kv(cache, table, length):
     return np.asarray(cache, np.float64)[np.asarray(table)[pos // bs], pos % bs]
 
 
+def _exact(a):
+    return a
+
+
 def paged_attention(query, key_cache, value_cache, block_tables, context_lens, head_num, scale_value,
-                    kv_head_num, q_seq_lens=None, alibi_slopes=None):
-    """Dense softmax attention of each query token over its sequence's visible cached tokens."""
+                    kv_head_num, q_seq_lens=None, alibi_slopes=None, rnd=_exact):
+    """Dense softmax attention of each query token over its sequence's visible cached tokens.
+
+    ``rnd`` is applied after every operation: the identity gives the reference, a rounding to the
+    input dtype the naive computation in that precision (the tests' error scale).
+    """
     q = np.asarray(query, np.float64)
     t = q.shape[0]
     d = key_cache.shape[3]
@@ -51,10 +59,10 @@ def paged_attention(query, key_cache, value_cache, block_tables, context_lens, h
                 if p < 0:
                     continue
                 kk, vv = k[:p + 1, n // group], v[:p + 1, n // group]
-                s = scale_value * kk @ q[start + j, n]
+                s = rnd(rnd(kk @ q[start + j, n]) * scale_value)
                 if alibi_slopes is not None:
-                    s = s + alibi_slopes[n] * (np.arange(p + 1) - p)
-                w = np.exp(s - s.max())
-                out[start + j, n] = w @ vv / w.sum()
+                    s = rnd(s + rnd(alibi_slopes[n] * (np.arange(p + 1) - p)))
+                w = rnd(np.exp(rnd(s - s.max())))
+                out[start + j, n] = rnd(rnd(w @ vv) / rnd(w.sum()))
         start += ql
     return out.reshape(np.asarray(query).shape)

@@ -1,0 +1,248 @@
+"""The paged KV cache kernels: reshape_and_cache and copy_blocks (in place, exact copies) and
+paged_attention against the float64 reference (ms_ops.reference.decode), which is dense attention
+over each sequence's tokens gathered through its block table. Random, shuffled, non-contiguous
+block tables; GQA and MQA; block sizes 16 to 512; ALiBi; chunked prefill (q_seq_lens); three
+dtypes; GRAPH and PYNATIVE; a jitted cache-then-attend step run twice on cache Parameters; fork
+and copy-on-write through ms_ops.kv_cache.BlockManager; dynamic num_tokens; bad input (nothing in
+the caches changes)."""
+import re
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import nn
+
+import ms_ops
+from ms_ops.kv_cache import BlockManager
+from ms_ops.reference import decode as ref
+from tests.utils import MS_DTYPES, assert_close, representable, rounding, to_ms, to_np
+
+
+class Attend(nn.Cell):
+    """paged_attention with its attributes fixed; q_seq_lens/alibi_slopes may be None."""
+
+    def __init__(self, head_num, scale_value, kv_head_num):
+        super().__init__()
+        self.head_num, self.scale_value, self.kv_head_num = head_num, scale_value, kv_head_num
+
+    def construct(self, query, key_cache, value_cache, block_tables, context_lens, q_seq_lens, alibi_slopes):
+        return ms_ops.paged_attention(query, key_cache, value_cache, block_tables, context_lens, self.head_num,
+                                      self.scale_value, self.kv_head_num, q_seq_lens=q_seq_lens,
+                                      alibi_slopes=alibi_slopes)
+
+
+def shuffled_tables(ctx, block_size, num_blocks, width=None):
+    """Block tables of distinct, randomly chosen blocks (non-contiguous, out of order), -1 padded."""
+    need = [-(-int(c) // block_size) for c in ctx]
+    width = max(need + [1]) if width is None else width
+    pool = np.random.permutation(num_blocks)
+    assert sum(need) <= num_blocks
+    tables = np.full((len(ctx), width), -1, np.int32)
+    at = 0
+    for b, n in enumerate(need):
+        tables[b, :n] = pool[at:at + n]
+        at += n
+    return tables
+
+
+def check_attention(mode, dtype, n, n_kv, d, block_size, ctx, q_lens=None, alibi=False, num_blocks=None):
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    num_blocks = num_blocks or sum(-(-c // block_size) for c in ctx) + 3
+    tables = shuffled_tables(ctx, block_size, num_blocks)
+    tokens = len(ctx) if q_lens is None else sum(q_lens)
+    q = representable((tokens, n, d), dtype)
+    kc, vc = (representable((num_blocks, block_size, n_kv, d), dtype) for _ in range(2))
+    slopes = (2.0 ** -np.arange(1, n + 1)).astype(np.float32) if alibi else None
+    scale = d ** -0.5
+    args = (ms.Tensor(tables), ms.Tensor(np.array(ctx, np.int32)),
+            None if q_lens is None else ms.Tensor(np.array(q_lens, np.int32)),
+            None if slopes is None else ms.Tensor(slopes))
+    k_ms, v_ms = to_ms(kc, dtype), to_ms(vc, dtype)
+    out = Attend(n, scale, n_kv)(to_ms(q, dtype), k_ms, v_ms, *args)
+    expect = ref.paged_attention(q, kc, vc, tables, ctx, n, scale, n_kv, q_lens, slopes)
+    naive = ref.paged_attention(q, kc, vc, tables, ctx, n, scale, n_kv, q_lens, slopes, rnd=rounding(dtype))
+    assert_close("attention_out", to_np(out), expect, naive, dtype)
+    np.testing.assert_array_equal(to_np(k_ms), kc)  # attention reads the caches only
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_decode_matches_dense(mode, dtype):
+    """One token per sequence, GQA 4:2, D = 40, shuffled tables, contexts 1 to 3 blocks."""
+    check_attention(mode, dtype, n=4, n_kv=2, d=40, block_size=16, ctx=[1, 17, 40, 33])
+
+
+@pytest.mark.parametrize("block_size,ctx,n,n_kv,d", [(32, [100, 3], 8, 1, 64), (128, [300, 129], 2, 2, 59),
+                                                     (512, [600], 4, 2, 16)])
+def test_block_sizes(block_size, ctx, n, n_kv, d):
+    """Blocks larger than the kernel's 64-row chunk; MQA; an awkward head dim."""
+    check_attention("pynative", "fp32", n=n, n_kv=n_kv, d=d, block_size=block_size, ctx=ctx)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("d", [1, 111, 128, 512])
+def test_head_dims_full(dtype, d):
+    check_attention("pynative", dtype, n=6, n_kv=3, d=d, block_size=16, ctx=[70, 5, 16])
+
+
+def test_chunked_prefill(mode):
+    """q_seq_lens: several query tokens per sequence, causal within them, one sequence with none;
+    ALiBi on; rows over the kernel's 64-row query tile (12 tokens x 8 heads)."""
+    check_attention(mode, "fp32", n=8, n_kv=2, d=24, block_size=16, ctx=[20, 5, 40, 12], q_lens=[3, 0, 12, 1],
+                    alibi=True)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_alibi(dtype):
+    check_attention("pynative", dtype, n=4, n_kv=4, d=32, block_size=16, ctx=[50, 9], alibi=True)
+
+
+def test_empty_context_gives_zero():
+    """A padding sequence (context 0) outputs 0; its neighbours are unaffected."""
+    out = check_attention("pynative", "fp32", n=2, n_kv=1, d=8, block_size=16, ctx=[5, 0, 7])
+    assert not np.any(to_np(out)[1])
+
+
+# --- the cache writers ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_reshape_and_cache(mode, dtype):
+    """Tokens land at their flat slots (block * block_size + offset), -1 skips; both key forms;
+    the caches are updated in place and returned."""
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    kc, vc = (representable((5, 16, 3, 20), dtype) for _ in range(2))
+    key, value = (representable((6, 3, 20), dtype) for _ in range(2))
+    slots = np.array([17, -1, 79, 0, 40, -1], np.int32)
+    k_p, v_p = ms.Parameter(to_ms(kc, dtype), name="k"), ms.Parameter(to_ms(vc, dtype), name="v")
+    rows = (6, 3, 20) if dtype == "fp32" else (6, 60)
+    write = Fn2(ms_ops.reshape_and_cache)
+    got_k, got_v = write(to_ms(key, dtype).reshape(rows), to_ms(value, dtype).reshape(rows), k_p, v_p,
+                         ms.Tensor(slots))
+    want_k, want_v = ref.reshape_and_cache(key, value, kc, vc, slots)
+    for t in (got_k, k_p):
+        np.testing.assert_array_equal(to_np(t), want_k)
+    for t in (got_v, v_p):
+        np.testing.assert_array_equal(to_np(t), want_v)
+
+
+def test_copy_blocks(mode):
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    kc, vc = (representable((6, 16, 2, 8), "fp16") for _ in range(2))
+    mapping = np.array([[1, 4], [1, 0], [3, 5]], np.int32)
+    k_p, v_p = ms.Parameter(to_ms(kc, "fp16"), name="k"), ms.Parameter(to_ms(vc, "fp16"), name="v")
+    Fn2(ms_ops.copy_blocks)(k_p, v_p, ms.Tensor(mapping))
+    want_k, want_v = ref.copy_blocks(kc, vc, mapping)
+    np.testing.assert_array_equal(to_np(k_p), want_k)
+    np.testing.assert_array_equal(to_np(v_p), want_v)
+
+
+class Fn2(nn.Cell):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def construct(self, *args):
+        return self.fn(*args)
+
+
+class DecodeStep(nn.Cell):
+    """One decode step on cache Parameters: write the new tokens' K/V, copy-on-write copies first,
+    then attend. The writes' results are ignored on purpose: the kernels' side effect on the
+    Parameters must order the attention after them."""
+
+    def __init__(self, num_blocks, block_size, n, n_kv, d, dtype):
+        super().__init__()
+        shape = (num_blocks, block_size, n_kv, d)
+        self.key_cache = ms.Parameter(ms.Tensor(np.zeros(shape, np.float32)).astype(dtype), name="key_cache")
+        self.value_cache = ms.Parameter(ms.Tensor(np.zeros(shape, np.float32)).astype(dtype), name="value_cache")
+        self.n, self.n_kv, self.scale = n, n_kv, d ** -0.5
+
+    def construct(self, query, key, value, slots, copies, tables, ctx):
+        ms_ops.copy_blocks(self.key_cache, self.value_cache, copies)
+        ms_ops.reshape_and_cache(key, value, self.key_cache, self.value_cache, slots)
+        return ms_ops.paged_attention(query, self.key_cache, self.value_cache, tables, ctx, self.n, self.scale,
+                                      self.n_kv)
+
+
+def test_step_sees_update_and_fork_cow(mode):
+    """A jitted step (GRAPH) or eager step (PYNATIVE) that caches then attends reads the tokens it
+    just wrote, three steps in a row. A shared 20-token prompt is written once and forked into two
+    branches; their first tokens copy the shared, partly filled block (copy_blocks) and from then
+    on each branch reads its own tokens while the full prompt block stays shared and unchanged."""
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    bs, n, n_kv, d, prompt = 16, 4, 2, 16, 20
+    bm = BlockManager(num_blocks=8, block_size=bs)
+    step = DecodeStep(bm.num_blocks, bs, n, n_kv, d, ms.float32)
+    tokens = {"sys": representable((prompt, 2, n_kv, d), "fp32")}  # [t, key/value, N_kv, D]
+    bm.allocate("sys", prompt)
+    none = ms.Tensor(np.zeros((0, 2), np.int32))
+    step(ms.Tensor(np.zeros((1, n, d), np.float32)), ms.Tensor(tokens["sys"][:, 0].astype(np.float32)),
+         ms.Tensor(tokens["sys"][:, 1].astype(np.float32)), bm.slot_mapping(["sys"], prompt), none,
+         bm.block_tables(["sys"])[:1], bm.context_lens(["sys"]))
+    shared = bm.block_table("sys")
+    for seq in ("a", "b"):
+        bm.fork("sys", seq)
+        tokens[seq] = tokens["sys"].copy()
+    seqs = ["a", "b"]
+    for i in range(3):
+        copies = sum((bm.append(s) for s in seqs), [])
+        assert len(copies) == (2 if i == 0 else 0)
+        new = representable((2, 2, n_kv, d), "fp32")
+        for s, t in zip(seqs, new):
+            tokens[s] = np.concatenate([tokens[s], t[None]])
+        query = representable((2, n, d), "fp32")
+        mapping = np.array(copies, np.int32).reshape(-1, 2)
+        tables, ctx = bm.block_tables(seqs), bm.context_lens(seqs)
+        out = step(ms.Tensor(query.astype(np.float32)), ms.Tensor(new[:, 0].astype(np.float32)),
+                   ms.Tensor(new[:, 1].astype(np.float32)), bm.slot_mapping(seqs), ms.Tensor(mapping), tables, ctx)
+        for r, s in enumerate(seqs):
+            k_all, v_all = tokens[s][:, 0], tokens[s][:, 1]
+            p = len(k_all) - 1
+            group = n // n_kv
+            want = np.stack([_dense(query[r, h], k_all[:, h // group], v_all[:, h // group], d ** -0.5)
+                             for h in range(n)])
+            np.testing.assert_allclose(to_np(out)[r], want, rtol=2e-5, atol=2e-6)
+            assert p == bm.num_tokens(s) - 1
+    # The full prompt block is shared, stored once, and still holds the prompt.
+    assert bm.block_table("a")[0] == bm.block_table("b")[0] == shared[0] and bm.ref_count(shared[0]) == 3
+    assert bm.block_table("a")[1] != bm.block_table("b")[1] != shared[1]
+    np.testing.assert_array_equal(to_np(step.key_cache)[shared[0]], tokens["sys"][:bs, 0])
+    np.testing.assert_array_equal(to_np(step.key_cache)[shared[1], :prompt - bs], tokens["sys"][bs:, 0])
+    for s in ("a", "b", "sys"):
+        bm.free(s)
+    assert bm.num_free_blocks == bm.num_blocks
+
+
+def _dense(q, k, v, scale):
+    s = scale * k @ q
+    w = np.exp(s - s.max())
+    return w @ v / w.sum()
+
+
+def test_dynamic_num_tokens_graph():
+    """GRAPH mode with num_tokens (and the table rows) left dynamic: one compiled graph serves two
+    batch sizes."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    n, n_kv, d, bs = 4, 1, 16, 16
+    net = Attend(n, d ** -0.5, n_kv)
+    net.set_inputs(ms.Tensor(shape=[None, n, d], dtype=ms.float32),
+                   ms.Tensor(shape=[8, bs, n_kv, d], dtype=ms.float32),
+                   ms.Tensor(shape=[8, bs, n_kv, d], dtype=ms.float32),
+                   ms.Tensor(shape=[None, None], dtype=ms.int32), ms.Tensor(shape=[None], dtype=ms.int32),
+                   None, None)
+    kc, vc = (representable((8, bs, n_kv, d), "fp32") for _ in range(2))
+    for ctx in ([3, 30], [40, 1, 17]):
+        tables = shuffled_tables(ctx, bs, 8)
+        q = representable((len(ctx), n, d), "fp32")
+        out = net(to_ms(q, "fp32"), to_ms(kc, "fp32"), to_ms(vc, "fp32"), ms.Tensor(tables),
+                  ms.Tensor(np.array(ctx, np.int32)), None, None)
+        want = ref.paged_attention(q, kc, vc, tables, ctx, n, d ** -0.5, n_kv)
+        np.testing.assert_allclose(to_np(out), want, rtol=1e-5, atol=1e-6)
+
+
+def test_deterministic():
+    a = check_attention("pynative", "fp32", n=4, n_kv=2, d=40, block_size=16, ctx=[70, 5])
+    np.random.seed(1234)
+    b = check_attention("pynative", "fp32", n=4, n_kv=2, d=40, block_size=16, ctx=[70, 5])
+    assert a.asnumpy().tobytes() == b.asnumpy().tobytes()
