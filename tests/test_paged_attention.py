@@ -246,3 +246,112 @@ def test_deterministic():
     np.random.seed(1234)
     b = check_attention("pynative", "fp32", n=4, n_kv=2, d=40, block_size=16, ctx=[70, 5])
     assert a.asnumpy().tobytes() == b.asnumpy().tobytes()
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+def _attention_inputs():
+    kc, vc = (ms.Tensor(np.random.randn(4, 16, 2, 8).astype(np.float32)) for _ in range(2))
+    return dict(query=ms.Tensor(np.random.randn(2, 4, 8).astype(np.float32)), key_cache=kc, value_cache=vc,
+                block_tables=ms.Tensor(np.array([[0, 1], [2, -1]], np.int32)),
+                context_lens=ms.Tensor(np.array([20, 5], np.int32)), head_num=4, scale_value=0.3, kv_head_num=2)
+
+
+def _i32(a):
+    return ms.Tensor(np.array(a, np.int32))
+
+
+STATIC = {
+    "kv_heads_divide": (dict(kv_head_num=3), ValueError, "'kv_head_num' (3) must divide 'head_num' (4)"),
+    "cache_rank": (dict(key_cache=ms.Tensor(np.zeros((4, 16, 16), np.float32))), ValueError, "'key_cache' must be 4-D"),
+    "cache_shapes": (dict(value_cache=ms.Tensor(np.zeros((4, 16, 2, 4), np.float32))), ValueError,
+                     "'value_cache' must have key_cache's shape"),
+    "cache_heads": (dict(head_num=2, kv_head_num=1, query=ms.Tensor(np.zeros((2, 2, 8), np.float32))), ValueError,
+                    "'key_cache' dimension 2 must equal kv_head_num"),
+    "query_dtype": (dict(query=ms.Tensor(np.zeros((2, 4, 8), np.float16))), TypeError,
+                    "'key_cache' must have the dtype of 'query'"),
+    "query_heads": (dict(query=ms.Tensor(np.zeros((2, 3, 8), np.float32))), ValueError, "'query' must be"),
+    "tables_dtype": (dict(block_tables=ms.Tensor(np.zeros((2, 2), np.int64))), TypeError, "'block_tables' must have dtype"),
+    "ctx_rows": (dict(context_lens=_i32([1, 2, 3])), ValueError, "'context_lens' must have one entry per row"),
+    "alibi_len": (dict(alibi_slopes=ms.Tensor(np.ones(3, np.float32))), ValueError, "'alibi_slopes' must have head_num"),
+}
+
+
+@pytest.mark.parametrize("case", list(STATIC))
+def test_static_errors(mode, case):
+    """Shapes, dtypes and attributes: TypeError/ValueError naming paged_attention and the argument."""
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    override, exc, text = STATIC[case]
+    kw = _attention_inputs()
+    kw.update(override)
+    args = [kw.pop(k) for k in ("query", "key_cache", "value_cache", "block_tables", "context_lens", "head_num",
+                                "scale_value", "kv_head_num")]
+    with pytest.raises(exc, match="paged_attention: " + re.escape(text)):
+        ms_ops.paged_attention(*args, **kw)
+
+
+RUNTIME = {
+    "table_past_pool": (dict(block_tables=_i32([[0, 1], [7, -1]])), "'block_tables': entry [1, 0] is block 7"),
+    "table_negative": (dict(block_tables=_i32([[0, -1], [2, -1]])), "'block_tables': entry [0, 1] is block -1"),
+    "ctx_over_table": (dict(context_lens=_i32([33, 5])), "'context_lens': sequence 0 has context length 33"),
+    "q_lens_sum": (dict(q_seq_lens=_i32([1, 2])), "'q_seq_lens': adds up to 3 query tokens, query has 2"),
+    "q_lens_over_ctx": (dict(q_seq_lens=_i32([0, 2]), context_lens=_i32([20, 1])),
+                        "'q_seq_lens': sequence 1 has 2 query tokens but context length 1"),
+}
+
+
+@pytest.mark.parametrize("case", list(RUNTIME))
+def test_runtime_errors(case):
+    """Values only the kernel sees: RuntimeError naming op and argument before the kernel runs; the
+    process goes on and the next call is right."""
+    override, text = RUNTIME[case]
+    kw = _attention_inputs()
+    kw.update(override)
+    args = [kw.pop(k) for k in ("query", "key_cache", "value_cache", "block_tables", "context_lens", "head_num",
+                                "scale_value", "kv_head_num")]
+    with pytest.raises(RuntimeError, match=re.escape("ms_ops.paged_attention: " + text)):
+        ms_ops.paged_attention(*args, **kw).asnumpy()
+    check_attention("pynative", "fp32", n=2, n_kv=1, d=8, block_size=16, ctx=[5, 18])
+
+
+def _caches():
+    kc, vc = (np.random.randn(3, 16, 2, 8).astype(np.float32) for _ in range(2))
+    return kc, vc, ms.Parameter(ms.Tensor(kc), name="k"), ms.Parameter(ms.Tensor(vc), name="v")
+
+
+WRITES = {
+    "slot_past_caches": (lambda k, v: ms_ops.reshape_and_cache(*_new(2), k, v, _i32([3, 48])),
+                         RuntimeError, "ms_ops.reshape_and_cache: 'slot_mapping': entry 1 is slot 48, beyond"),
+    "slot_twice": (lambda k, v: ms_ops.reshape_and_cache(*_new(3), k, v, _i32([5, -1, 5])),
+                   RuntimeError, "ms_ops.reshape_and_cache: 'slot_mapping': entries 0 and 2 both write slot 5"),
+    "slots_count": (lambda k, v: ms_ops.reshape_and_cache(*_new(3), k, v, _i32([5, 6])),
+                    ValueError, "reshape_and_cache: 'slot_mapping' must have one entry per token (3)"),
+    "key_heads": (lambda k, v: ms_ops.reshape_and_cache(*_new(2, heads=1), k, v, _i32([5, 6])),
+                  ValueError, "reshape_and_cache: 'key' dimension 1 must equal key_cache's N_kv (2)"),
+    "key_dtype": (lambda k, v: ms_ops.reshape_and_cache(*(t.astype(ms.float16) for t in _new(2)), k, v, _i32([5, 6])),
+                  TypeError, "reshape_and_cache: 'key' must have the dtype of 'key_cache'"),
+    "copy_outside": (lambda k, v: ms_ops.copy_blocks(k, v, _i32([[0, 1], [2, 3]])),
+                     RuntimeError, "ms_ops.copy_blocks: 'block_mapping': row 1 dst 3 is outside the pool of 3 blocks"),
+    "copy_twice": (lambda k, v: ms_ops.copy_blocks(k, v, _i32([[0, 2], [1, 2]])),
+                   RuntimeError, "ms_ops.copy_blocks: 'block_mapping': rows 0 and 1 both copy into block 2"),
+    "copy_chain": (lambda k, v: ms_ops.copy_blocks(k, v, _i32([[0, 1], [1, 2]])),
+                   RuntimeError, "ms_ops.copy_blocks: 'block_mapping': row 1 reads block 1, which row 0 overwrites"),
+    "copy_shape": (lambda k, v: ms_ops.copy_blocks(k, v, _i32([0, 1])),
+                   ValueError, "copy_blocks: 'block_mapping' must be 2-D"),
+}
+
+
+def _new(t, heads=2):
+    return (ms.Tensor(np.ones((t, heads, 8), np.float32)) for _ in range(2))
+
+
+@pytest.mark.parametrize("case", list(WRITES))
+def test_write_errors_leave_caches_unchanged(case):
+    call, exc, text = WRITES[case]
+    kc, vc, k_p, v_p = _caches()
+    with pytest.raises(exc, match=re.escape(text)):
+        call(k_p, v_p)[0].asnumpy()
+    np.testing.assert_array_equal(k_p.asnumpy(), kc)
+    np.testing.assert_array_equal(v_p.asnumpy(), vc)
+    ms_ops.reshape_and_cache(*_new(1), k_p, v_p, _i32([17]))
+    np.testing.assert_array_equal(k_p.asnumpy()[1, 1], np.ones((2, 8)))

@@ -24,7 +24,8 @@ using namespace ms_ops::kernel;
 namespace {
 
 constexpr uint32_t kLanes = 64;        // fp32 lanes of one repeat
-constexpr uint32_t kMaxAt = 0;         // red_ offsets, one data block apart
+constexpr uint32_t kMaxAt = 0;         // stats_ offsets, one data block apart (the scalar unit
+                                       // reads and writes them between vector ops)
 constexpr uint32_t kSumAt = 8;
 constexpr uint32_t kAlphaAt = 16;
 constexpr float kNoMax = -3.0e38f;     // the running max before any score: exp(kNoMax - m) = 0
@@ -67,8 +68,8 @@ class PagedAttentionKernel {
     pipe_.InitBuffer(outQ_, 1, UbBytes(p_, sizeof(T)));
     pipe_.InitBuffer(qF_, td.queryRows * p_ * 4);
     pipe_.InitBuffer(acc_, td.queryRows * p_ * 4);
-    red = red_.Get<float>();
-    Duplicate(red, 0.0f, int32_t(4 * kUbAlign / 4));
+    stats_ = red_.Get<float>();
+    Duplicate(stats_, 0.0f, int32_t(4 * kUbAlign / 4));
     Duplicate(work_.Get<float>(), 0.0f, int32_t(chunk));
     ArithProgression(index_.Get<float>(), 0.0f, 1.0f, int32_t(kPaMaxKeyChunk));
   }
@@ -186,16 +187,16 @@ class PagedAttentionKernel {
       Adds(bias, bias, slope * static_cast<float>(pos0 - (visible_[i] - 1)), int32_t(m));
       Add(s, s, bias, int32_t(m));
     }
-    WholeReduceMax(red[kMaxAt], s, int32_t(m), 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
+    WholeReduceMax(stats_[kMaxAt], s, int32_t(m), 1, 1, 1, 8, ReduceOrder::ORDER_ONLY_VALUE);
     OrderPipes<HardEvent::V_S>(&pipe_);
-    const float mx = red.GetValue(kMaxAt);
+    const float mx = stats_.GetValue(kMaxAt);
     const float mNew = mx > max_[i] ? mx : max_[i];
-    red.SetValue(kAlphaAt, max_[i] - mNew);
+    stats_.SetValue(kAlphaAt, max_[i] - mNew);
     OrderPipes<HardEvent::S_V>(&pipe_);
-    Exp(red[kAlphaAt], red[kAlphaAt], 8);
+    Exp(stats_[kAlphaAt], stats_[kAlphaAt], 8);
     Adds(s, s, -mNew, int32_t(m));
     Exp(s, s, m);
-    WholeReduceSum(red[kSumAt], s, int32_t(m), 1, 1, 1, 8);
+    WholeReduceSum(stats_[kSumAt], s, int32_t(m), 1, 1, 1, 8);
     Brcb(prob, s, uint8_t((m + 7) / 8), BrcbRepeatParams(1, 8));
     for (uint32_t c = 0; c < d; c += kLanes) {
       const uint64_t lanes = d - c < kLanes ? d - c : kLanes;
@@ -207,8 +208,8 @@ class PagedAttentionKernel {
       rows -= half;
     }
     OrderPipes<HardEvent::V_S>(&pipe_);
-    const float alpha = red.GetValue(kAlphaAt);
-    sum_[i] = sum_[i] * alpha + red.GetValue(kSumAt);
+    const float alpha = stats_.GetValue(kAlphaAt);
+    sum_[i] = sum_[i] * alpha + stats_.GetValue(kSumAt);
     max_[i] = mNew;
     Muls(acc, acc, alpha, int32_t(d));
     Add(acc, acc, work, int32_t(d));
@@ -235,7 +236,7 @@ class PagedAttentionKernel {
   TQue<QuePosition::VECIN, 1> kQ_, vQ_, qIn_;
   TQue<QuePosition::VECOUT, 1> outQ_;
   TBuf<TPosition::VECCALC> kF_, vF_, work_, probB_, score_, index_, bias_, red_, qF_, acc_;
-  LocalTensor<float> red;
+  LocalTensor<float> stats_;
   GlobalTensor<T> queryGm_, keyGm_, valueGm_, outGm_;
   GlobalTensor<int32_t> tableGm_, ctxGm_, qLenGm_;
   GlobalTensor<float> slopeGm_;
