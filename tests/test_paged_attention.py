@@ -15,7 +15,7 @@ from mindspore import nn
 import ms_ops
 from ms_ops.kv_cache import BlockManager
 from ms_ops.reference import decode as ref
-from tests.utils import MS_DTYPES, assert_close, representable, rounding, to_ms, to_np
+from tests.utils import assert_close, representable, rounding, to_ms, to_np
 
 
 class Attend(nn.Cell):
@@ -271,9 +271,11 @@ STATIC = {
     "query_dtype": (dict(query=ms.Tensor(np.zeros((2, 4, 8), np.float16))), TypeError,
                     "'key_cache' must have the dtype of 'query'"),
     "query_heads": (dict(query=ms.Tensor(np.zeros((2, 3, 8), np.float32))), ValueError, "'query' must be"),
-    "tables_dtype": (dict(block_tables=ms.Tensor(np.zeros((2, 2), np.int64))), TypeError, "'block_tables' must have dtype"),
+    "tables_dtype": (dict(block_tables=ms.Tensor(np.zeros((2, 2), np.int64))), TypeError,
+                     "'block_tables' must have dtype"),
     "ctx_rows": (dict(context_lens=_i32([1, 2, 3])), ValueError, "'context_lens' must have one entry per row"),
-    "alibi_len": (dict(alibi_slopes=ms.Tensor(np.ones(3, np.float32))), ValueError, "'alibi_slopes' must have head_num"),
+    "alibi_len": (dict(alibi_slopes=ms.Tensor(np.ones(3, np.float32))), ValueError,
+                  "'alibi_slopes' must have head_num"),
 }
 
 

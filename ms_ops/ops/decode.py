@@ -7,22 +7,22 @@ bookkeeping (block tables, slot mappings, copy-on-write pairs) is :class:`ms_ops
 
 **How the caches are updated.** As MindSpore's ``ops.reshape_and_cache``: in place. The kernels
 write into the cache buffers they are given; nothing is copied. The primitives carry MindSpore's
-``side_effect_mem`` attribute, so in GRAPH mode a write to a cache ``Parameter`` is ordered before
-every later read of that ``Parameter`` in the same graph (and after earlier ones), and is never
-dropped as unused. Both functions also return the caches, tied to the write by ``ops.depend``, for
-callers that pass plain tensors along instead of ``Parameter``s.
+``side_effect_mem`` attribute, so in GRAPH mode MindSpore's auto-monad orders a write to a cache
+``Parameter`` against the other reads and writes of that ``Parameter`` in the same graph (a later
+read sees the new tokens), and never drops the write as unused. Both functions also return the
+caches, tied to the write by ``ops.depend``, for callers that pass plain tensors along instead of
+``Parameter``s.
 """
 import functools
 
+import mindspore as ms
 from mindspore import ops
 
 from ms_ops._custom import custom_op
 from ms_ops.kernels.decode import COPY_BLOCKS, PAGED_ATTENTION, RESHAPE_AND_CACHE
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_rank, check_same_dtype, known
-import mindspore as ms
 
 MAX_HEAD_DIM = 512
-MAX_BLOCK_SIZE = 512
 
 
 @functools.lru_cache(maxsize=None)
