@@ -357,3 +357,22 @@ def test_write_errors_leave_caches_unchanged(case):
     np.testing.assert_array_equal(v_p.asnumpy(), vc)
     ms_ops.reshape_and_cache(*_new(1), k_p, v_p, _i32([17]))
     np.testing.assert_array_equal(k_p.asnumpy()[1, 1], np.ones((2, 8)))
+
+
+def test_ms_jit_function():
+    """Inside an @ms.jit function, with ALiBi and chunked prefill, for two numbers of tokens."""
+    n, n_kv, d, bs = 2, 1, 8, 16
+
+    @ms.jit
+    def attend(q, kc, vc, tables, ctx, q_lens, slopes):
+        return ms_ops.paged_attention(q, kc, vc, tables, ctx, n, 0.5, n_kv, q_seq_lens=q_lens, alibi_slopes=slopes)
+
+    kc, vc = (representable((6, bs, n_kv, d), "fp32") for _ in range(2))
+    slopes = np.array([0.5, 0.25], np.float32)
+    for ctx, q_lens in (([20, 9], [2, 1]), ([4, 30], [4, 5])):
+        tables = shuffled_tables(ctx, bs, 6)
+        q = representable((sum(q_lens), n, d), "fp32")
+        out = attend(to_ms(q, "fp32"), to_ms(kc, "fp32"), to_ms(vc, "fp32"), ms.Tensor(tables),
+                     ms.Tensor(np.array(ctx, np.int32)), ms.Tensor(np.array(q_lens, np.int32)), ms.Tensor(slopes))
+        want = ref.paged_attention(q, kc, vc, tables, ctx, n, 0.5, n_kv, q_lens, slopes)
+        np.testing.assert_allclose(to_np(out), want, rtol=1e-5, atol=1e-6)
