@@ -152,7 +152,8 @@ def paged_attention(query, key_cache, value_cache, block_tables, context_lens, h
 
     Args:
         query: ``[T, N, D]`` or ``[T, N * D]``, float32, float16 or bfloat16.
-        key_cache, value_cache: ``[num_blocks, block_size, N_kv, D]``, query's dtype; D in 1..512.
+        key_cache, value_cache: ``[num_blocks, block_size, N_kv, D]``, query's dtype; D in 1..512,
+            any block_size (the kernel reads a block in runs of up to 64 rows; tested 16 to 512).
         block_tables: ``[B, max_blocks]`` int32 (``BlockManager.block_tables``); entries past a
             sequence's blocks are never read.
         context_lens: ``[B]`` int32 (``BlockManager.context_lens``).
