@@ -15,7 +15,7 @@ from mindspore import nn
 import ms_ops
 from ms_ops.kv_cache import BlockManager
 from ms_ops.reference import decode as ref
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Fn, assert_close, representable, rounding, to_ms, to_np
 
 
 class Attend(nn.Cell):
@@ -116,7 +116,7 @@ def test_reshape_and_cache(mode, dtype):
     slots = np.array([17, -1, 79, 0, 40, -1], np.int32)
     k_p, v_p = ms.Parameter(to_ms(kc, dtype), name="k"), ms.Parameter(to_ms(vc, dtype), name="v")
     rows = (6, 3, 20) if dtype == "fp32" else (6, 60)
-    write = Fn2(ms_ops.reshape_and_cache)
+    write = Fn(ms_ops.reshape_and_cache)
     got_k, got_v = write(to_ms(key, dtype).reshape(rows), to_ms(value, dtype).reshape(rows), k_p, v_p,
                          ms.Tensor(slots))
     want_k, want_v = ref.reshape_and_cache(key, value, kc, vc, slots)
@@ -131,19 +131,10 @@ def test_copy_blocks(mode):
     kc, vc = (representable((6, 16, 2, 8), "fp16") for _ in range(2))
     mapping = np.array([[1, 4], [1, 0], [3, 5]], np.int32)
     k_p, v_p = ms.Parameter(to_ms(kc, "fp16"), name="k"), ms.Parameter(to_ms(vc, "fp16"), name="v")
-    Fn2(ms_ops.copy_blocks)(k_p, v_p, ms.Tensor(mapping))
+    Fn(ms_ops.copy_blocks)(k_p, v_p, ms.Tensor(mapping))
     want_k, want_v = ref.copy_blocks(kc, vc, mapping)
     np.testing.assert_array_equal(to_np(k_p), want_k)
     np.testing.assert_array_equal(to_np(v_p), want_v)
-
-
-class Fn2(nn.Cell):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def construct(self, *args):
-        return self.fn(*args)
 
 
 class DecodeStep(nn.Cell):
