@@ -110,7 +110,6 @@ def test_empty_context_gives_zero():
 def test_reshape_and_cache(mode, dtype):
     """Tokens land at their flat slots (block * block_size + offset), -1 skips; both key forms;
     the caches are updated in place and returned."""
-    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     kc, vc = (representable((5, 16, 3, 20), dtype) for _ in range(2))
     key, value = (representable((6, 3, 20), dtype) for _ in range(2))
     slots = np.array([17, -1, 79, 0, 40, -1], np.int32)
@@ -127,7 +126,6 @@ def test_reshape_and_cache(mode, dtype):
 
 
 def test_copy_blocks(mode):
-    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     kc, vc = (representable((6, 16, 2, 8), "fp16") for _ in range(2))
     mapping = np.array([[1, 4], [1, 0], [3, 5]], np.int32)
     k_p, v_p = ms.Parameter(to_ms(kc, "fp16"), name="k"), ms.Parameter(to_ms(vc, "fp16"), name="v")
@@ -161,7 +159,6 @@ def test_step_sees_update_and_fork_cow(mode):
     just wrote, three steps in a row. A shared 20-token prompt is written once and forked into two
     branches; their first tokens copy the shared, partly filled block (copy_blocks) and from then
     on each branch reads its own tokens while the full prompt block stays shared and unchanged."""
-    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     bs, n, n_kv, d, prompt = 16, 4, 2, 16, 20
     bm = BlockManager(num_blocks=8, block_size=bs)
     step = DecodeStep(bm.num_blocks, bs, n, n_kv, d, ms.float32)
@@ -273,7 +270,6 @@ STATIC = {
 @pytest.mark.parametrize("case", list(STATIC))
 def test_static_errors(mode, case):
     """Shapes, dtypes and attributes: TypeError/ValueError naming paged_attention and the argument."""
-    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     override, exc, text = STATIC[case]
     kw = _attention_inputs()
     kw.update(override)
