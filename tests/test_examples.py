@@ -29,10 +29,10 @@ def test_moe_train_example_learns(tmp_path):
 
 
 
-def test_train_tiny_llm_example_learns_and_resumes(tmp_path):
+def test_train_tiny_llm_example_learns_resumes_and_generates(tmp_path):
     """examples/train_tiny_llm.py (the README's first command) trains in GRAPH mode until the loss
     falls (exit 0), writes its checkpoint and curve into --out-dir, and --resume continues from
-    the saved step with the saved loss history."""
+    the saved step with the saved loss history; examples/generate.py decodes from it."""
     cwd, out = tmp_path / "cwd", tmp_path / "out"
     cwd.mkdir()
     short = ("--seq-len", "32", "--out-dir", str(out))
@@ -41,6 +41,14 @@ def test_train_tiny_llm_example_learns_and_resumes(tmp_path):
     assert (out / "tiny_llm_loss.png").stat().st_size > 0 and (out / "tiny_llm.ckpt").stat().st_size > 0
     resumed = run_script("examples/train_tiny_llm.py", "--steps", "45", "--resume", *short, cwd=cwd, timeout=900)
     assert "at step 40" in resumed.stdout and "5 steps in" in resumed.stdout
+    # examples/generate.py decodes from that checkpoint through the paged cache; its prefill logits
+    # equal a dense forward of the same tokens, and each fork copies the shared partial block once.
+    gen = run_script("examples/generate.py", "--new-tokens", "6", "--out-dir", str(out), cwd=cwd, timeout=900)
+    completions = [line for line in gen.stdout.splitlines() if line.startswith("  the old king")]
+    assert len(completions) == 4 and all(len(line.split("|")[1]) == 6 for line in completions)
+    assert "copy-on-write copies: 4" in gen.stdout
+    diff = float(gen.stdout.split("logits: max abs difference ")[1].split()[0])
+    assert diff < 1e-4
     assert not any(cwd.iterdir())
 
 def test_paged_kv_cache_example(tmp_path):
