@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "host_entry.h"
+#include "sparse_flash_attention_infer.h"
 #include "sparse_flash_attention_tiling.h"
 
 namespace ms_ops {
@@ -132,20 +133,6 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
   }
   SfaCheckIndices(p, idx);
   return p;
-}
-
-// attention_out: query's shape with value's head dim; softmax_max / softmax_sum: [B, N2, S1, G]
-// or [N2, T1, G]. Unknown dims stay -1.
-inline std::vector<Shape> SparseFlashAttentionOutShapes(const Shape &q, const Shape &k, const Shape &v,
-                                                        const std::string &layout) {
-  const size_t rank = layout == "TND" ? 3 : 4;
-  if (q.size() != rank || k.size() != rank || v.size() != rank) return {kDynRank, kDynRank, kDynRank};
-  Shape out = q;
-  out[rank - 1] = v[rank - 1];
-  const int64_t n1 = q[rank - 2], n2 = k[rank - 2];
-  const int64_t g = Known(n1) && Known(n2) && n2 > 0 ? n1 / n2 : kDynDim;
-  const Shape stats = rank == 3 ? Shape{n2, q[0], g} : Shape{q[0], n2, q[1], g};
-  return {out, stats, stats};
 }
 
 }  // namespace ms_ops
