@@ -86,7 +86,11 @@ def check(q, k, v, idx, dtype, mode, scale=0.3, qr=None, kr=None, cum=None, bloc
     refs = [r for r in ref if r is not None][:len(got)]
     naives = [r for r in naive if r is not None][:len(got)]
     names = [n for n, r in zip(names, ref) if r is not None]
+    seen = refs[2] > 0  # rows with a visible key; the others' statistics are exact constants
+    assert np.all(got[1][~seen] == LOWEST) and np.all(got[2][~seen] == 0)
     for name, g, r, nv in zip(names, got, refs, naives):
+        if name in ("softmax_max", "softmax_sum"):
+            g, r, nv = g[seen], r[seen], nv[seen]
         assert_close(name, g, r, nv, dtype)
     return got
 
@@ -141,8 +145,9 @@ def test_low_precision(mode, dtype):
 def test_deterministic():
     ms.set_context(mode=ms.PYNATIVE_MODE)
     q, k, v, idx, _ = bsnd(1, 40, 300, 2, 1, 64, 200, "fp32")
+    np.random.seed(7)
     first, _ = run(q, k, v, idx, "fp32", "pynative", 0.2)
-    np.random.seed(1234)
+    np.random.seed(7)
     second, _ = run(q, k, v, idx, "fp32", "pynative", 0.2)
     for a, b in zip(first, second):
         assert np.array_equal(a, b)
@@ -192,14 +197,12 @@ def test_static_errors(change, error, message):
     ([[-2, -1]], "'sparse_indices': value -2 at [0, 0, 0, 0] is outside [-1, 6)"),
     ([[3, 3]], "'sparse_indices': value 3 at [0, 0, 0, 1] repeats an earlier entry of the same list"),
 ])
-def test_index_errors(values, message):
-    # PyNative: a GRAPH-mode graph that failed stays failed (ms_ops.nn.reset_graph recovers Cells).
-    ms.set_context(mode=ms.PYNATIVE_MODE)
+def test_index_errors(mode, values, message):
     q, k, idx = small()
-    bad = idx.asnumpy()
+    bad = idx.asnumpy().copy()
     bad[0, 0, 0] = values[0]
     with pytest.raises(RuntimeError, match=re.escape(f"ms_ops.{OP}: {message}")):
-        to_np(Attention(scale_value=0.5)(q, k, k, ms.Tensor(bad), None, None)[0])
-    # The process survives: a good call after the refused one.
-    out = Attention(scale_value=0.5)(q, k, k, idx, None, None)[0]
+        ms_ops.sparse_flash_attention(q, k, k, ms.Tensor(bad), 0.5)[0].asnumpy()
+    # The process survives: a good call after the refused one (every list empty: zeros).
+    out = ms_ops.sparse_flash_attention(q, k, k, idx, 0.5)[0]
     assert np.all(to_np(out) == 0)
