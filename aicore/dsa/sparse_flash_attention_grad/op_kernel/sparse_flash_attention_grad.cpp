@@ -170,8 +170,7 @@ class SparseFlashAttentionGradKernel {
       }
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      ScoreRows(0, nt);
-      GradRows(dyGm_[head0 * td.vDim], g, nt);
+      ScoreRows(0, dyGm_[head0 * td.vDim], nt);
       Rebuild(g, nt, false);
       PipeBarrier<PIPE_ALL>();
       mmNN.SetOrgShape(g, qk, nt, nt);
@@ -296,8 +295,10 @@ class SparseFlashAttentionGradKernel {
       RowStats(j * td.group, t, n2, SfaStatBase(td, sq, t, n2));
     }
     PipeBarrier<PIPE_ALL>();
-    for (uint32_t j = 0; j < count; ++j) ScoreRows(j * static_cast<uint32_t>(td.group), nk);
-    GradRows(dogGm_, rows, nk);
+    for (uint32_t j = 0; j < count; ++j) {
+      const uint32_t r0 = j * static_cast<uint32_t>(td.group);
+      ScoreRows(r0, dogGm_[uint64_t(r0) * dv], nk);
+    }
     Rebuild(rows, nk, true);
     PipeBarrier<PIPE_ALL>();
     const uint8_t add = started ? 1 : 0;
@@ -315,28 +316,26 @@ class SparseFlashAttentionGradKernel {
     mmTN.End();
   }
 
-  // S = Q Kᵀ of the group's G gathered query rows from row r0 against the nt gathered keys, into
-  // the same rows of the S tile. Always G rows at a time, the forward's shape: the recomputed
-  // scores must equal the forward's to the bit, or P drifts from the statistics by a few ulps and
-  // the key gradients, sums of many such rows that cancel, lose digits.
-  __aicore__ inline void ScoreRows(uint32_t r0, uint32_t nt) {
-    const int32_t qk = static_cast<int32_t>(td_->qkDim), g = static_cast<int32_t>(td_->group);
+  // S = Q Kᵀ and dP = dO Vᵀ of the group's G query rows from row r0 (gathered query rows; dO rows
+  // vDim apart from `dy`) against the nt gathered keys and values, into the same rows of the S and
+  // dP tiles. Always G rows at a time, the forward's shape: the recomputed scores must equal the
+  // forward's to the bit, or P drifts from the statistics; and dS = P (dP - D) cancels, so dP is
+  // taken the same way as the query pass takes it (with one product over a whole chunk's rows,
+  // the sgemm's other summation order showed up in dK at ~25 ulp).
+  __aicore__ inline void ScoreRows(uint32_t r0, const GlobalTensor<T> &dy, uint32_t nt) {
+    const int32_t qk = static_cast<int32_t>(td_->qkDim), dv = static_cast<int32_t>(td_->vDim);
+    const int32_t g = static_cast<int32_t>(td_->group);
     mmNT.SetOrgShape(g, nt, qk, qk);
     mmNT.SetSingleShape(g, nt, qk);
     mmNT.SetTensorA(qgGm_[uint64_t(r0) * td_->qkDim]);
     mmNT.SetTensorB(kgGm_, true);
     mmNT.IterateAll(sGm_[uint64_t(r0) * nt], 0, true);
     mmNT.End();
-  }
-
-  // dP = dO Vᵀ of `rows` dO rows (vDim apart from `dy`) against the nt gathered values.
-  __aicore__ inline void GradRows(const GlobalTensor<T> &dy, uint32_t rows, uint32_t nt) {
-    const int32_t dv = static_cast<int32_t>(td_->vDim);
-    mmNT.SetOrgShape(rows, nt, dv, dv);
-    mmNT.SetSingleShape(rows, nt, dv);
+    mmNT.SetOrgShape(g, nt, dv, dv);
+    mmNT.SetSingleShape(g, nt, dv);
     mmNT.SetTensorA(dy);
     mmNT.SetTensorB(vgGm_, true);
-    mmNT.IterateAll(dpGm_, 0, true);
+    mmNT.IterateAll(dpGm_[uint64_t(r0) * nt], 0, true);
     mmNT.End();
   }
 
