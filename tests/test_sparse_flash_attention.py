@@ -206,3 +206,55 @@ def test_index_errors(mode, values, message):
     # The process survives: a good call after the refused one (every list empty: zeros).
     out = ms_ops.sparse_flash_attention(q, k, k, idx, 0.5)[0]
     assert np.all(to_np(out) == 0)
+
+
+class Packed(nn.Cell):
+    """TND attention whose lengths are inputs, for dynamic shapes in GRAPH mode."""
+
+    def construct(self, q, k, v, idx, cq, ck):
+        return ms_ops.sparse_flash_attention(q, k, v, idx, 0.25, layout_query="TND", layout_kv="TND",
+                                             actual_seq_lengths_query=cq, actual_seq_lengths_kv=ck)
+
+
+def test_dynamic_shapes_graph():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    cell = Packed()
+    dyn = [ms.Tensor(shape=[None, 4, 32], dtype=ms.float32), ms.Tensor(shape=[None, 2, 32], dtype=ms.float32),
+           ms.Tensor(shape=[None, 2, 32], dtype=ms.float32), ms.Tensor(shape=[None, 2, 6], dtype=ms.int32),
+           ms.Tensor(shape=[None], dtype=ms.int64), ms.Tensor(shape=[None], dtype=ms.int64)]
+    cell.set_inputs(*dyn)
+    for lens_q, lens_kv in (([5, 9], [7, 12]), ([1, 30, 2], [40, 3, 0])):
+        cq, ck = np.cumsum(lens_q), np.cumsum(lens_kv)
+        rows_s2 = [lens_kv[b] for b in range(len(lens_q)) for _ in range(lens_q[b])]
+        q, k, v = (representable((int(n[-1]), h, 32), "fp32") for n, h in ((cq, 4), (ck, 2), (ck, 2)))
+        idx = make_indices(rows_s2, rows_s2, 2, 6, 1)
+        got = cell(*(to_ms(a, "fp32") for a in (q, k, v)), ms.Tensor(idx), ms.Tensor(cq), ms.Tensor(ck))
+        ref = reference(q, k, v, idx, 0.25, cum_q=list(cq), cum_kv=list(ck))
+        naive = reference(q, k, v, idx, 0.25, cum_q=list(cq), cum_kv=list(ck), rnd=rounding("fp32"))
+        assert got[1].shape == (2, int(cq[-1]), 2)
+        assert_close("attention_out", to_np(got[0]), ref[0], naive[0], "fp32")
+
+
+def test_awkward_dims(mode):
+    # Head dims 59 / 111 (value), rope 7, group 3, 97 queries, blocks of 3 keys cut at S2 = 130.
+    q, k, v, idx, (qr, kr) = bsnd(1, 97, 130, 3, 1, 59, 11, "fp32", block_size=3, dv=111, rope=7)
+    check(q, k, v, idx, "fp32", mode, scale=0.1, qr=qr, kr=kr, block_size=3)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+@pytest.mark.parametrize("block_size,sparse_mode", [(1, 3), (4, 3), (2, 0)])
+def test_grid(mode, dtype, layout, block_size, sparse_mode):
+    if layout == "BSND":
+        q, k, v, idx, (qr, kr) = bsnd(2, 150, 300, 8, 2, 96, 40, dtype, block_size=block_size, rope=32)
+        check(q, k, v, idx, dtype, mode, scale=0.1, qr=qr, kr=kr, block_size=block_size, sparse_mode=sparse_mode)
+        return
+    lens_q, lens_kv = [70, 0, 1, 129], [260, 5, 1, 140]
+    cq, ck = [int(x) for x in np.cumsum(lens_q)], [int(x) for x in np.cumsum(lens_kv)]
+    rows_s2 = [lens_kv[b] for b in range(4) for _ in range(lens_q[b])]
+    q = representable((cq[-1], 8, 96), dtype)
+    k = representable((ck[-1], 2, 96), dtype)
+    v = representable((ck[-1], 2, 80), dtype)
+    idx = make_indices(rows_s2, rows_s2, 2, 40, block_size)
+    check(q, k, v, idx, dtype, mode, scale=0.1, cum=(cq, ck), block_size=block_size, sparse_mode=sparse_mode)
