@@ -73,9 +73,8 @@ def _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layo
     if rank == 4:
         _check_dim("key", key, 0, query.shape[0], "query's batch")
     if (query_rope is None) != (key_rope is None):
-        given = "query_rope" if query_rope is not None else "key_rope"
-        raise ValueError(f"{_OP}: '{given}' is given without '{'key_rope' if given == 'query_rope' else 'query_rope'}'"
-                         " (the rope parts come in pairs)")
+        given, missing = ("query_rope", "key_rope") if key_rope is None else ("key_rope", "query_rope")
+        raise ValueError(f"{_OP}: '{given}' is given without '{missing}' (the rope parts come in pairs)")
     if query_rope is None:
         return
     for name, t, ref in (("query_rope", query_rope, query), ("key_rope", key_rope, key)):

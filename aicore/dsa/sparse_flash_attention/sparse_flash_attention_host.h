@@ -103,7 +103,7 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
           "heads " + std::to_string(p.heads2) + " must divide query's " + std::to_string(p.heads1) + " (GQA/MQA)");
   Require(p.dim >= 1 && k.shape[d] == p.dim, "key",
           "head dim must be query's " + std::to_string(p.dim) + ", got shape " + ShapeStr(k.shape));
-  Require(!p.packed ? k.shape[0] == p.batch : true, "key", "batch differs from query's " + std::to_string(p.batch));
+  Require(p.packed || k.shape[0] == p.batch, "key", "batch differs from query's " + std::to_string(p.batch));
   Shape vWant = k.shape;
   vWant[d] = p.vDim;
   Require(p.vDim >= 1 && v.shape == vWant, "value", "must have key's shape but the head dim, got " + ShapeStr(v.shape));

@@ -58,15 +58,16 @@ struct SparseFlashAttentionTiling {
 
 constexpr int64_t kSfaKeyTile = 128, kSfaQueryRows = 128, kSfaIdxChunk = 512;
 
-// Floats of one block's workspace (the kernels carve it in this order).
-// Forward: S, P (fp32-sized), P V, accumulator ([G, vDim] each), gathered Q [G, qkDim], gathered
-// K [nTile, qkDim] and V [nTile, vDim] (T-typed, fp32-sized).
-// Backward: the forward's tiles for M = max(G, tokChunk*G) rows and max(nTile, keyTile) keys, dP
-// and dS, two accumulators, gathered dO [M, vDim], keep rows [tokChunk, keyTile].
+// Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
+// fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
+// [G, qkDim], K [nTile, qkDim] and V [nTile, vDim]. Backward, with M = tokChunk * G query rows and
+// K = max(nTile, keyTile) keys: S, dP, P, dS [M, K]; two accumulators of max(M, K) rows of
+// max(qkDim, vDim); gathered Q [M, qkDim], K [K, qkDim], V [K, vDim], dO [M, vDim]; the keep rows
+// [tokChunk, keyTile].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
   if (!grad) return 2 * g * n + 2 * g * v + g * qk + n * qk + n * v;
-  const uint64_t m = uint64_t(d.tokChunk) * g > g ? uint64_t(d.tokChunk) * g : g;
+  const uint64_t m = uint64_t(d.tokChunk) * g;
   const uint64_t k = uint64_t(d.keyTile) > n ? uint64_t(d.keyTile) : n;
   const uint64_t wide = qk > v ? qk : v, rows = m > k ? m : k;
   return 4 * m * k + 2 * rows * wide + m * qk + k * qk + k * v + m * v + uint64_t(d.tokChunk) * uint64_t(d.keyTile);
