@@ -241,6 +241,12 @@ def test_awkward_dims(mode):
     check(q, k, v, idx, "fp32", mode, scale=0.1, qr=qr, kr=kr, block_size=3)
 
 
+def test_long_index_lists(mode):
+    # 600 entries: the kernels read a list in chunks of 512 and gather over several key tiles.
+    q, k, v, idx, _ = bsnd(1, 9, 700, 2, 1, 16, 600, "fp32")
+    check(q, k, v, idx, "fp32", mode, scale=0.5, sparse_mode=0)
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
