@@ -57,9 +57,10 @@ __aicore__ inline int64_t SfaLimit(const SparseFlashAttentionTilingData &td, con
   return causal < last ? causal : last;
 }
 
-// The selected key positions a query row sees, in index-list order: entry e selects keys
-// [e*blockSize, (e+1)*blockSize); -1 entries and keys beyond the limit are skipped. The list is read
-// into UB idxChunk entries at a time and walked by the scalar unit.
+// The selected key positions a query row sees, in index-list order (Next), or those of one key
+// range (Mark): entry e selects keys [e*blockSize, (e+1)*blockSize); -1 entries and keys beyond
+// the limit are skipped. The list is read into UB idxChunk entries at a time and walked by the
+// scalar unit.
 class SfaKeyCursor {
  public:
   __aicore__ inline void Init(AscendC::TPipe *pipe, AscendC::TBuf<AscendC::TPosition::VECCALC> &buf,
@@ -98,6 +99,22 @@ class SfaKeyCursor {
       }
     }
     return n;
+  }
+
+  // Sets keep[p - k0] = 1 for every visible selected key p of [k0, k0 + n), walking the whole list
+  // (a block is clipped to the range, not expanded); whether any was set.
+  __aicore__ inline bool Mark(const AscendC::LocalTensor<float> &keep, int64_t k0, int64_t n) {
+    bool any = false;
+    const int64_t last = Min64(limit_, k0 + n - 1);
+    for (e_ = 0; e_ < topK_; ++e_) {
+      if (loaded_ < 0 || e_ >= loaded_ + chunk_) Load();
+      const int64_t v = buf_.GetValue(static_cast<uint32_t>(e_ - loaded_));
+      if (v < 0) continue;
+      const int64_t from = v * blockSize_ > k0 ? v * blockSize_ : k0, to = Min64(v * blockSize_ + blockSize_ - 1, last);
+      for (int64_t p = from; p <= to; ++p) keep.SetValue(static_cast<uint32_t>(p - k0), 1.0f);
+      any = any || from <= to;
+    }
+    return any;
   }
 
  private:

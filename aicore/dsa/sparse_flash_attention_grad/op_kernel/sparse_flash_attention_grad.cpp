@@ -208,7 +208,7 @@ class SparseFlashAttentionGradKernel {
     int64_t first = 0;
     if (td.sparseMode == 3 && k0 - (sq.s2 - sq.s1) > 0) first = k0 - (sq.s2 - sq.s1);
     const LocalTensor<float> keep = keep_.Get<float>();
-    const LocalTensor<int32_t> pos = pos_.Get<int32_t>(), tokens = tokens_.Get<int32_t>();
+    const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
     bool started = false;
     uint32_t count = 0;
     for (int64_t i = first; i < sq.s1; ++i) {
@@ -217,19 +217,8 @@ class SparseFlashAttentionGradKernel {
       OrderPipes<HardEvent::MTE3_V>(&pipe);
       Duplicate(keep, 0.0f, static_cast<int32_t>(nk));
       OrderPipes<HardEvent::V_S>(&pipe);
-      bool any = false;
       cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaLimit(td, sq, i));
-      for (;;) {
-        const uint32_t n = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
-        for (uint32_t x = 0; x < n; ++x) {
-          const int64_t p = pos.GetValue(x) - k0;
-          if (p < 0 || p >= nk) continue;
-          keep.SetValue(static_cast<uint32_t>(p), 1.0f);
-          any = true;
-        }
-        if (n < td.nTile) break;
-      }
-      if (!any) continue;
+      if (!cursor_.Mark(keep, k0, nk)) continue;
       OrderPipes<HardEvent::V_MTE3>(&pipe);
       OrderPipes<HardEvent::S_MTE3>(&pipe);
       CopyOut(keepGm_[uint64_t(count) * td.keyTile], keep, static_cast<uint32_t>(nk));
