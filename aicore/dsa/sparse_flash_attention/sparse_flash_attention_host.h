@@ -58,14 +58,18 @@ inline void SfaCheckIndices(const SparseFlashAttentionProblem &p, const Arg &idx
       for (int64_t e = 0; e < p.topK; ++e) {
         const int64_t x = v[list * p.topK + e];
         if (x == -1) continue;
+        const bool inRange = x >= 0 && x < blocksOf[b], repeated = inRange && seen[x] == list;
+        if (inRange && !repeated) {
+          seen[x] = list;
+          continue;
+        }
         const std::string row = p.packed ? std::to_string(t) : std::to_string(t / p.seq1) + ", " + std::to_string(t % p.seq1);
         const std::string at = "value " + std::to_string(x) + " at [" + row + ", " + std::to_string(n) + ", " +
                                std::to_string(e) + "]";
-        Require(x >= 0 && x < blocksOf[b], "sparse_indices",
+        Require(inRange, "sparse_indices",
                 at + " is outside [-1, " + std::to_string(blocksOf[b]) + ") (sequence " + std::to_string(b) +
                     "'s key blocks of " + std::to_string(p.blockSize) + ")");
-        Require(seen[x] != list, "sparse_indices", at + " repeats an earlier entry of the same list");
-        seen[x] = list;
+        Reject("sparse_indices", at + " repeats an earlier entry of the same list");
       }
     }
   }
