@@ -241,6 +241,13 @@ def test_awkward_dims(mode):
     check(q, k, v, idx, "fp32", mode, scale=0.1, qr=qr, kr=kr, block_size=3)
 
 
+def test_mha_more_queries_than_keys(mode):
+    # N1 = N2 (one query head per list); S1 > S2: in sparse_mode 3 the first S1 - S2 rows see nothing.
+    q, k, v, idx, _ = bsnd(2, 30, 12, 3, 3, 24, 9, "fp32")
+    out = check(q, k, v, idx, "fp32", mode)[0]
+    assert np.all(out[:, :18] == 0)
+
+
 def test_long_index_lists(mode):
     # 600 entries: the kernels read a list in chunks of 512 and gather over several key tiles.
     q, k, v, idx, _ = bsnd(1, 9, 700, 2, 1, 16, 600, "fp32")
