@@ -10,7 +10,10 @@
 //   the tile records the row and a 0/1 keep row over the tile (the inverted index, built in a
 //   fixed order); tokChunk such rows at a time are gathered (query with rope, dO, statistics) and
 //   dV += Pᵀ dO, d[K | K_rope] += dSᵀ [Q | Q_rope] over the kept entries only.
-// Both recompute S and dP with the cube and P, dS in UB in fp32.
+// Both recompute S and dP with the cube and P, dS in UB in fp32. The key pass's products span
+// the whole key tile for every recorded row: with lists much sparser than a tile (k selected among
+// S2 keys), that is about S2/k times the cube work of the selected pairs alone, the price of
+// gathering the key gradients instead of scattering them.
 #include "../../sparse_flash_attention/sparse_flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
 
