@@ -129,11 +129,11 @@ def test_tnd_lengths_block_size(mode):
     k = representable((sum(lens_kv), 3, 48), "fp32")
     v = representable((sum(lens_kv), 3, 40), "fp32")
     idx = make_indices(rows_s2, rows_s2, 3, 5, 4)
-    for sparse_mode in (3, 0):
-        out, smax, ssum, dq, *_ = check(q, k, v, idx, "fp32", mode, cum=(cq, ck), block_size=4, sparse_mode=sparse_mode)
-        assert smax.shape == (3, sum(lens_q), 2)
-        empty = slice(14, 20)  # the queries of the sequence without keys
-        assert np.all(out[empty] == 0) and np.all(dq[empty] == 0)
+    sparse_mode = 3 if mode == "graph" else 0
+    out, smax, ssum, dq, *_ = check(q, k, v, idx, "fp32", mode, cum=(cq, ck), block_size=4, sparse_mode=sparse_mode)
+    assert smax.shape == (3, sum(lens_q), 2)
+    empty = slice(14, 20)  # the queries of the sequence without keys
+    assert np.all(out[empty] == 0) and np.all(dq[empty] == 0)
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
@@ -235,10 +235,12 @@ def test_dynamic_shapes_graph():
         assert_close("attention_out", to_np(got[0]), ref[0], naive[0], "fp32")
 
 
-def test_awkward_dims(mode):
-    # Head dims 59 / 111 (value), rope 7, group 3, 97 queries, blocks of 3 keys cut at S2 = 130.
+def test_awkward_dims():
+    # Kernel numerics (PyNative): head dims 59 / 111 (value), rope 7, group 3, 97 queries, blocks of
+    # 3 keys cut at S2 = 130.
+    ms.set_context(mode=ms.PYNATIVE_MODE)
     q, k, v, idx, (qr, kr) = bsnd(1, 97, 130, 3, 1, 59, 11, "fp32", block_size=3, dv=111, rope=7)
-    check(q, k, v, idx, "fp32", mode, scale=0.1, qr=qr, kr=kr, block_size=3)
+    check(q, k, v, idx, "fp32", "pynative", scale=0.1, qr=qr, kr=kr, block_size=3)
 
 
 def test_mha_more_queries_than_keys(mode):
@@ -248,10 +250,11 @@ def test_mha_more_queries_than_keys(mode):
     assert np.all(out[:, :18] == 0)
 
 
-def test_long_index_lists(mode):
-    # 600 entries: the kernels read a list in chunks of 512 and gather over several key tiles.
+def test_long_index_lists():
+    # Kernel numerics (PyNative): 600 entries, read in chunks of 512, gathered over several key tiles.
+    ms.set_context(mode=ms.PYNATIVE_MODE)
     q, k, v, idx, _ = bsnd(1, 9, 700, 2, 1, 16, 600, "fp32")
-    check(q, k, v, idx, "fp32", mode, scale=0.5, sparse_mode=0)
+    check(q, k, v, idx, "fp32", "pynative", scale=0.5, sparse_mode=0)
 
 
 @pytest.mark.full
