@@ -274,3 +274,25 @@ def test_grid(mode, dtype, layout, block_size, sparse_mode):
     v = representable((ck[-1], 2, 80), dtype)
     idx = make_indices(rows_s2, rows_s2, 2, 40, block_size)
     check(q, k, v, idx, dtype, mode, scale=0.1, cum=(cq, ck), block_size=block_size, sparse_mode=sparse_mode)
+
+
+class Absorbed(nn.Cell):
+    """MLA absorb: one tensor is both key and value (the kernels then gather it once)."""
+
+    def construct(self, q, kv, idx, qr, kr, w):
+        out = ms_ops.sparse_flash_attention(q, kv, kv, idx, 0.05, query_rope=qr, key_rope=kr)[0]
+        return (out.astype(ms.float32) * w).sum()
+
+
+def test_value_is_key(mode):
+    q, k, _, idx, (qr, kr) = bsnd(1, 21, 140, 4, 1, 64, 130, "fp32", rope=16)
+    w = representable((1, 21, 4, 64), "fp32")
+    args = [to_ms(a, "fp32") for a in (q, k)] + [ms.Tensor(idx)] + [to_ms(a, "fp32") for a in (qr, kr)]
+    dq, dkv, dqr, dkr = (to_np(g) for g in ms.grad(Absorbed(), grad_position=(0, 1, 3, 4))(*args, ms.Tensor(
+        w.astype(np.float32))))
+    kw = dict(q_rope=qr, k_rope=kr, dout=w)
+    ref = reference(q, k, k, idx, 0.05, **kw)
+    naive = reference(q, k, k, idx, 0.05, rnd=rounding("fp32"), **kw)
+    for name, got, i in (("d_query", dq, 3), ("d_query_rope", dqr, 6), ("d_key_rope", dkr, 7)):
+        assert_close(name, got, ref[i], naive[i], "fp32")
+    assert_close("d_key + d_value", dkv, ref[4] + ref[5], naive[4] + naive[5], "fp32")

@@ -29,6 +29,9 @@ struct SparseFlashAttentionTilingData {
   int64_t tokChunk;                 // query rows per backward key-pass chunk (tokChunk*group rows)
   int64_t kTiles;                   // key-pass tiles of all sequences (per key head)
   uint32_t packed;
+  // value is the key tensor itself (the MLA absorb layout passes one tensor twice, vDim == dim):
+  // the value rows are the gathered key rows' first vDim elements, not gathered again.
+  uint32_t valueIsKey;
   float scale;
   TCubeTiling mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
   TCubeTiling mmNN;  // O += P V, dQ += dS K
@@ -43,6 +46,7 @@ struct SparseFlashAttentionProblem {
   int64_t batch = 0, heads1 = 0, heads2 = 0, seq1 = 0, seq2 = 0;
   int64_t dim = 0, ropeDim = 0, vDim = 0, topK = 0, blockSize = 1, sparseMode = 3;
   bool packed = false;
+  bool valueIsKey = false;  // key and value are one tensor
   std::vector<int64_t> cumQ, cumKv;  // TND only
   SfaFloat dataType = SfaFloat::kF32;
   float scale = 1.0f;
@@ -93,6 +97,7 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.seq1 = p.seq1;
   d.seq2 = p.seq2;
   d.packed = p.packed ? 1 : 0;
+  d.valueIsKey = p.valueIsKey && p.vDim == p.dim ? 1 : 0;
   d.qRows = p.packed ? p.seq1 : p.batch * p.seq1;
   d.kRows = p.packed ? p.seq2 : p.batch * p.seq2;
   d.dim = p.dim;

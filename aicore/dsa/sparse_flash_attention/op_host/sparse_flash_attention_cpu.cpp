@@ -28,13 +28,14 @@ const char *const kNames[] = {"query",       "key",           "value",       "sp
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
   Require(nparam == 11, "params", "expected 8 inputs and 3 outputs, got " + std::to_string(nparam) + " tensors");
   const std::vector<Arg> a = Args(nparam, params, ndims, shapes, dtypes, kNames);
-  const SparseFlashAttentionProblem p = SfaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr),
+  SparseFlashAttentionProblem p = SfaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr),
                                                        {&a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7]});
   const std::vector<Shape> want = SparseFlashAttentionOutShapes(a[0].shape, a[1].shape, a[2].shape,
                                                                 p.packed ? "TND" : "BSND");
   RequireOutput("attention_out", 8, ndims, shapes, dtypes, want[0], a[0].dtype);
   RequireOutput("softmax_max", 9, ndims, shapes, dtypes, want[1], DType::kF32);
   RequireOutput("softmax_sum", 10, ndims, shapes, dtypes, want[2], DType::kF32);
+  p.valueIsKey = a[1].data == a[2].data;
   SparseFlashAttentionTiling t = ComputeSparseFlashAttentionTiling(p, kAtlasA2, false);
   if (!t.error.empty()) Reject("tiling", t.error);
   if (t.blockDim == 0) return 0;

@@ -79,6 +79,8 @@ class SparseFlashAttentionKernel {
     qgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * n + 2 * g * dv), g * qk);
     kgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * n + 2 * g * dv + g * qk), n * qk);
     vgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * n + 2 * g * dv + g * qk + n * qk), n * dv);
+    vTile_ = td.valueIsKey ? kgGm_ : vgGm_;
+    vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
 
     const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > td.nTile ? wide : td.nTile;
     const uint32_t row = UbBytes(len, 4);
@@ -138,7 +140,8 @@ class SparseFlashAttentionKernel {
       for (uint32_t j = 0; j < nt; ++j) {
         const int64_t key = sq.kStart + pos.GetValue(j);
         SfaGatherRow(&pipe, row, kgGm_[int64_t(j) * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
-        SfaGatherRow(&pipe, row, vgGm_[int64_t(j) * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
+        if (!td.valueIsKey)
+          SfaGatherRow(&pipe, row, vgGm_[int64_t(j) * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
       }
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
@@ -150,10 +153,10 @@ class SparseFlashAttentionKernel {
       mmNT.End();
       Probabilities(nt);
       PipeBarrier<PIPE_ALL>();
-      mmNN.SetOrgShape(g, static_cast<int>(td.vDim), nt, nt);
+      mmNN.SetOrgShape(g, vStride_, nt, nt);
       mmNN.SetSingleShape(g, static_cast<int>(td.vDim), nt);
       mmNN.SetTensorA(pGm_);
-      mmNN.SetTensorB(vgGm_);
+      mmNN.SetTensorB(vTile_);
       mmNN.IterateAll(pvGm_, 0, true);
       mmNN.End();
       Accumulate(started);
@@ -281,6 +284,8 @@ class SparseFlashAttentionKernel {
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, outGm_, pGm_, qgGm_, kgGm_, vgGm_;
+  GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
+  int32_t vStride_ = 0;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, pvGm_, accGm_;
   const SparseFlashAttentionTilingData *td_ = nullptr;
   uint32_t swap_ = 0, stateStride_ = 0;

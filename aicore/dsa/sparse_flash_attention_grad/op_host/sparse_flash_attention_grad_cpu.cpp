@@ -32,7 +32,7 @@ const char *const kNames[] = {"query",       "key",          "value",    "sparse
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
   Require(nparam == 17, "params", "expected 12 inputs and 5 outputs, got " + std::to_string(nparam) + " tensors");
   const std::vector<Arg> a = Args(nparam, params, ndims, shapes, dtypes, kNames);
-  const SparseFlashAttentionProblem p = SfaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr),
+  SparseFlashAttentionProblem p = SfaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr),
                                                        {&a[0], &a[1], &a[2], &a[3], &a[8], &a[9], &a[10], &a[11]});
   const std::vector<Shape> fwd = SparseFlashAttentionOutShapes(a[0].shape, a[1].shape, a[2].shape,
                                                                p.packed ? "TND" : "BSND");
@@ -48,6 +48,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
     const Arg &in = a[o < 3 ? o : o + 5];
     RequireOutput(kNames[12 + o], 12 + o, ndims, shapes, dtypes, in.shape, in.dtype);
   }
+  p.valueIsKey = a[1].data == a[2].data;
   SparseFlashAttentionTiling t = ComputeSparseFlashAttentionTiling(p, kAtlasA2, true);
   if (!t.error.empty()) Reject("tiling", t.error);
   const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);

@@ -97,6 +97,8 @@ class SparseFlashAttentionGradKernel {
     qgGm_.SetGlobalBuffer((__gm__ T *)ws, m * qk);
     kgGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk), k * qk);
     vgGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk + k * qk), k * dv);
+    vTile_ = td.valueIsKey ? kgGm_ : vgGm_;
+    vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
     dogGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk + k * qk + k * dv), m * dv);
     keepGm_.SetGlobalBuffer(ws + m * qk + k * qk + k * dv + m * dv, uint64_t(td.tokChunk) * td.keyTile);
 
@@ -169,7 +171,8 @@ class SparseFlashAttentionGradKernel {
       for (uint32_t j = 0; j < nt; ++j) {
         const int64_t key = sq.kStart + pos.GetValue(j);
         SfaGatherRow(&pipe, row, kgGm_[int64_t(j) * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
-        SfaGatherRow(&pipe, row, vgGm_[int64_t(j) * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
+        if (!td.valueIsKey)
+          SfaGatherRow(&pipe, row, vgGm_[int64_t(j) * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
       }
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
@@ -205,7 +208,7 @@ class SparseFlashAttentionGradKernel {
     for (int64_t j = 0; j < nk; ++j) {
       const int64_t key = sq.kStart + k0 + j;
       SfaGatherRow(&pipe, row, kgGm_[j * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
-      SfaGatherRow(&pipe, row, vgGm_[j * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
+      if (!td.valueIsKey) SfaGatherRow(&pipe, row, vgGm_[j * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
     }
     // Query i sees keys up to i + S2 - S1 in sparse_mode 3: earlier rows see none of the tile.
     int64_t first = 0;
@@ -323,10 +326,10 @@ class SparseFlashAttentionGradKernel {
     mmNT.SetTensorB(kgGm_, true);
     mmNT.IterateAll(sGm_[uint64_t(r0) * nt], 0, true);
     mmNT.End();
-    mmNT.SetOrgShape(g, nt, dv, dv);
+    mmNT.SetOrgShape(g, nt, dv, vStride_);
     mmNT.SetSingleShape(g, nt, dv);
     mmNT.SetTensorA(dy);
-    mmNT.SetTensorB(vgGm_, true);
+    mmNT.SetTensorB(vTile_, true);
     mmNT.IterateAll(dpGm_[uint64_t(r0) * nt], 0, true);
     mmNT.End();
   }
@@ -448,6 +451,8 @@ class SparseFlashAttentionGradKernel {
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, dqRopeGm_, dkRopeGm_;
   GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, vgGm_, dogGm_;
+  GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
+  int32_t vStride_ = 0;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_, keepGm_;
   const SparseFlashAttentionTilingData *td_ = nullptr;
 };
