@@ -10,7 +10,7 @@ import pytest
 from mindspore import nn
 
 import ms_ops
-from ms_ops.reference.dsa import LOWEST, sparse_flash_attention as reference
+from ms_ops.reference.dsa import SFA_LOWEST, sparse_flash_attention as reference
 from tests.utils import assert_close, representable, rounding, to_ms, to_np
 
 OP = "sparse_flash_attention"
@@ -87,7 +87,7 @@ def check(q, k, v, idx, dtype, mode, scale=0.3, qr=None, kr=None, cum=None, bloc
     naives = [r for r in naive if r is not None][:len(got)]
     names = [n for n, r in zip(names, ref) if r is not None]
     seen = refs[2] > 0  # rows with a visible key; the others' statistics are exact constants
-    assert np.all(got[1][~seen] == LOWEST) and np.all(got[2][~seen] == 0)
+    assert np.all(got[1][~seen] == SFA_LOWEST) and np.all(got[2][~seen] == 0)
     for name, g, r, nv in zip(names, got, refs, naives):
         if name in ("softmax_max", "softmax_sum"):
             g, r, nv = g[seen], r[seen], nv[seen]
@@ -110,7 +110,7 @@ def test_bsnd_gqa_causal(mode):
     assert smax.shape == ssum.shape == (2, 2, 37, 2)
     # Rows whose lists select nothing visible output 0 with the empty-row statistics.
     blind = ssum == 0
-    assert np.all(smax[blind] == LOWEST)
+    assert np.all(smax[blind] == SFA_LOWEST)
 
 
 def test_rope_mla_layout(mode):

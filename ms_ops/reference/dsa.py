@@ -12,7 +12,7 @@ done naively in that precision.
 """
 import numpy as np
 
-LOWEST = float(np.finfo(np.float32).min)
+SFA_LOWEST = float(np.finfo(np.float32).min)
 
 
 def _sfa_exact(a):
@@ -33,7 +33,7 @@ def sparse_visible_keys(indices, i, s1, s2, block_size, sparse_mode):
     return np.array(sorted(p for p in keys if p <= limit), dtype=np.int64)
 
 
-def _packed(x, batch):
+def _sfa_packed(x, batch):
     return x if batch is None else x.reshape((-1,) + x.shape[2:])
 
 
@@ -48,19 +48,19 @@ def sparse_flash_attention(q, k, v, indices, scale, *, q_rope=None, k_rope=None,
     if batch is not None:
         s1, s2 = q.shape[1], k.shape[1]
         cum_q, cum_kv = [s1 * (b + 1) for b in range(batch)], [s2 * (b + 1) for b in range(batch)]
-    q, k, v, indices = (_packed(x, batch) for x in (q, k, v, indices))
+    q, k, v, indices = (_sfa_packed(x, batch) for x in (q, k, v, indices))
     grads = dout is not None
     if grads:
-        dout = _packed(dout, batch)
+        dout = _sfa_packed(dout, batch)
     rope = q_rope is not None
     if rope:
-        q = np.concatenate([q, _packed(q_rope, batch)], axis=-1)
-        k = np.concatenate([k, _packed(k_rope, batch)], axis=-1)
+        q = np.concatenate([q, _sfa_packed(q_rope, batch)], axis=-1)
+        k = np.concatenate([k, _sfa_packed(k_rope, batch)], axis=-1)
     t1, n1, _ = q.shape
     n2, dv = k.shape[1], v.shape[-1]
     g = n1 // n2
     out = np.zeros((t1, n1, dv))
-    smax = np.full((n2, t1, g), LOWEST)
+    smax = np.full((n2, t1, g), SFA_LOWEST)
     ssum = np.zeros((n2, t1, g))
     dq, dk, dvv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
     for b in range(len(cum_q)):
