@@ -1,0 +1,37 @@
+// CANN OpDef of SparseFlashAttentionMsops (ms_ops sparse_flash_attention). Built only by the CANN
+// toolchain; tiling and inference are registered in sparse_flash_attention_tiling.cpp.
+#include "../../../cann/cann_op_def.h"
+
+namespace ops {
+
+class SparseFlashAttentionMsops : public OpDef {
+ public:
+  explicit SparseFlashAttentionMsops(const char *name) : OpDef(name) {
+    // One column per float type (ms_ops/kernels/sparse_flash_attention.py's rows).
+    const std::vector<ge::DataType> data = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16};
+    const std::vector<ge::DataType> f32(3, ge::DT_FLOAT), i32(3, ge::DT_INT32), i64(3, ge::DT_INT64);
+    const std::vector<ge::Format> nd(3, ge::FORMAT_ND);
+    for (const char *in : {"query", "key", "value"})
+      this->Input(in).ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    this->Input("sparse_indices").ParamType(REQUIRED).DataType(i32).Format(nd).UnknownShapeFormat(nd);
+    // Always present ([1] placeholders when unused, as the Python wrapper passes them).
+    for (const char *in : {"query_rope", "key_rope"})
+      this->Input(in).ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    for (const char *in : {"actual_seq_lengths_query", "actual_seq_lengths_kv"})
+      this->Input(in).ParamType(REQUIRED).ValueDepend(REQUIRED).DataType(i64).Format(nd).UnknownShapeFormat(nd);
+    this->Output("attention_out").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
+    this->Output("softmax_max").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
+    this->Output("softmax_sum").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
+    // Order: ms_ops::SfaAttr (sparse_flash_attention_cann.h).
+    this->Attr("scale_value").AttrType(REQUIRED).Float();
+    this->Attr("sparse_block_size").AttrType(OPTIONAL).Int(1);
+    this->Attr("layout").AttrType(OPTIONAL).String("BSND");
+    this->Attr("sparse_mode").AttrType(OPTIONAL).Int(3);
+
+    ms_ops::AddAiCoreConfig(*this, "sparse_flash_attention");
+  }
+};
+
+OP_ADD(SparseFlashAttentionMsops);
+
+}  // namespace ops

@@ -1,0 +1,112 @@
+// The CANN registrations' common part for sparse_flash_attention and its gradient: the problem
+// from the TilingContext, the Matmul tilings from CANN's tiling API, and the TilingFunc body.
+// CANN-only: never compiled by the CPU build. The index values live on the device: the kernels
+// skip entries outside a sequence's keys (the CPU entry rejects them, and repeats, beforehand).
+#ifndef MS_OPS_SPARSE_FLASH_ATTENTION_CANN_H_
+#define MS_OPS_SPARSE_FLASH_ATTENTION_CANN_H_
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cann_host.h"
+#include "cann_platform.h"
+#include "sparse_flash_attention_infer.h"
+#include "sparse_flash_attention_tiling.h"
+#include "tiling/tiling_api.h"
+
+namespace ms_ops {
+
+// Attribute order of both OpDefs.
+enum SfaAttr : size_t { kSfaScale, kSfaBlockSize, kSfaLayout, kSfaSparseMode };
+
+inline matmul_tiling::DataType SfaMatmulType(ge::DataType d) {
+  return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
+                           : d == ge::DT_FLOAT16 ? matmul_tiling::DataType::DT_FLOAT16 : matmul_tiling::DataType::DT_BF16;
+}
+
+inline bool SfaFillCube(const platform_ascendc::PlatformAscendC &ascendc, ge::DataType dtype, bool transA, bool transB,
+                        int64_t m, int64_t n, int64_t k, TCubeTiling &out) {
+  matmul_tiling::MatmulApiTiling api(ascendc);
+  api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, SfaMatmulType(dtype), transA);
+  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, SfaMatmulType(dtype), transB);
+  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
+  api.SetBias(false);
+  api.SetOrgShape(m, n, k);
+  api.SetShape(m, n, k);
+  api.SetBufferSpace(-1, -1, -1);
+  return api.GetTiling(out) != -1;
+}
+
+inline std::vector<int64_t> SfaValues(gert::TilingContext *context, size_t index) {
+  const gert::Tensor *t = context->GetInputTensor(index);
+  std::vector<int64_t> out;
+  if (t == nullptr) return out;
+  const int64_t *v = t->GetData<int64_t>();
+  out.assign(v, v + t->GetShapeSize());
+  return out;
+}
+
+// ropeIn: the index of query_rope, followed by key_rope and the two cumulative lengths.
+inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *op, bool grad, size_t ropeIn) {
+  const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
+  const gert::RuntimeAttrs *attrs = context->GetAttrs();
+  const ge::DataType dtype = context->GetInputDesc(0)->GetDataType();
+  SparseFlashAttentionProblem p;
+  p.scale = *attrs->GetAttrPointer<float>(kSfaScale);
+  p.blockSize = *attrs->GetAttrPointer<int64_t>(kSfaBlockSize);
+  p.sparseMode = *attrs->GetAttrPointer<int64_t>(kSfaSparseMode);
+  p.dataType = ToFloatEnum<SfaFloat>(dtype);
+  const char *layout = attrs->GetStr(kSfaLayout);
+  p.packed = layout != nullptr && std::string(layout) == "TND";
+  const auto q = Dims(context->GetInputShape(0)->GetStorageShape()), k = Dims(context->GetInputShape(1)->GetStorageShape());
+  const auto v = Dims(context->GetInputShape(2)->GetStorageShape()), idx = Dims(context->GetInputShape(3)->GetStorageShape());
+  const auto qRope = Dims(context->GetInputShape(ropeIn)->GetStorageShape());
+  const size_t rank = p.packed ? 3 : 4;
+  std::string error;
+  if (q.size() != rank || k.size() != rank || v.size() != rank || idx.size() != rank) {
+    error = "query, key, value and sparse_indices must match the layout";
+  } else {
+    p.batch = p.packed ? 0 : q[0];
+    p.seq1 = q[rank - 3];
+    p.seq2 = k[rank - 3];
+    p.heads1 = q[rank - 2];
+    p.heads2 = k[rank - 2];
+    p.dim = q[rank - 1];
+    p.vDim = v[rank - 1];
+    p.topK = idx[rank - 1];
+    p.ropeDim = qRope.size() > 1 ? qRope.back() : 0;
+    if (p.packed) {
+      p.cumQ = SfaValues(context, ropeIn + 2);
+      p.cumKv = SfaValues(context, ropeIn + 3);
+      p.batch = static_cast<int64_t>(p.cumQ.size());
+      if (p.cumQ.empty() || p.cumQ.back() != p.seq1 || p.cumKv.size() != p.cumQ.size() || p.cumKv.back() != p.seq2)
+        error = "the actual sequence lengths must be cumulative, ending at T1/T2";
+    }
+  }
+  SparseFlashAttentionTiling t;
+  if (error.empty()) {
+    t = ComputeSparseFlashAttentionTiling(p, ReadPlatformInfo(ascendc), grad);
+    error = t.error;
+  }
+  if (error.empty()) {
+    SparseFlashAttentionTilingData &d = t.data;
+    const int64_t rows = grad ? d.tokChunk * d.group : d.group, keys = d.nTile > d.keyTile ? d.nTile : d.keyTile;
+    const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim;
+    if (!SfaFillCube(ascendc, dtype, false, true, rows, keys, wide, d.mmNT) ||
+        !SfaFillCube(ascendc, dtype, false, false, rows, wide, keys, d.mmNN) ||
+        !SfaFillCube(ascendc, dtype, true, false, keys, wide, rows, d.mmTN))
+      error = "the Matmul tiling API refused a tile";
+  }
+  if (!error.empty()) {
+    std::fprintf(stderr, "ms_ops %s: tiling: %s\n", op, error.c_str());
+    return ge::GRAPH_FAILED;
+  }
+  const ge::graphStatus status = SetTiling(context, ascendc, t.data, t.blockDim > 0 ? t.blockDim : 1, t.tilingKey);
+  context->GetWorkspaceSizes(1)[0] += t.workspaceBytes;  // the blocks' tiles, after the library's part
+  return status;
+}
+
+}  // namespace ms_ops
+
+#endif  // MS_OPS_SPARSE_FLASH_ATTENTION_CANN_H_

@@ -1,0 +1,144 @@
+// The CPU entries' common part for sparse_flash_attention and its gradient: attribute reading, the
+// checks of query/key/value/rope against the layout, of the packed lengths (TND) and of every
+// sparse_indices value (range per sequence, no repeats in a list), and shape inference.
+#ifndef MS_OPS_SPARSE_FLASH_ATTENTION_HOST_H_
+#define MS_OPS_SPARSE_FLASH_ATTENTION_HOST_H_
+
+#include <string>
+#include <vector>
+
+#include "host_entry.h"
+#include "sparse_flash_attention_infer.h"
+#include "sparse_flash_attention_tiling.h"
+
+namespace ms_ops {
+
+// The tensors both entries read, by role; rope and lengths are [1] placeholders when absent.
+struct SfaInputs {
+  const Arg *q, *k, *v, *idx, *qRope, *kRope, *cumQ, *cumKv;
+};
+
+inline std::vector<int64_t> SfaCumulative(const Arg &a, int64_t batch, int64_t total) {
+  Require(a.dtype == DType::kI64 && a.shape.size() == 1, a.name,
+          "must be 1-D int64 cumulative lengths, got " + std::string(a.dtypeName) + " " + ShapeStr(a.shape));
+  Require(batch < 0 || a.shape[0] == batch, a.name,
+          "needs one entry per sequence (" + std::to_string(batch) + "), got " + std::to_string(a.shape[0]));
+  const int64_t *v = reinterpret_cast<const int64_t *>(a.data);
+  std::vector<int64_t> out(v, v + a.shape[0]);
+  Require(!out.empty(), a.name, "must list at least one sequence");
+  for (size_t i = 0; i < out.size(); ++i)
+    Require(out[i] >= (i ? out[i - 1] : 0), a.name, "must be non-decreasing from >= 0 (cumulative lengths)");
+  Require(out.back() == total, a.name,
+          "must end at the packed length " + std::to_string(total) + ", got " + std::to_string(out.back()));
+  return out;
+}
+
+// Every list entry is -1 or a block of its sequence's keys (< ceil(S2 / sparse_block_size)), and
+// no block appears twice in one list.
+inline void SfaCheckIndices(const SparseFlashAttentionProblem &p, const Arg &idx) {
+  const int32_t *v = reinterpret_cast<const int32_t *>(idx.data);
+  const int64_t rows = p.packed ? p.seq1 : p.batch * p.seq1;
+  int64_t maxBlocks = 0;
+  std::vector<int64_t> blocksOf(size_t(p.batch > 0 ? p.batch : 0));
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t s2 = p.packed ? p.cumKv[b] - (b ? p.cumKv[b - 1] : 0) : p.seq2;
+    blocksOf[b] = (s2 + p.blockSize - 1) / p.blockSize;
+    maxBlocks = blocksOf[b] > maxBlocks ? blocksOf[b] : maxBlocks;
+  }
+  std::vector<int64_t> seen(size_t(maxBlocks), -1);
+  int64_t b = 0;
+  for (int64_t t = 0; t < rows; ++t) {
+    if (p.packed) {
+      while (p.cumQ[b] <= t) ++b;
+    } else {
+      b = t / p.seq1;
+    }
+    for (int64_t n = 0; n < p.heads2; ++n) {
+      const int64_t list = t * p.heads2 + n;
+      for (int64_t e = 0; e < p.topK; ++e) {
+        const int64_t x = v[list * p.topK + e];
+        if (x == -1) continue;
+        const bool inRange = x >= 0 && x < blocksOf[b], repeated = inRange && seen[x] == list;
+        if (inRange && !repeated) {
+          seen[x] = list;
+          continue;
+        }
+        const std::string row = p.packed ? std::to_string(t) : std::to_string(t / p.seq1) + ", " + std::to_string(t % p.seq1);
+        const std::string at = "value " + std::to_string(x) + " at [" + row + ", " + std::to_string(n) + ", " +
+                               std::to_string(e) + "]";
+        Require(inRange, "sparse_indices",
+                at + " is outside [-1, " + std::to_string(blocksOf[b]) + ") (sequence " + std::to_string(b) +
+                    "'s key blocks of " + std::to_string(p.blockSize) + ")");
+        Reject("sparse_indices", at + " repeats an earlier entry of the same list");
+      }
+    }
+  }
+}
+
+inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, const SfaInputs &in) {
+  SparseFlashAttentionProblem p;
+  const std::string layout = ReadAttr<std::string>(extra, "layout");
+  p.scale = ReadAttr<float>(extra, "scale_value");
+  p.blockSize = ReadAttr<int64_t>(extra, "sparse_block_size");
+  p.sparseMode = ReadAttr<int64_t>(extra, "sparse_mode");
+  Require(layout == "BSND" || layout == "TND", "layout", "must be BSND or TND, got " + layout);
+  Require(p.blockSize >= 1, "sparse_block_size", "must be >= 1, got " + std::to_string(p.blockSize));
+  Require(p.sparseMode == 0 || p.sparseMode == 3, "sparse_mode", "must be 0 or 3, got " + std::to_string(p.sparseMode));
+  p.packed = layout == "TND";
+  const Arg &q = *in.q, &k = *in.k, &v = *in.v, &idx = *in.idx;
+  RequireFloat(q);
+  for (const Arg *a : {in.k, in.v})
+    Require(a->dtype == q.dtype, a->name, std::string("dtype must be query's ") + q.dtypeName + ", got " + a->dtypeName);
+  RequireDType(idx, DType::kI32, "int32");
+  const size_t rank = p.packed ? 3 : 4;
+  for (const Arg *a : {in.q, in.k, in.v, in.idx})
+    Require(a->shape.size() == rank, a->name,
+            "must be " + std::to_string(rank) + "-D for layout " + layout + ", got " + ShapeStr(a->shape));
+  const size_t n = rank - 2, d = rank - 1;
+  p.heads1 = q.shape[n];
+  p.heads2 = k.shape[n];
+  p.dim = q.shape[d];
+  p.vDim = v.shape[d];
+  p.topK = idx.shape[d];
+  p.seq1 = q.shape[rank - 3];
+  p.seq2 = k.shape[rank - 3];
+  p.batch = p.packed ? 0 : q.shape[0];
+  Require(p.heads2 >= 1 && p.heads1 % p.heads2 == 0, "key",
+          "heads " + std::to_string(p.heads2) + " must divide query's " + std::to_string(p.heads1) + " (GQA/MQA)");
+  Require(p.dim >= 1 && k.shape[d] == p.dim, "key",
+          "head dim must be query's " + std::to_string(p.dim) + ", got shape " + ShapeStr(k.shape));
+  Require(p.packed || k.shape[0] == p.batch, "key", "batch differs from query's " + std::to_string(p.batch));
+  Shape vWant = k.shape;
+  vWant[d] = p.vDim;
+  Require(p.vDim >= 1 && v.shape == vWant, "value", "must have key's shape but the head dim, got " + ShapeStr(v.shape));
+  Shape iWant = q.shape;
+  iWant[n] = p.heads2;
+  iWant[d] = p.topK;
+  Require(p.topK >= 1 && idx.shape == iWant, "sparse_indices",
+          "must be " + ShapeStr(iWant) + " (query's rows, key heads, sparse count >= 1), got " + ShapeStr(idx.shape));
+  const bool qr = in.qRope->shape.size() > 1, kr = in.kRope->shape.size() > 1;
+  Require(qr == kr, qr ? "key_rope" : "query_rope", "must be given together with the other rope part");
+  if (qr) {
+    for (const Arg *a : {in.qRope, in.kRope})
+      Require(a->dtype == q.dtype, a->name, std::string("dtype must be query's ") + q.dtypeName + ", got " + a->dtypeName);
+    p.ropeDim = in.qRope->shape.back();
+    Shape qWant = q.shape, kWant = k.shape;
+    qWant[d] = kWant[d] = p.ropeDim;
+    Require(p.ropeDim >= 1 && in.qRope->shape == qWant, "query_rope",
+            "must be query's shape but the head dim, got " + ShapeStr(in.qRope->shape));
+    Require(in.kRope->shape == kWant, "key_rope",
+            "must be " + ShapeStr(kWant) + " (key's shape with query_rope's head dim), got " + ShapeStr(in.kRope->shape));
+  }
+  p.dataType = q.dtype == DType::kF32 ? SfaFloat::kF32 : q.dtype == DType::kF16 ? SfaFloat::kF16 : SfaFloat::kBF16;
+  if (p.packed) {
+    p.cumQ = SfaCumulative(*in.cumQ, -1, p.seq1);
+    p.cumKv = SfaCumulative(*in.cumKv, int64_t(p.cumQ.size()), p.seq2);
+    p.batch = int64_t(p.cumQ.size());
+  }
+  SfaCheckIndices(p, idx);
+  return p;
+}
+
+}  // namespace ms_ops
+
+#endif  // MS_OPS_SPARSE_FLASH_ATTENTION_HOST_H_

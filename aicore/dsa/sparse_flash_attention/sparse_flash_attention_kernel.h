@@ -1,0 +1,183 @@
+// Kernel-side pieces shared by sparse_flash_attention and sparse_flash_attention_grad: a query
+// row's sequence and causal limit, the walk over its index list that yields the visible selected
+// key positions, and the row copies that gather query/key rows (with their rope parts) and value
+// rows into a block's workspace for the cube. Kernel code only.
+#ifndef MS_OPS_SPARSE_FLASH_ATTENTION_KERNEL_H_
+#define MS_OPS_SPARSE_FLASH_ATTENTION_KERNEL_H_
+
+#include "../../common/kernel_utils.h"
+#include "sparse_flash_attention_tiling.h"
+
+namespace ms_ops {
+namespace kernel {
+
+// Start of every running max and the max of a row without visible keys: the most negative finite
+// float, so that exp(old - new) is 0 or 1, never the NaN of exp(-inf - (-inf)).
+constexpr float kSfaLowest = -3.40282347e+38f;
+
+// One sequence: its lengths and its first query and key token rows.
+struct SfaSeq {
+  int64_t b, s1, s2, qStart, kStart;
+};
+
+__aicore__ inline SfaSeq SfaSequence(const SparseFlashAttentionTilingData &td, const AscendC::GlobalTensor<int64_t> &cumQ,
+                                     const AscendC::GlobalTensor<int64_t> &cumKv, int64_t b) {
+  SfaSeq s;
+  s.b = b;
+  if (td.packed) {
+    s.qStart = b > 0 ? cumQ.GetValue(b - 1) : 0;
+    s.kStart = b > 0 ? cumKv.GetValue(b - 1) : 0;
+    s.s1 = cumQ.GetValue(b) - s.qStart;
+    s.s2 = cumKv.GetValue(b) - s.kStart;
+  } else {
+    s.qStart = b * td.seq1;
+    s.kStart = b * td.seq2;
+    s.s1 = td.seq1;
+    s.s2 = td.seq2;
+  }
+  return s;
+}
+
+// The sequence of query token row t.
+__aicore__ inline SfaSeq SfaSequenceOfRow(const SparseFlashAttentionTilingData &td,
+                                          const AscendC::GlobalTensor<int64_t> &cumQ,
+                                          const AscendC::GlobalTensor<int64_t> &cumKv, int64_t t) {
+  if (!td.packed) return SfaSequence(td, cumQ, cumKv, t / td.seq1);
+  int64_t b = 0;
+  while (b + 1 < td.batch && cumQ.GetValue(b) <= t) ++b;
+  return SfaSequence(td, cumQ, cumKv, b);
+}
+
+// The last key position query i of sequence sq may see (-1: none): sparse_mode 3 anchors the
+// causal diagonal at the bottom-right corner.
+__aicore__ inline int64_t SfaLimit(const SparseFlashAttentionTilingData &td, const SfaSeq &sq, int64_t i) {
+  const int64_t last = sq.s2 - 1;
+  if (td.sparseMode != 3) return last;
+  const int64_t causal = i + sq.s2 - sq.s1;
+  return causal < last ? causal : last;
+}
+
+// The selected key positions a query row sees, in index-list order (Next), or those of one key
+// range (Mark): entry e selects keys [e*blockSize, (e+1)*blockSize); -1 entries and keys beyond
+// the limit are skipped. The list is read into UB idxChunk entries at a time and walked by the
+// scalar unit.
+class SfaKeyCursor {
+ public:
+  __aicore__ inline void Init(AscendC::TPipe *pipe, AscendC::TBuf<AscendC::TPosition::VECCALC> &buf,
+                              const SparseFlashAttentionTilingData &td) {
+    pipe_ = pipe;
+    buf_ = buf.Get<int32_t>();
+    chunk_ = td.idxChunk;
+    topK_ = td.topK;
+    blockSize_ = td.blockSize;
+  }
+
+  __aicore__ inline void Start(const AscendC::GlobalTensor<int32_t> &list, int64_t limit) {
+    list_ = list;
+    limit_ = limit;
+    e_ = 0;
+    r_ = 0;
+    loaded_ = -1;
+  }
+
+  // Up to `cap` next positions into pos[0..); fewer only when the list is exhausted.
+  __aicore__ inline uint32_t Next(const AscendC::LocalTensor<int32_t> &pos, uint32_t cap) {
+    uint32_t n = 0;
+    while (n < cap && e_ < topK_) {
+      if (loaded_ < 0 || e_ >= loaded_ + chunk_) Load();
+      const int64_t v = buf_.GetValue(static_cast<uint32_t>(e_ - loaded_));
+      const int64_t p = v * blockSize_ + r_;
+      if (v < 0 || p > limit_) {
+        ++e_;
+        r_ = 0;
+        continue;
+      }
+      pos.SetValue(n++, static_cast<int32_t>(p));
+      if (++r_ == blockSize_) {
+        ++e_;
+        r_ = 0;
+      }
+    }
+    return n;
+  }
+
+  // Sets keep[p - k0] = 1 for every visible selected key p of [k0, k0 + n), walking the whole list
+  // (a block is clipped to the range, not expanded); whether any was set.
+  __aicore__ inline bool Mark(const AscendC::LocalTensor<float> &keep, int64_t k0, int64_t n) {
+    bool any = false;
+    const int64_t last = Min64(limit_, k0 + n - 1);
+    for (e_ = 0; e_ < topK_; ++e_) {
+      if (loaded_ < 0 || e_ >= loaded_ + chunk_) Load();
+      const int64_t v = buf_.GetValue(static_cast<uint32_t>(e_ - loaded_));
+      if (v < 0) continue;
+      const int64_t from = v * blockSize_ > k0 ? v * blockSize_ : k0, to = Min64(v * blockSize_ + blockSize_ - 1, last);
+      for (int64_t p = from; p <= to; ++p) keep.SetValue(static_cast<uint32_t>(p - k0), 1.0f);
+      any = any || from <= to;
+    }
+    return any;
+  }
+
+ private:
+  __aicore__ inline void Load() {
+    loaded_ = e_;
+    const int64_t len = Min64(chunk_, topK_ - e_);
+    // The scalar reads of the previous chunk are done before the copy overwrites it.
+    OrderPipes<AscendC::HardEvent::S_MTE2>(pipe_);
+    CopyIn(buf_, list_[e_], static_cast<uint32_t>(len));
+    OrderPipes<AscendC::HardEvent::MTE2_S>(pipe_);
+  }
+
+  AscendC::TPipe *pipe_ = nullptr;
+  AscendC::LocalTensor<int32_t> buf_;
+  AscendC::GlobalTensor<int32_t> list_;
+  int64_t chunk_ = 0, topK_ = 0, blockSize_ = 1, limit_ = -1, e_ = 0, r_ = 0, loaded_ = -1;
+};
+
+// GM to GM through a UB row: `len` elements of src into dst.
+template <typename T>
+__aicore__ inline void SfaCopyRow(AscendC::TPipe *pipe, const AscendC::LocalTensor<T> &ub,
+                                  const AscendC::GlobalTensor<T> &dst, const AscendC::GlobalTensor<T> &src,
+                                  uint32_t len) {
+  if (len == 0) return;
+  // The previous row has left the UB row before this one lands in it.
+  OrderPipes<AscendC::HardEvent::MTE3_MTE2>(pipe);
+  CopyIn(ub, src, len);
+  OrderPipes<AscendC::HardEvent::MTE2_MTE3>(pipe);
+  CopyOut(dst, ub, len);
+}
+
+// Row (token row `row`, head `head`) of a tensor with `heads` heads of `main` elements and its
+// optional rope part (`rope` elements of `ropeGm`) into one gathered row of main + rope elements.
+template <typename T>
+__aicore__ inline void SfaGatherRow(AscendC::TPipe *pipe, const AscendC::LocalTensor<T> &ub,
+                                    const AscendC::GlobalTensor<T> &dst, const AscendC::GlobalTensor<T> &mainGm,
+                                    const AscendC::GlobalTensor<T> &ropeGm, int64_t row, int64_t heads, int64_t head,
+                                    int64_t main, int64_t rope) {
+  const int64_t r = row * heads + head;
+  SfaCopyRow(pipe, ub, dst, mainGm[r * main], static_cast<uint32_t>(main));
+  if (rope > 0) SfaCopyRow(pipe, ub, dst[main], ropeGm[r * rope], static_cast<uint32_t>(rope));
+}
+
+// fp32 UB row into a T row (a copy for float).
+template <typename T>
+__aicore__ inline void SfaNarrow(const AscendC::LocalTensor<T> &out, const AscendC::LocalTensor<float> &in,
+                                 uint32_t len) {
+  if constexpr (IsSame<T, float>::value) {
+    AscendC::Adds(out, in, 0.0f, len);
+  } else {
+    AscendC::Cast(out, in, AscendC::RoundMode::CAST_RINT, len);
+  }
+}
+
+// Offset of the G statistics of (query token row t of sequence sq, key head n2): [B, N2, S1, G]
+// or, packed, [N2, T1, G].
+__aicore__ inline int64_t SfaStatBase(const SparseFlashAttentionTilingData &td, const SfaSeq &sq, int64_t t,
+                                      int64_t n2) {
+  if (td.packed) return (n2 * td.qRows + t) * td.group;
+  return ((sq.b * td.heads2 + n2) * td.seq1 + (t - sq.qStart)) * td.group;
+}
+
+}  // namespace kernel
+}  // namespace ms_ops
+
+#endif  // MS_OPS_SPARSE_FLASH_ATTENTION_KERNEL_H_

@@ -1,0 +1,150 @@
+// Tiling of sparse_flash_attention and sparse_flash_attention_grad (host and kernel): the problem
+// as a plain struct and a pure function of it and the platform.
+//
+// Query and key rows are token rows: (b, s) of BSND at b*S + s, TND rows packed. A token row holds
+// its heads one after the other, so head n of row r of a tensor with N heads of width W starts at
+// (r*N + n)*W. Rope parts are separate tensors of width ropeDim laid out the same way; the kernels
+// gather a query or key row with its rope part into one row of qkDim = dim + ropeDim elements.
+#ifndef MS_OPS_SPARSE_FLASH_ATTENTION_TILING_H_
+#define MS_OPS_SPARSE_FLASH_ATTENTION_TILING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../../common/cube_tiling.h"
+#include "../../common/platform.h"
+
+struct SparseFlashAttentionTilingData {
+  // seq1/seq2: every sequence's lengths (BSND); with TND (packed) the totals T1/T2, sequence b
+  // then being rows [cumQ[b-1], cumQ[b]) of the query and [cumKv[b-1], cumKv[b]) of the key.
+  int64_t batch, heads1, heads2, group, seq1, seq2;
+  int64_t qRows, kRows;             // B*S1 and B*S2, or T1 and T2
+  int64_t dim, ropeDim, qkDim, vDim;
+  int64_t topK, blockSize;          // index entries per (query row, key head); keys per entry
+  int64_t sparseMode;               // 3: key p visible to query i iff p <= i + s2 - s1; 0: all
+  int64_t idxChunk;                 // index entries read into UB at a time
+  int64_t nTile;                    // gathered keys per tile (forward, backward query pass)
+  int64_t keyTile;                  // keys per backward key-pass item
+  int64_t tokChunk;                 // query rows per backward key-pass chunk (tokChunk*group rows)
+  int64_t kTiles;                   // key-pass tiles of all sequences (per key head)
+  uint32_t packed;
+  // value is the key tensor itself (the MLA absorb layout passes one tensor twice, vDim == dim):
+  // the value rows are the gathered key rows' first vDim elements, not gathered again.
+  uint32_t valueIsKey;
+  float scale;
+  TCubeTiling mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
+  TCubeTiling mmNN;  // O += P V, dQ += dS K
+  TCubeTiling mmTN;  // dV += Pᵀ dO, dK += dSᵀ Q (backward only)
+};
+
+namespace ms_ops {
+
+enum class SfaFloat { kF32, kF16, kBF16 };
+
+struct SparseFlashAttentionProblem {
+  int64_t batch = 0, heads1 = 0, heads2 = 0, seq1 = 0, seq2 = 0;
+  int64_t dim = 0, ropeDim = 0, vDim = 0, topK = 0, blockSize = 1, sparseMode = 3;
+  bool packed = false;
+  bool valueIsKey = false;  // key and value are one tensor
+  std::vector<int64_t> cumQ, cumKv;  // TND only
+  SfaFloat dataType = SfaFloat::kF32;
+  float scale = 1.0f;
+};
+
+struct SparseFlashAttentionTiling {
+  SparseFlashAttentionTilingData data{};
+  uint32_t blockDim = 0;        // 0: nothing to compute
+  uint64_t tilingKey = 0;       // 1 fp32, 2 fp16, 3 bf16
+  uint64_t workspaceBytes = 0;  // all blocks' workspaces
+  std::string error;
+};
+
+constexpr int64_t kSfaKeyTile = 128, kSfaQueryRows = 128, kSfaIdxChunk = 512;
+
+// Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
+// fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
+// [G, qkDim], K [nTile, qkDim] and V [nTile, vDim]. Backward, with M = tokChunk * G query rows and
+// K = max(nTile, keyTile) keys: S, dP, P, dS [M, K]; two accumulators of max(M, K) rows of
+// max(qkDim, vDim); gathered Q [M, qkDim], K [K, qkDim], V [K, vDim], dO [M, vDim]; the keep rows
+// [tokChunk, keyTile].
+inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
+  const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
+  if (!grad) return 2 * g * n + 2 * g * v + g * qk + n * qk + n * v;
+  const uint64_t m = uint64_t(d.tokChunk) * g;
+  const uint64_t k = uint64_t(d.keyTile) > n ? uint64_t(d.keyTile) : n;
+  const uint64_t wide = qk > v ? qk : v, rows = m > k ? m : k;
+  return 4 * m * k + 2 * rows * wide + m * qk + k * qk + k * v + m * v + uint64_t(d.tokChunk) * uint64_t(d.keyTile);
+}
+
+inline TCubeTiling SfaCubeTiling(SfaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
+  return SingleShapeCubeTiling(blockDim, m, n, k, 128, 256, t == SfaFloat::kF32 ? 32 : 64, 2);
+}
+
+inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const SparseFlashAttentionProblem &p,
+                                                                    const PlatformInfo &platform, bool grad) {
+  SparseFlashAttentionTiling t;
+  if (p.heads1 < 1 || p.heads2 < 1 || p.heads1 % p.heads2 != 0 || p.dim < 1 || p.vDim < 1 || p.ropeDim < 0 ||
+      p.topK < 1 || p.blockSize < 1) {
+    t.error = "needs N1 a multiple of N2 >= 1, D >= 1, sparse count >= 1 and sparse_block_size >= 1";
+    return t;
+  }
+  SparseFlashAttentionTilingData &d = t.data;
+  d.batch = p.batch;
+  d.heads1 = p.heads1;
+  d.heads2 = p.heads2;
+  d.group = p.heads1 / p.heads2;
+  d.seq1 = p.seq1;
+  d.seq2 = p.seq2;
+  d.packed = p.packed ? 1 : 0;
+  d.valueIsKey = p.valueIsKey && p.vDim == p.dim ? 1 : 0;
+  d.qRows = p.packed ? p.seq1 : p.batch * p.seq1;
+  d.kRows = p.packed ? p.seq2 : p.batch * p.seq2;
+  d.dim = p.dim;
+  d.ropeDim = p.ropeDim;
+  d.qkDim = p.dim + p.ropeDim;
+  d.vDim = p.vDim;
+  d.topK = p.topK;
+  d.blockSize = p.blockSize;
+  d.sparseMode = p.sparseMode;
+  d.scale = p.scale;
+  d.idxChunk = p.topK < kSfaIdxChunk ? p.topK : kSfaIdxChunk;
+  d.nTile = kSfaKeyTile;
+  d.keyTile = kSfaKeyTile;
+  d.tokChunk = d.group >= kSfaQueryRows ? 1 : kSfaQueryRows / d.group;
+  // UB: index chunk and key positions, 7 fp32 rows of max(nTile, keyTile, qkDim, vDim) (queues
+  // and scratch), 2 T rows (gather, zeros), keep and penalty rows, the query rows of a chunk and
+  // 5 per-row states.
+  const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, row = wide > d.nTile ? wide : d.nTile;
+  const int64_t m = d.tokChunk * d.group;
+  const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes), tileBytes = AlignUp(uint64_t(d.keyTile) * 4, kBlockBytes);
+  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 10 * rowBytes + 3 * tileBytes +
+                      AlignUp(uint64_t(d.tokChunk) * 4, kBlockBytes) + 5 * AlignUp(uint64_t(m) * 4, kBlockBytes) + 64;
+  if (ub > platform.ubSize) {
+    t.error = "head dims " + std::to_string(wide) + " / group " + std::to_string(d.group) + " exceed the UB of a core";
+    return t;
+  }
+  uint64_t kTiles = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t len = p.packed ? p.cumKv[b] - (b ? p.cumKv[b - 1] : 0) : p.seq2;
+    kTiles += CeilDiv(uint64_t(len), uint64_t(d.keyTile));
+  }
+  d.kTiles = int64_t(kTiles);
+  const uint64_t qItems = uint64_t(d.qRows) * uint64_t(p.heads2), kItems = kTiles * uint64_t(p.heads2);
+  const uint64_t items = grad ? qItems + kItems : qItems;
+  uint64_t blocks = items < platform.aicCoreNum ? items : platform.aicCoreNum;
+  // The backward always runs: block 0 writes the zeros of absent rope parts' placeholders.
+  if (grad && blocks == 0) blocks = 1;
+  t.blockDim = static_cast<uint32_t>(blocks);
+  const int64_t rows = grad && m > d.group ? m : d.group, keys = d.nTile > d.keyTile ? d.nTile : d.keyTile;
+  d.mmNT = SfaCubeTiling(p.dataType, t.blockDim, rows, keys, d.qkDim > d.vDim ? d.qkDim : d.vDim);
+  d.mmNN = SfaCubeTiling(p.dataType, t.blockDim, rows, wide, keys);
+  d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, keys, wide, rows);
+  t.tilingKey = p.dataType == SfaFloat::kF32 ? 1 : p.dataType == SfaFloat::kF16 ? 2 : 3;
+  t.workspaceBytes = blocks * SfaWorkspaceFloats(d, grad) * 4;
+  return t;
+}
+
+}  // namespace ms_ops
+
+#endif  // MS_OPS_SPARSE_FLASH_ATTENTION_TILING_H_

@@ -1,0 +1,492 @@
+// sparse_flash_attention_grad: d query, d key, d value, d query_rope, d key_rope of
+// sparse_flash_attention, with P rebuilt from the forward's statistics over each query row's
+// visible selected keys (sparse_flash_attention.cpp), D = rowsum(dO ∘ O), dS = scale·P∘(dO Vᵀ - D):
+//   d[q | q_rope] = dS [K | K_rope],  dV_j = Σ P_j dO,  d[k | k_rope]_j = Σ dS_j [q | q_rope].
+// Deterministic, without atomics:
+// - a query item (query row, key head) gathers its G query rows and, nTile visible keys at a
+//   time, the selected key and value rows, and accumulates d[q | q_rope] of its rows in order;
+// - a key item (key head, tile of keyTile keys of a sequence) owns the gradients of its keys: it
+//   walks the sequence's query rows in order, and for each one whose list selects a visible key of
+//   the tile records the row and a 0/1 keep row over the tile (the inverted index, built in a
+//   fixed order); tokChunk such rows at a time are gathered (query with rope, dO, statistics) and
+//   dV += Pᵀ dO, d[K | K_rope] += dSᵀ [Q | Q_rope] over the kept entries only.
+// Both recompute S and dP with the cube and P, dS in UB in fp32. The key pass's products span
+// the whole key tile for every recorded row: with lists much sparser than a tile (k selected among
+// S2 keys), that is about S2/k times the cube work of the selected pairs alone, the price of
+// gathering the key gradients instead of scattering them.
+#include "../../sparse_flash_attention/sparse_flash_attention_kernel.h"
+#include "lib/matmul_intf.h"
+
+using namespace AscendC;
+using namespace ms_ops::kernel;
+
+namespace {
+
+// GM_ADDR is a pointer type macro: one member per declaration.
+struct SfagArgs {
+  GM_ADDR q;
+  GM_ADDR k;
+  GM_ADDR v;
+  GM_ADDR idx;
+  GM_ADDR dy;
+  GM_ADDR attnIn;
+  GM_ADDR maxIn;
+  GM_ADDR sumIn;
+  GM_ADDR qRope;
+  GM_ADDR kRope;
+  GM_ADDR cumQ;
+  GM_ADDR cumKv;
+  GM_ADDR dq;
+  GM_ADDR dk;
+  GM_ADDR dv;
+  GM_ADDR dqRope;
+  GM_ADDR dkRope;
+  GM_ADDR workspace;
+};
+
+template <typename T>
+class SparseFlashAttentionGradKernel {
+  using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
+  using NDTrans = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;
+  using Acc = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+
+ public:
+  __aicore__ inline SparseFlashAttentionGradKernel() {}
+
+  // Registered by Run with REGIST_MATMUL_OBJ before Init's InitBuffer calls.
+  TPipe pipe;
+  Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
+  Matmul<ND, ND, Acc> mmNN;       // dQ += dS K
+  Matmul<NDTrans, ND, Acc> mmTN;  // dV += Pᵀ dO, dK += dSᵀ Q
+
+  __aicore__ inline void Init(const SfagArgs &a, const SparseFlashAttentionTilingData &td) {
+    td_ = &td;
+    const uint64_t qRows = uint64_t(td.qRows) * td.heads1, kRows = uint64_t(td.kRows) * td.heads2;
+    const uint64_t ropeQ = td.ropeDim > 0 ? qRows * td.ropeDim : 1, ropeK = td.ropeDim > 0 ? kRows * td.ropeDim : 1;
+    qGm_.SetGlobalBuffer((__gm__ T *)a.q, qRows * td.dim);
+    kGm_.SetGlobalBuffer((__gm__ T *)a.k, kRows * td.dim);
+    vGm_.SetGlobalBuffer((__gm__ T *)a.v, kRows * td.vDim);
+    qRopeGm_.SetGlobalBuffer((__gm__ T *)a.qRope, ropeQ);
+    kRopeGm_.SetGlobalBuffer((__gm__ T *)a.kRope, ropeK);
+    idxGm_.SetGlobalBuffer((__gm__ int32_t *)a.idx, uint64_t(td.qRows) * td.heads2 * td.topK);
+    dyGm_.SetGlobalBuffer((__gm__ T *)a.dy, qRows * td.vDim);
+    oGm_.SetGlobalBuffer((__gm__ T *)a.attnIn, qRows * td.vDim);
+    maxGm_.SetGlobalBuffer((__gm__ float *)a.maxIn, qRows);
+    sumGm_.SetGlobalBuffer((__gm__ float *)a.sumIn, qRows);
+    dqGm_.SetGlobalBuffer((__gm__ T *)a.dq, qRows * td.dim);
+    dkGm_.SetGlobalBuffer((__gm__ T *)a.dk, kRows * td.dim);
+    dvGm_.SetGlobalBuffer((__gm__ T *)a.dv, kRows * td.vDim);
+    dqRopeGm_.SetGlobalBuffer((__gm__ T *)a.dqRope, ropeQ);
+    dkRopeGm_.SetGlobalBuffer((__gm__ T *)a.dkRope, ropeK);
+    if (td.packed) {
+      cumQ_.SetGlobalBuffer((__gm__ int64_t *)a.cumQ, uint64_t(td.batch));
+      cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
+    }
+    // The block's workspace, in SfaWorkspaceFloats' order.
+    const uint64_t m = uint64_t(td.tokChunk) * td.group, k = uint64_t(td.keyTile > td.nTile ? td.keyTile : td.nTile);
+    const uint64_t qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim), wide = qk > dv ? qk : dv, rows = m > k ? m : k;
+    __gm__ float *ws = (__gm__ float *)GetUserWorkspace(a.workspace) + GetBlockIdx() * ms_ops::SfaWorkspaceFloats(td, true);
+    sGm_.SetGlobalBuffer(ws, m * k);
+    dpGm_.SetGlobalBuffer(ws + m * k, m * k);
+    pGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * m * k), m * k);
+    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * m * k), m * k);
+    ws += 4 * m * k;
+    accAGm_.SetGlobalBuffer(ws, rows * wide);
+    accBGm_.SetGlobalBuffer(ws + rows * wide, rows * wide);
+    ws += 2 * rows * wide;
+    qgGm_.SetGlobalBuffer((__gm__ T *)ws, m * qk);
+    kgGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk), k * qk);
+    vgGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk + k * qk), k * dv);
+    vTile_ = td.valueIsKey ? kgGm_ : vgGm_;
+    vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
+    dogGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk + k * qk + k * dv), m * dv);
+    keepGm_.SetGlobalBuffer(ws + m * qk + k * qk + k * dv + m * dv, uint64_t(td.tokChunk) * td.keyTile);
+
+    const int64_t len = int64_t(wide > k ? wide : k);
+    const uint32_t row = UbBytes(len, 4);
+    pipe.InitBuffer(inQ_, 2, row);
+    pipe.InitBuffer(addQ_, 1, row);
+    pipe.InitBuffer(outQ_, 1, row);
+    pipe.InitBuffer(tmp_, row);
+    pipe.InitBuffer(wideA_, row);
+    pipe.InitBuffer(wideB_, row);
+    pipe.InitBuffer(gather_, UbBytes(int64_t(wide), sizeof(T)));
+    pipe.InitBuffer(zero_, UbBytes(int64_t(wide), sizeof(T)));
+    pipe.InitBuffer(red_, kUbAlign);
+    pipe.InitBuffer(idx_, UbBytes(td.idxChunk, 4));
+    pipe.InitBuffer(pos_, UbBytes(td.nTile, 4));
+    pipe.InitBuffer(keep_, UbBytes(td.keyTile, 4));
+    pipe.InitBuffer(pen_, UbBytes(td.keyTile, 4));
+    pipe.InitBuffer(tokens_, UbBytes(td.tokChunk, 4));
+    pipe.InitBuffer(statMax_, UbBytes(int64_t(m), 4));
+    pipe.InitBuffer(statSum_, UbBytes(int64_t(m), 4));
+    pipe.InitBuffer(dRow_, UbBytes(int64_t(m), 4));
+    cursor_.Init(&pipe, idx_, td);
+    // All-zero bytes are 0 in every float type.
+    Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(UbBytes(int64_t(wide), sizeof(T)) / 4));
+    OrderPipes<HardEvent::V_MTE3>(&pipe);
+  }
+
+  __aicore__ inline void Process() {
+    const SparseFlashAttentionTilingData &td = *td_;
+    // Without rope parts d query_rope / d key_rope are the [1] placeholders' zeros.
+    if (td.ropeDim == 0 && GetBlockIdx() == 0) {
+      CopyOut(dqRopeGm_, zero_.Get<T>(), 1);
+      CopyOut(dkRopeGm_, zero_.Get<T>(), 1);
+    }
+    const int64_t kItems = td.kTiles * td.heads2, items = kItems + td.qRows * td.heads2;
+    for (int64_t it = GetBlockIdx(); it < items; it += GetBlockNum()) {
+      if (it < kItems) {
+        KeyItem(it / td.heads2, it % td.heads2);
+      } else {
+        QueryItem((it - kItems) / td.heads2, (it - kItems) % td.heads2);
+      }
+    }
+    mmNT.End();
+    mmNN.End();
+    mmTN.End();
+  }
+
+ private:
+  // ---- query items: d[q | q_rope] of the group's rows of query row t ----
+  __aicore__ inline void QueryItem(int64_t t, int64_t n2) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const SfaSeq sq = SfaSequenceOfRow(td, cumQ_, cumKv_, t);
+    const uint32_t g = static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
+    const int64_t head0 = t * td.heads1 + n2 * td.group;
+    // The previous item's reads of the workspace and UB rows are done.
+    PipeBarrier<PIPE_ALL>();
+    const LocalTensor<T> row = gather_.Get<T>();
+    for (int64_t h = 0; h < td.group; ++h)
+      SfaGatherRow(&pipe, row, qgGm_[h * td.qkDim], qGm_, qRopeGm_, t, td.heads1, n2 * td.group + h, td.dim,
+                   td.ropeDim);
+    RowStats(0, t, n2, SfaStatBase(td, sq, t, n2));
+    cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaLimit(td, sq, t - sq.qStart));
+    const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
+    bool started = false;
+    for (;;) {
+      const uint32_t nt = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
+      if (nt == 0) break;
+      PipeBarrier<PIPE_ALL>();
+      for (uint32_t j = 0; j < nt; ++j) {
+        const int64_t key = sq.kStart + pos.GetValue(j);
+        SfaGatherRow(&pipe, row, kgGm_[int64_t(j) * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
+        if (!td.valueIsKey)
+          SfaGatherRow(&pipe, row, vgGm_[int64_t(j) * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
+      }
+      // The cube reads the gathered rows from GM: the copies out must have landed.
+      PipeBarrier<PIPE_ALL>();
+      ScoreRows(0, dyGm_[head0 * td.vDim], nt);
+      Rebuild(g, nt, false);
+      PipeBarrier<PIPE_ALL>();
+      mmNN.SetOrgShape(g, qk, nt, nt);
+      mmNN.SetSingleShape(g, qk, nt);
+      mmNN.SetTensorA(dsGm_);
+      mmNN.SetTensorB(kgGm_);
+      mmNN.IterateAll(accAGm_, started ? 1 : 0, true);
+      mmNN.End();
+      started = true;
+      if (nt < td.nTile) break;
+    }
+    PipeBarrier<PIPE_ALL>();
+    for (uint32_t h = 0; h < g; ++h) {
+      const int64_t r = head0 + h;
+      WriteRow(dqGm_[r * td.dim], accAGm_[uint64_t(h) * qk], td.dim, started);
+      if (td.ropeDim > 0) WriteRow(dqRopeGm_[r * td.ropeDim], accAGm_[uint64_t(h) * qk + td.dim], td.ropeDim, started);
+    }
+  }
+
+  // ---- key items: dK, dK_rope, dV of keys [k0, k0 + nk) of key head n2 ----
+  __aicore__ inline void KeyItem(int64_t tile, int64_t n2) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    SfaSeq sq;
+    int64_t k0;
+    LocateKeyTile(tile, sq, k0);
+    const int64_t nk = Min64(td.keyTile, sq.s2 - k0);
+    PipeBarrier<PIPE_ALL>();
+    const LocalTensor<T> row = gather_.Get<T>();
+    for (int64_t j = 0; j < nk; ++j) {
+      const int64_t key = sq.kStart + k0 + j;
+      SfaGatherRow(&pipe, row, kgGm_[j * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
+      if (!td.valueIsKey) SfaGatherRow(&pipe, row, vgGm_[j * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
+    }
+    // Query i sees keys up to i + S2 - S1 in sparse_mode 3: earlier rows see none of the tile.
+    int64_t first = 0;
+    if (td.sparseMode == 3 && k0 - (sq.s2 - sq.s1) > 0) first = k0 - (sq.s2 - sq.s1);
+    const LocalTensor<float> keep = keep_.Get<float>();
+    const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
+    bool started = false;
+    uint32_t count = 0;
+    for (int64_t i = first; i < sq.s1; ++i) {
+      const int64_t t = sq.qStart + i;
+      // The previous keep row has left for GM before it is cleared.
+      OrderPipes<HardEvent::MTE3_V>(&pipe);
+      Duplicate(keep, 0.0f, static_cast<int32_t>(nk));
+      OrderPipes<HardEvent::V_S>(&pipe);
+      cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaLimit(td, sq, i));
+      if (!cursor_.Mark(keep, k0, nk)) continue;
+      OrderPipes<HardEvent::V_MTE3>(&pipe);
+      OrderPipes<HardEvent::S_MTE3>(&pipe);
+      CopyOut(keepGm_[uint64_t(count) * td.keyTile], keep, static_cast<uint32_t>(nk));
+      tokens.SetValue(count++, static_cast<int32_t>(t));
+      if (count == td.tokChunk) {
+        Chunk(sq, n2, count, static_cast<uint32_t>(nk), started);
+        started = true;
+        count = 0;
+      }
+    }
+    if (count > 0) {
+      Chunk(sq, n2, count, static_cast<uint32_t>(nk), started);
+      started = true;
+    }
+    PipeBarrier<PIPE_ALL>();
+    const uint64_t qk = uint64_t(td.qkDim);
+    for (int64_t j = 0; j < nk; ++j) {
+      const int64_t r = (sq.kStart + k0 + j) * td.heads2 + n2;
+      WriteRow(dkGm_[r * td.dim], accBGm_[uint64_t(j) * qk], td.dim, started);
+      if (td.ropeDim > 0) WriteRow(dkRopeGm_[r * td.ropeDim], accBGm_[uint64_t(j) * qk + td.dim], td.ropeDim, started);
+      WriteRow(dvGm_[r * td.vDim], accAGm_[uint64_t(j) * td.vDim], td.vDim, started);
+    }
+  }
+
+  // Sequence and first key of key tile `tile`, counting the tiles of all sequences in order.
+  __aicore__ inline void LocateKeyTile(int64_t tile, SfaSeq &sq, int64_t &k0) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    if (!td.packed) {
+      const int64_t per = (td.seq2 + td.keyTile - 1) / td.keyTile;
+      sq = SfaSequence(td, cumQ_, cumKv_, tile / per);
+      k0 = (tile % per) * td.keyTile;
+      return;
+    }
+    for (int64_t b = 0; b < td.batch; ++b) {
+      sq = SfaSequence(td, cumQ_, cumKv_, b);
+      const int64_t n = (sq.s2 + td.keyTile - 1) / td.keyTile;
+      if (tile < n) {
+        k0 = tile * td.keyTile;
+        return;
+      }
+      tile -= n;
+    }
+    k0 = 0;
+  }
+
+  // The `count` recorded query rows against the key tile: gather, rebuild P and dS over the kept
+  // entries, and accumulate dV and d[K | K_rope].
+  __aicore__ inline void Chunk(const SfaSeq &sq, int64_t n2, uint32_t count, uint32_t nk, bool started) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const uint32_t rows = count * static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
+    const uint32_t dv = static_cast<uint32_t>(td.vDim);
+    const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
+    // The keep rows have landed and the previous chunk's matmuls are done with the gathered rows.
+    PipeBarrier<PIPE_ALL>();
+    const LocalTensor<T> row = gather_.Get<T>();
+    for (uint32_t j = 0; j < count; ++j) {
+      const int64_t t = tokens.GetValue(j);
+      for (int64_t h = 0; h < td.group; ++h) {
+        const int64_t r = j * td.group + h, n1 = n2 * td.group + h;
+        SfaGatherRow(&pipe, row, qgGm_[r * td.qkDim], qGm_, qRopeGm_, t, td.heads1, n1, td.dim, td.ropeDim);
+        SfaGatherRow(&pipe, row, dogGm_[r * td.vDim], dyGm_, dyGm_, t, td.heads1, n1, td.vDim, 0);
+      }
+      RowStats(j * td.group, t, n2, SfaStatBase(td, sq, t, n2));
+    }
+    PipeBarrier<PIPE_ALL>();
+    for (uint32_t j = 0; j < count; ++j) {
+      const uint32_t r0 = j * static_cast<uint32_t>(td.group);
+      ScoreRows(r0, dogGm_[uint64_t(r0) * dv], nk);
+    }
+    Rebuild(rows, nk, true);
+    PipeBarrier<PIPE_ALL>();
+    const uint8_t add = started ? 1 : 0;
+    mmTN.SetOrgShape(nk, dv, rows, rows);
+    mmTN.SetSingleShape(nk, dv, rows);
+    mmTN.SetTensorA(pGm_, true);
+    mmTN.SetTensorB(dogGm_);
+    mmTN.IterateAll(accAGm_, add, true);
+    mmTN.End();
+    mmTN.SetOrgShape(nk, qk, rows, rows);
+    mmTN.SetSingleShape(nk, qk, rows);
+    mmTN.SetTensorA(dsGm_, true);
+    mmTN.SetTensorB(qgGm_);
+    mmTN.IterateAll(accBGm_, add, true);
+    mmTN.End();
+  }
+
+  // S = Q Kᵀ and dP = dO Vᵀ of the group's G query rows from row r0 (gathered query rows; dO rows
+  // vDim apart from `dy`) against the nt gathered keys and values, into the same rows of the S and
+  // dP tiles. Always G rows at a time, the forward's shape: the recomputed scores must equal the
+  // forward's to the bit, or P drifts from the statistics; and dS = P (dP - D) cancels, so dP is
+  // taken the same way as the query pass takes it (with one product over a whole chunk's rows,
+  // the sgemm's other summation order showed up in dK at ~25 ulp).
+  __aicore__ inline void ScoreRows(uint32_t r0, const GlobalTensor<T> &dy, uint32_t nt) {
+    const int32_t qk = static_cast<int32_t>(td_->qkDim), dv = static_cast<int32_t>(td_->vDim);
+    const int32_t g = static_cast<int32_t>(td_->group);
+    mmNT.SetOrgShape(g, nt, qk, qk);
+    mmNT.SetSingleShape(g, nt, qk);
+    mmNT.SetTensorA(qgGm_[uint64_t(r0) * td_->qkDim]);
+    mmNT.SetTensorB(kgGm_, true);
+    mmNT.IterateAll(sGm_[uint64_t(r0) * nt], 0, true);
+    mmNT.End();
+    mmNT.SetOrgShape(g, nt, dv, vStride_);
+    mmNT.SetSingleShape(g, nt, dv);
+    mmNT.SetTensorA(dy);
+    mmNT.SetTensorB(vTile_, true);
+    mmNT.IterateAll(dpGm_[uint64_t(r0) * nt], 0, true);
+    mmNT.End();
+  }
+
+  // softmax_max / softmax_sum of the group's rows of (query row t, key head n2) into UB rows
+  // [r0, r0 + G), and D = Σ dO ∘ O per row.
+  __aicore__ inline void RowStats(int64_t r0, int64_t t, int64_t n2, int64_t statOff) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const uint32_t dv = static_cast<uint32_t>(td.vDim);
+    LocalTensor<float> red = red_.Get<float>(), dr = dRow_.Get<float>();
+    LocalTensor<float> mx = statMax_.Get<float>(), sm = statSum_.Get<float>();
+    for (int64_t h = 0; h < td.group; ++h) {
+      const uint32_t r = static_cast<uint32_t>(r0 + h);
+      mx.SetValue(r, maxGm_.GetValue(statOff + h));
+      sm.SetValue(r, sumGm_.GetValue(statOff + h));
+      const int64_t off = (t * td.heads1 + n2 * td.group + h) * td.vDim;
+      LocalTensor<T> dy = inQ_.AllocTensor<T>();
+      CopyIn(dy, dyGm_[off], dv);
+      inQ_.EnQue(dy);
+      dy = inQ_.DeQue<T>();
+      LocalTensor<T> o = addQ_.AllocTensor<T>();
+      CopyIn(o, oGm_[off], dv);
+      addQ_.EnQue(o);
+      o = addQ_.DeQue<T>();
+      LocalTensor<float> a = ToFloat(dy, wideA_, dv), c = ToFloat(o, wideB_, dv);
+      Mul(tmp_.Get<float>(), a, c, dv);
+      inQ_.FreeTensor(dy);
+      addQ_.FreeTensor(o);
+      ReduceSum(red, tmp_.Get<float>(), wideA_.Get<float>(), dv);
+      OrderPipes<HardEvent::V_S>(&pipe);
+      dr.SetValue(r, red.GetValue(0));
+      OrderPipes<HardEvent::S_V>(&pipe);
+    }
+  }
+
+  // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of `rows` rows of nt keys into the
+  // workspace as T (P only for the key items). masked: row r keeps only the keys of keep row
+  // r / G (the others score the lowest float, so P = 0 there).
+  __aicore__ inline void Rebuild(uint32_t rows, uint32_t nt, bool masked) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const LocalTensor<float> mx = statMax_.Get<float>(), sm = statSum_.Get<float>(), dr = dRow_.Get<float>();
+    const LocalTensor<float> keep = keep_.Get<float>(), pen = pen_.Get<float>();
+    int64_t loaded = -1;
+    // The statistics' scalar writes are done.
+    OrderPipes<HardEvent::S_V>(&pipe);
+    for (uint32_t r = 0; r < rows; ++r) {
+      const int64_t j = r / td.group;
+      if (masked && j != loaded) {
+        // The previous keep row's vector reads are done before it is overwritten.
+        OrderPipes<HardEvent::V_MTE2>(&pipe);
+        CopyIn(keep, keepGm_[uint64_t(j) * td.keyTile], nt);
+        OrderPipes<HardEvent::MTE2_V>(&pipe);
+        Muls(pen, keep, -kSfaLowest, nt);
+        Adds(pen, pen, kSfaLowest, nt);
+        loaded = j;
+      }
+      OrderPipes<HardEvent::V_S>(&pipe);
+      const float sum = sm.GetValue(r), inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      const float rowMax = mx.GetValue(r), di = dr.GetValue(r);
+      LocalTensor<float> p = inQ_.AllocTensor<float>();
+      CopyIn(p, sGm_[uint64_t(r) * nt], nt);
+      inQ_.EnQue(p);
+      p = inQ_.DeQue<float>();
+      LocalTensor<float> ds = addQ_.AllocTensor<float>();
+      CopyIn(ds, dpGm_[uint64_t(r) * nt], nt);
+      addQ_.EnQue(ds);
+      ds = addQ_.DeQue<float>();
+      Muls(p, p, td.scale, nt);
+      if (masked) {
+        Mul(p, p, keep, nt);
+        Add(p, p, pen, nt);
+      }
+      Adds(p, p, -rowMax, nt);
+      Exp(p, p, nt);
+      Muls(p, p, inv, nt);
+      if (masked) Emit(pGm_[uint64_t(r) * nt], p, nt);
+      Adds(ds, ds, -di, nt);
+      Mul(ds, ds, p, nt);
+      Muls(ds, ds, td.scale, nt);
+      inQ_.FreeTensor(p);
+      Emit(dsGm_[uint64_t(r) * nt], ds, nt);
+      addQ_.FreeTensor(ds);
+    }
+  }
+
+  // A fp32 UB row into GM as T.
+  __aicore__ inline void Emit(const GlobalTensor<T> &dst, const LocalTensor<float> &src, uint32_t len) {
+    LocalTensor<T> o = outQ_.AllocTensor<T>();
+    SfaNarrow(o, src, len);
+    outQ_.EnQue(o);
+    o = outQ_.DeQue<T>();
+    CopyOut(dst, o, len);
+    outQ_.FreeTensor(o);
+  }
+
+  // `len` fp32 accumulator elements into GM as T, or zeros when nothing was accumulated.
+  __aicore__ inline void WriteRow(const GlobalTensor<T> &dst, const GlobalTensor<float> &acc, int64_t len,
+                                  bool started) {
+    const uint32_t n = static_cast<uint32_t>(len);
+    if (!started) {
+      CopyOut(dst, zero_.Get<T>(), n);
+      return;
+    }
+    LocalTensor<float> x = inQ_.AllocTensor<float>();
+    CopyIn(x, acc, n);
+    inQ_.EnQue(x);
+    x = inQ_.DeQue<float>();
+    Emit(dst, x, n);
+    inQ_.FreeTensor(x);
+  }
+
+  TQue<QuePosition::VECIN, 2> inQ_;
+  TQue<QuePosition::VECIN, 1> addQ_;
+  TQue<QuePosition::VECOUT, 1> outQ_;
+  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, gather_, zero_, red_, idx_, pos_, keep_, pen_, tokens_, statMax_,
+      statSum_, dRow_;
+  SfaKeyCursor cursor_;
+  GlobalTensor<int64_t> cumQ_, cumKv_;
+  GlobalTensor<int32_t> idxGm_;
+  GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, dqRopeGm_, dkRopeGm_;
+  GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, vgGm_, dogGm_;
+  GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
+  int32_t vStride_ = 0;
+  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_, keepGm_;
+  const SparseFlashAttentionTilingData *td_ = nullptr;
+};
+
+template <typename T>
+__aicore__ inline void Run(const SfagArgs &a, const SparseFlashAttentionTilingData &td) {
+  SparseFlashAttentionGradKernel<T> op;
+  // At kernel scope and outside any braces, before any InitBuffer: the vector core's client of
+  // the cube core must live until the kernel ends.
+  REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mmNT, &td.mmNT, op.mmNN, &td.mmNN, op.mmTN, &td.mmTN);
+  op.Init(a, td);
+  op.Process();
+}
+
+}  // namespace
+
+extern "C" __global__ __aicore__ void sparse_flash_attention_grad(
+    GM_ADDR query, GM_ADDR key, GM_ADDR value, GM_ADDR sparseIndices, GM_ADDR dOut, GM_ADDR attentionIn,
+    GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR queryRope, GM_ADDR keyRope, GM_ADDR actualSeqQ,
+    GM_ADDR actualSeqKv, GM_ADDR dQuery, GM_ADDR dKey, GM_ADDR dValue, GM_ADDR dQueryRope, GM_ADDR dKeyRope,
+    GM_ADDR workspace, GM_ADDR tiling) {
+  // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
+  REGISTER_TILING_DEFAULT(SparseFlashAttentionTilingData);
+  GET_TILING_DATA(td, tiling);
+  const SfagArgs a{query,     key,     value,      sparseIndices, dOut,   attentionIn, softmaxMax,
+                   softmaxSum, queryRope, keyRope, actualSeqQ,    actualSeqKv, dQuery, dKey,
+                   dValue,    dQueryRope, dKeyRope, workspace};
+  // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
+  if (TILING_KEY_IS(1)) {
+    Run<float>(a, td);
+  } else if (TILING_KEY_IS(2)) {
+    Run<half>(a, td);
+  } else if (TILING_KEY_IS(3)) {
+    Run<bfloat16_t>(a, td);
+  }
+}

@@ -1,0 +1,298 @@
+"""sparse_flash_attention and its gradient against the float64 reference
+(ms_ops.reference.dsa.sparse_flash_attention): BSND and TND (lengths 0 and 1), GQA, rope parts
+(the MLA layout, D = 512 + 64), sparse_block_size > 1, sparse_mode 0 and 3, -1 entries anywhere in
+a list, three dtypes, GRAPH and PYNATIVE; the statistics' layout; determinism; bad input."""
+import re
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import nn
+
+import ms_ops
+from ms_ops.reference.dsa import SFA_LOWEST, sparse_flash_attention as reference
+from tests.utils import assert_close, representable, rounding, to_ms, to_np
+
+OP = "sparse_flash_attention"
+
+
+class Attention(nn.Cell):
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.kwargs = kwargs
+
+    def construct(self, q, k, v, idx, qr, kr):
+        return ms_ops.sparse_flash_attention(q, k, v, idx, query_rope=qr, key_rope=kr, **self.kwargs)
+
+
+class Loss(nn.Cell):
+    """<attention_out, w> in float32: its gradients are the vector-Jacobian products with w."""
+
+    def __init__(self, attention):
+        super().__init__()
+        self.attention = attention
+
+    def construct(self, q, k, v, idx, qr, kr, w):
+        return (self.attention(q, k, v, idx, qr, kr)[0].astype(ms.float32) * w).sum()
+
+
+def make_indices(rows_of, s2_of, n2, topk, block_size):
+    """Per query row and key head: a random set of distinct blocks of its sequence (some beyond the
+    causal limit), padded with -1 and shuffled so -1 entries sit anywhere."""
+    lists = []
+    for row in range(len(rows_of)):
+        blocks = -(-s2_of[row] // block_size)
+        per_head = []
+        for _ in range(n2):
+            chosen = np.random.permutation(blocks)[:np.random.randint(0, min(blocks, topk) + 1)]
+            entries = np.concatenate([chosen, -np.ones(topk - chosen.size, np.int64)])
+            per_head.append(np.random.permutation(entries))
+        lists.append(per_head)
+    return np.array(lists, dtype=np.int32).reshape(len(rows_of), n2, topk)
+
+
+def run(q, k, v, idx, dtype, mode, scale, qr=None, kr=None, grad=True, **kwargs):
+    """(attention_out, softmax_max, softmax_sum[, dq, dk, dv, dqr, dkr]) as float64 numpy, with the
+    reference's naive rounding of dout."""
+    rope = qr is not None
+    args = [to_ms(a, dtype) for a in (q, k, v)] + [ms.Tensor(idx)]
+    args += [to_ms(qr, dtype), to_ms(kr, dtype)] if rope else [None, None]
+    attention = Attention(scale_value=scale, **kwargs)
+    out = [to_np(x) for x in attention(*args)]
+    if not grad:
+        return out, None
+    w = representable(out[0].shape, "fp32")
+    positions = (0, 1, 2, 4, 5) if rope else (0, 1, 2)
+    wt = ms.Tensor(w.astype(np.float32))
+    if mode == "pynative":
+        grads = ms.grad(lambda *a: Loss(attention)(*a, wt), grad_position=positions)(*args)
+    else:
+        grads = ms.grad(Loss(attention), grad_position=positions)(*args, wt)
+    return out + [to_np(g) for g in grads], rounding(dtype)(w)
+
+
+def check(q, k, v, idx, dtype, mode, scale=0.3, qr=None, kr=None, cum=None, block_size=1, sparse_mode=3,
+          grad=True):
+    kwargs = dict(sparse_block_size=block_size, sparse_mode=sparse_mode)
+    if cum is not None:
+        kwargs.update(layout_query="TND", layout_kv="TND", actual_seq_lengths_query=cum[0],
+                      actual_seq_lengths_kv=cum[1])
+    got, w = run(q, k, v, idx, dtype, mode, scale, qr, kr, grad, **kwargs)
+    ref_kw = dict(q_rope=qr, k_rope=kr, cum_q=None if cum is None else cum[0], cum_kv=None if cum is None else cum[1],
+                  block_size=block_size, sparse_mode=sparse_mode, dout=w)
+    ref = reference(q, k, v, idx, scale, **ref_kw)
+    naive = reference(q, k, v, idx, scale, rnd=rounding(dtype), **ref_kw)
+    names = ("attention_out", "softmax_max", "softmax_sum", "d_query", "d_key", "d_value", "d_query_rope", "d_key_rope")
+    refs = [r for r in ref if r is not None][:len(got)]
+    naives = [r for r in naive if r is not None][:len(got)]
+    names = [n for n, r in zip(names, ref) if r is not None]
+    seen = refs[2] > 0  # rows with a visible key; the others' statistics are exact constants
+    assert np.all(got[1][~seen] == SFA_LOWEST) and np.all(got[2][~seen] == 0)
+    for name, g, r, nv in zip(names, got, refs, naives):
+        if name in ("softmax_max", "softmax_sum"):
+            g, r, nv = g[seen], r[seen], nv[seen]
+        assert_close(name, g, r, nv, dtype)
+    return got
+
+
+def bsnd(b, s1, s2, n1, n2, d, topk, dtype, block_size=1, dv=None, rope=0):
+    q = representable((b, s1, n1, d), dtype)
+    k = representable((b, s2, n2, d), dtype)
+    v = representable((b, s2, n2, dv or d), dtype)
+    idx = make_indices([0] * (b * s1), [s2] * (b * s1), n2, topk, block_size).reshape(b, s1, n2, topk)
+    ropes = (representable((b, s1, n1, rope), dtype), representable((b, s2, n2, rope), dtype)) if rope else (None, None)
+    return q, k, v, idx, ropes
+
+
+def test_bsnd_gqa_causal(mode):
+    q, k, v, idx, _ = bsnd(2, 37, 45, 4, 2, 64, 20, "fp32")
+    out, smax, ssum, *_ = check(q, k, v, idx, "fp32", mode)
+    assert smax.shape == ssum.shape == (2, 2, 37, 2)
+    # Rows whose lists select nothing visible output 0 with the empty-row statistics.
+    blind = ssum == 0
+    assert np.all(smax[blind] == SFA_LOWEST)
+
+
+def test_rope_mla_layout(mode):
+    # MLA absorb: D = 512 + rope 64, a single key head (MQA), value = the key's 512 part.
+    q, k, _, idx, (qr, kr) = bsnd(1, 9, 150, 4, 1, 512, 140, "fp32", rope=64)
+    check(q, k, k.copy(), idx, "fp32", mode, scale=0.04, qr=qr, kr=kr)
+
+
+def test_tnd_lengths_block_size(mode):
+    # Sequences with no queries, no keys, and a single query and key; blocks of 4 keys past the
+    # sequence's end are cut; sparse_mode 0 sees every selected key.
+    lens_q, lens_kv = [13, 0, 1, 6, 20], [30, 7, 1, 0, 19]
+    cq, ck = [int(x) for x in np.cumsum(lens_q)], [int(x) for x in np.cumsum(lens_kv)]
+    rows_s2 = [lens_kv[b] for b in range(5) for _ in range(lens_q[b])]
+    q = representable((sum(lens_q), 6, 48), "fp32")
+    k = representable((sum(lens_kv), 3, 48), "fp32")
+    v = representable((sum(lens_kv), 3, 40), "fp32")
+    idx = make_indices(rows_s2, rows_s2, 3, 5, 4)
+    sparse_mode = 3 if mode == "graph" else 0
+    out, smax, ssum, dq, *_ = check(q, k, v, idx, "fp32", mode, cum=(cq, ck), block_size=4, sparse_mode=sparse_mode)
+    assert smax.shape == (3, sum(lens_q), 2)
+    empty = slice(14, 20)  # the queries of the sequence without keys
+    assert np.all(out[empty] == 0) and np.all(dq[empty] == 0)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_low_precision(mode, dtype):
+    q, k, v, idx, (qr, kr) = bsnd(1, 33, 70, 2, 1, 128, 48, dtype, rope=16)
+    check(q, k, v, idx, dtype, mode, scale=0.08, qr=qr, kr=kr)
+
+
+def test_deterministic():
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    q, k, v, idx, _ = bsnd(1, 40, 300, 2, 1, 64, 200, "fp32")
+    np.random.seed(7)
+    first, _ = run(q, k, v, idx, "fp32", "pynative", 0.2)
+    np.random.seed(7)
+    second, _ = run(q, k, v, idx, "fp32", "pynative", 0.2)
+    for a, b in zip(first, second):
+        assert np.array_equal(a, b)
+
+
+def small():
+    q = ms.Tensor(np.ones((1, 4, 2, 8), np.float32))
+    k = ms.Tensor(np.ones((1, 6, 1, 8), np.float32))
+    idx = ms.Tensor(np.zeros((1, 4, 1, 2), np.int32) - 1)
+    return q, k, idx
+
+
+@pytest.mark.parametrize("change,error,message", [
+    (dict(key="f16"), TypeError, "'key' must have the dtype of 'query'"),
+    (dict(idx="i64"), TypeError, "'sparse_indices' must have dtype in"),
+    (dict(query_rope=True), ValueError, "'query_rope' is given without 'key_rope'"),
+    (dict(heads=3), ValueError, "'key' has 3 heads, which must divide query's 2"),
+    (dict(layout_kv="TND"), ValueError, "'layout_kv' 'TND' must equal 'layout_query' 'BSND'"),
+    (dict(layout_query="BNSD", layout_kv="BNSD"), ValueError, "'layout_query' must be 'BSND' or 'TND'"),
+    (dict(block_table=True), ValueError, "'block_table'"),
+    (dict(sparse_mode=1), ValueError, "'sparse_mode' must be one of (0, 3)"),
+    (dict(pre_tokens=5), ValueError, "'pre_tokens' supports only the default"),
+    (dict(sparse_block_size=0), ValueError, "'sparse_block_size' must be >= 1"),
+    (dict(actual_seq_lengths_query=[4]), ValueError, "'actual_seq_lengths_query' is only supported with layout 'TND'"),
+])
+def test_static_errors(change, error, message):
+    q, k, idx = small()
+    v = k
+    kwargs = {key: val for key, val in change.items() if key not in ("key", "idx", "query_rope", "heads",
+                                                                     "block_table")}
+    if change.get("key") == "f16":
+        k = k.astype(ms.float16)
+    if change.get("idx") == "i64":
+        idx = idx.astype(ms.int64)
+    if "query_rope" in change:
+        kwargs["query_rope"] = q
+    if "heads" in change:
+        k = v = ms.Tensor(np.ones((1, 6, 3, 8), np.float32))
+    if "block_table" in change:
+        kwargs["block_table"] = idx
+    with pytest.raises(error, match=re.escape(f"{OP}: {message}")):
+        ms_ops.sparse_flash_attention(q, k, v, idx, 0.5, **kwargs)
+
+
+@pytest.mark.parametrize("values,message", [
+    ([[0, 6]], "'sparse_indices': value 6 at [0, 0, 0, 1] is outside [-1, 6)"),
+    ([[-2, -1]], "'sparse_indices': value -2 at [0, 0, 0, 0] is outside [-1, 6)"),
+    ([[3, 3]], "'sparse_indices': value 3 at [0, 0, 0, 1] repeats an earlier entry of the same list"),
+])
+def test_index_errors(mode, values, message):
+    q, k, idx = small()
+    bad = idx.asnumpy().copy()
+    bad[0, 0, 0] = values[0]
+    with pytest.raises(RuntimeError, match=re.escape(f"ms_ops.{OP}: {message}")):
+        ms_ops.sparse_flash_attention(q, k, k, ms.Tensor(bad), 0.5)[0].asnumpy()
+    # The process survives: a good call after the refused one (every list empty: zeros).
+    out = ms_ops.sparse_flash_attention(q, k, k, idx, 0.5)[0]
+    assert np.all(to_np(out) == 0)
+
+
+class Packed(nn.Cell):
+    """TND attention whose lengths are inputs, for dynamic shapes in GRAPH mode."""
+
+    def construct(self, q, k, v, idx, cq, ck):
+        return ms_ops.sparse_flash_attention(q, k, v, idx, 0.25, layout_query="TND", layout_kv="TND",
+                                             actual_seq_lengths_query=cq, actual_seq_lengths_kv=ck)
+
+
+def test_dynamic_shapes_graph():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    cell = Packed()
+    dyn = [ms.Tensor(shape=[None, 4, 32], dtype=ms.float32), ms.Tensor(shape=[None, 2, 32], dtype=ms.float32),
+           ms.Tensor(shape=[None, 2, 32], dtype=ms.float32), ms.Tensor(shape=[None, 2, 6], dtype=ms.int32),
+           ms.Tensor(shape=[None], dtype=ms.int64), ms.Tensor(shape=[None], dtype=ms.int64)]
+    cell.set_inputs(*dyn)
+    for lens_q, lens_kv in (([5, 9], [7, 12]), ([1, 30, 2], [40, 3, 0])):
+        cq, ck = np.cumsum(lens_q), np.cumsum(lens_kv)
+        rows_s2 = [lens_kv[b] for b in range(len(lens_q)) for _ in range(lens_q[b])]
+        q, k, v = (representable((int(n[-1]), h, 32), "fp32") for n, h in ((cq, 4), (ck, 2), (ck, 2)))
+        idx = make_indices(rows_s2, rows_s2, 2, 6, 1)
+        got = cell(*(to_ms(a, "fp32") for a in (q, k, v)), ms.Tensor(idx), ms.Tensor(cq), ms.Tensor(ck))
+        ref = reference(q, k, v, idx, 0.25, cum_q=list(cq), cum_kv=list(ck))
+        naive = reference(q, k, v, idx, 0.25, cum_q=list(cq), cum_kv=list(ck), rnd=rounding("fp32"))
+        assert got[1].shape == (2, int(cq[-1]), 2)
+        assert_close("attention_out", to_np(got[0]), ref[0], naive[0], "fp32")
+
+
+def test_awkward_dims():
+    # Kernel numerics (PyNative): head dims 59 / 111 (value), rope 7, group 3, 97 queries, blocks of
+    # 3 keys cut at S2 = 130.
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    q, k, v, idx, (qr, kr) = bsnd(1, 97, 130, 3, 1, 59, 11, "fp32", block_size=3, dv=111, rope=7)
+    check(q, k, v, idx, "fp32", "pynative", scale=0.1, qr=qr, kr=kr, block_size=3)
+
+
+def test_mha_more_queries_than_keys(mode):
+    # N1 = N2 (one query head per list); S1 > S2: in sparse_mode 3 the first S1 - S2 rows see nothing.
+    q, k, v, idx, _ = bsnd(2, 30, 12, 3, 3, 24, 9, "fp32")
+    out = check(q, k, v, idx, "fp32", mode)[0]
+    assert np.all(out[:, :18] == 0)
+
+
+def test_long_index_lists():
+    # Kernel numerics (PyNative): 600 entries, read in chunks of 512, gathered over several key tiles.
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    q, k, v, idx, _ = bsnd(1, 9, 700, 2, 1, 16, 600, "fp32")
+    check(q, k, v, idx, "fp32", "pynative", scale=0.5, sparse_mode=0)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+@pytest.mark.parametrize("block_size,sparse_mode", [(1, 3), (4, 3), (2, 0)])
+def test_grid(mode, dtype, layout, block_size, sparse_mode):
+    if layout == "BSND":
+        q, k, v, idx, (qr, kr) = bsnd(2, 150, 300, 8, 2, 96, 40, dtype, block_size=block_size, rope=32)
+        check(q, k, v, idx, dtype, mode, scale=0.1, qr=qr, kr=kr, block_size=block_size, sparse_mode=sparse_mode)
+        return
+    lens_q, lens_kv = [70, 0, 1, 129], [260, 5, 1, 140]
+    cq, ck = [int(x) for x in np.cumsum(lens_q)], [int(x) for x in np.cumsum(lens_kv)]
+    rows_s2 = [lens_kv[b] for b in range(4) for _ in range(lens_q[b])]
+    q = representable((cq[-1], 8, 96), dtype)
+    k = representable((ck[-1], 2, 96), dtype)
+    v = representable((ck[-1], 2, 80), dtype)
+    idx = make_indices(rows_s2, rows_s2, 2, 40, block_size)
+    check(q, k, v, idx, dtype, mode, scale=0.1, cum=(cq, ck), block_size=block_size, sparse_mode=sparse_mode)
+
+
+class Absorbed(nn.Cell):
+    """MLA absorb: one tensor is both key and value (the kernels then gather it once)."""
+
+    def construct(self, q, kv, idx, qr, kr, w):
+        out = ms_ops.sparse_flash_attention(q, kv, kv, idx, 0.05, query_rope=qr, key_rope=kr)[0]
+        return (out.astype(ms.float32) * w).sum()
+
+
+def test_value_is_key(mode):
+    q, k, _, idx, (qr, kr) = bsnd(1, 21, 140, 4, 1, 64, 130, "fp32", rope=16)
+    w = representable((1, 21, 4, 64), "fp32")
+    args = [to_ms(a, "fp32") for a in (q, k)] + [ms.Tensor(idx)] + [to_ms(a, "fp32") for a in (qr, kr)]
+    dq, dkv, dqr, dkr = (to_np(g) for g in ms.grad(Absorbed(), grad_position=(0, 1, 3, 4))(*args, ms.Tensor(
+        w.astype(np.float32))))
+    kw = dict(q_rope=qr, k_rope=kr, dout=w)
+    ref = reference(q, k, k, idx, 0.05, **kw)
+    naive = reference(q, k, k, idx, 0.05, rnd=rounding("fp32"), **kw)
+    for name, got, i in (("d_query", dq, 3), ("d_query_rope", dqr, 6), ("d_key_rope", dkr, 7)):
+        assert_close(name, got, ref[i], naive[i], "fp32")
+    assert_close("d_key + d_value", dkv, ref[4] + ref[5], naive[4] + naive[5], "fp32")
