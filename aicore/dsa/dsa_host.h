@@ -1,0 +1,105 @@
+// The lightning indexer entries' common part: query, key and weights against the layouts, and the
+// sequence lengths (per-batch for BSND, cumulative for TND), read on the host before a launch.
+#ifndef MS_OPS_DSA_DSA_HOST_H_
+#define MS_OPS_DSA_DSA_HOST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "host_entry.h"
+
+namespace ms_ops {
+
+struct DsaIndexerShape {
+  bool packed = false;  // TND
+  int64_t batch = 0, seq1 = 0, seq2 = 0, tokens1 = 0, tokens2 = 0;
+  int64_t n1 = 0, n2 = 0, dim = 0;
+  uint32_t qLenMode = 0, kLenMode = 0;  // 0 none, 1 per batch, 2 cumulative
+};
+
+// The indexer's output shape: query's leading dims, then [N2, k]. -1 where unknown.
+inline Shape DsaIndexerOutShape(const Shape &query, const Shape &key, int64_t k) {
+  if (query.size() < 3 || key.size() < 3) return kDynRank;
+  Shape out(query.begin(), query.end() - 2);
+  out.push_back(key[key.size() - 2]);
+  out.push_back(k);
+  return out;
+}
+
+// Checks one lengths input: `count` entries, per-batch in [0, limit] or cumulative ending at limit.
+inline void DsaCheckLengths(const Arg &a, int64_t count, int64_t limit, bool cumulative) {
+  RequireDType(a, DType::kI64, "int64");
+  Require(a.shape.size() == 1 && a.shape[0] == count, a.name,
+          "must hold " + std::to_string(count) + " lengths, got shape " + ShapeStr(a.shape));
+  const auto *v = reinterpret_cast<const int64_t *>(a.data);
+  int64_t prev = 0;
+  for (int64_t b = 0; b < count; ++b) {
+    if (cumulative) {
+      Require(v[b] >= prev, a.name, "must be non-decreasing cumulative lengths, entry " + std::to_string(b) + " is " +
+                                        std::to_string(v[b]) + " after " + std::to_string(prev));
+      prev = v[b];
+    } else {
+      Require(v[b] >= 0 && v[b] <= limit, a.name,
+              "entry " + std::to_string(b) + " is " + std::to_string(v[b]) + ", outside [0, " +
+                  std::to_string(limit) + "]");
+    }
+  }
+  if (cumulative)
+    Require(prev == limit, a.name, "must end at the packed length " + std::to_string(limit) + ", got " +
+                                       std::to_string(prev));
+}
+
+inline DsaIndexerShape DsaReadIndexer(mindspore::AotExtra *extra, const Arg &q, const Arg &k, const Arg &w,
+                                      const Arg &qLen, const Arg &kLen) {
+  const std::string lq = ReadAttr<std::string>(extra, "layout_query");
+  const std::string lk = ReadAttr<std::string>(extra, "layout_key");
+  Require(lq == "BSND" || lq == "TND", "layout_query", "must be BSND or TND, got " + lq);
+  Require(lk == lq, "layout_key", "must equal layout_query (" + lq + "), got " + lk);
+  RequireFloat(q);
+  Require(k.dtype == q.dtype, k.name, std::string("dtype must be query's ") + q.dtypeName + ", got " + k.dtypeName);
+  Require(w.dtype == q.dtype, w.name, std::string("dtype must be query's ") + q.dtypeName + ", got " + w.dtypeName);
+  DsaIndexerShape s;
+  s.packed = lq == "TND";
+  const size_t rank = s.packed ? 3 : 4;
+  for (const Arg *t : {&q, &k})
+    Require(t->shape.size() == rank, t->name, "must be " + std::to_string(rank) + "-D for layout " + lq + ", got " +
+                                                  ShapeStr(t->shape));
+  s.n1 = q.shape[rank - 2];
+  s.dim = q.shape[rank - 1];
+  s.n2 = k.shape[rank - 2];
+  Require(k.shape[rank - 1] == s.dim, "key", "head dim must be query's " + std::to_string(s.dim) + ", got " +
+                                                 ShapeStr(k.shape));
+  Require(s.n2 >= 1 && s.n1 % s.n2 == 0, "key", "heads (" + std::to_string(s.n2) +
+                                                    ") must divide query's heads (" + std::to_string(s.n1) + ")");
+  Shape wantW(q.shape.begin(), q.shape.end() - 1);
+  RequireShape(w, wantW, "query's leading dims");
+  const bool hasQ = ReadAttr<bool>(extra, "has_lengths_query"), hasK = ReadAttr<bool>(extra, "has_lengths_key");
+  if (s.packed) {
+    Require(hasQ, qLen.name, "is required with layout TND (cumulative lengths)");
+    Require(hasK, kLen.name, "is required with layout TND (cumulative lengths)");
+    s.batch = qLen.shape.empty() ? 0 : qLen.shape[0];
+    s.tokens1 = q.shape[0];
+    s.tokens2 = k.shape[0];
+    DsaCheckLengths(qLen, s.batch, s.tokens1, true);
+    DsaCheckLengths(kLen, s.batch, s.tokens2, true);
+    s.qLenMode = s.kLenMode = 2;
+  } else {
+    s.batch = q.shape[0];
+    s.seq1 = q.shape[1];
+    s.seq2 = k.shape[1];
+    Require(k.shape[0] == s.batch, "key", "batch must be query's " + std::to_string(s.batch) + ", got " +
+                                              ShapeStr(k.shape));
+    s.tokens1 = s.batch * s.seq1;
+    s.tokens2 = s.batch * s.seq2;
+    if (hasQ) DsaCheckLengths(qLen, s.batch, s.seq1, false);
+    if (hasK) DsaCheckLengths(kLen, s.batch, s.seq2, false);
+    s.qLenMode = hasQ ? 1 : 0;
+    s.kLenMode = hasK ? 1 : 0;
+  }
+  return s;
+}
+
+}  // namespace ms_ops
+
+#endif  // MS_OPS_DSA_DSA_HOST_H_

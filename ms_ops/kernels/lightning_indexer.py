@@ -1,0 +1,30 @@
+"""The lightning indexer kernels (op descriptions): argument order, attributes and dtype rows shared
+with ``aicore/dsa/lightning_indexer*/``. The public functions are in :mod:`ms_ops.ops.dsa`, the
+gradient wiring in :mod:`ms_ops.bprop.dsa`.
+
+The sequence lengths are int64 inputs after the data tensors; an absent one is a [1] placeholder
+the kernel does not read (``has_lengths_*`` says which are real).
+"""
+from ms_ops._custom import BF16, F16, F32, I32, I64, OpDesc
+
+# Attributes of the indexer and its gradient: the problem the forward solved.
+_ATTRS = (("layout_query", "str"), ("layout_key", "str"), ("sparse_count", "int"), ("sparse_mode", "int"),
+          ("pre_tokens", "int"), ("next_tokens", "int"), ("has_lengths_query", "bool"),
+          ("has_lengths_key", "bool"))
+
+LIGHTNING_INDEXER = OpDesc(
+    name="lightning_indexer",
+    inputs=("query", "key", "weights", "actual_seq_lengths_query", "actual_seq_lengths_key"),
+    outputs=("sparse_indices", "sparse_values"),
+    attrs=_ATTRS,
+    dtype_rows=tuple((t, t, t, I64, I64, I32, t) for t in (F32, F16, BF16)),
+)
+
+LIGHTNING_INDEXER_GRAD = OpDesc(
+    name="lightning_indexer_grad",
+    inputs=("query", "key", "dy", "sparse_indices", "weights", "actual_seq_lengths_query",
+            "actual_seq_lengths_key"),
+    outputs=("d_query", "d_key", "d_weights"),
+    attrs=_ATTRS,
+    dtype_rows=tuple((t, t, t, I32, t, I64, I64, t, t, t) for t in (F32, F16, BF16)),
+)

@@ -1,0 +1,152 @@
+"""DeepSeek sparse attention's indexer: ``lightning_indexer`` (MindSpore's signature), differentiable
+through its selected values with respect to query, key and weights.
+"""
+import functools
+
+import mindspore as ms
+import numpy as np
+from mindspore import ops
+
+from ms_ops._custom import custom_op
+from ms_ops.bprop.dsa import make_lightning_indexer_bprop
+from ms_ops.kernels.lightning_indexer import LIGHTNING_INDEXER
+from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
+
+_LI = "lightning_indexer"
+_LAYOUTS = ("BSND", "TND")
+_FAR = 2 ** 63 - 1
+MAX_SPARSE_COUNT = 2048
+
+
+@functools.lru_cache(maxsize=None)
+def _int64_tensor(values):
+    return ms.Tensor(np.array(values, dtype=np.int64))
+
+
+def _lengths(op, name, values, layout, batch, limit):
+    """(int64 Tensor or a [1] placeholder, given): one sequence-lengths argument, cumulative for
+    TND and per batch for BSND; list values are checked here, Tensor values by the kernel."""
+    if values is None:
+        if layout == "TND":
+            raise ValueError(f"{op}: '{name}' is required with layout 'TND' (cumulative lengths)")
+        return ops.zeros((1,), ms.int64), False
+    if isinstance(values, ms.Tensor):
+        if values.dtype not in (ms.int32, ms.int64) or values.ndim != 1:
+            raise TypeError(f"{op}: '{name}' must be a 1-D int32/int64 Tensor, got {values.dtype} "
+                            f"of shape {values.shape}")
+        return values.astype(ms.int64), True
+    if not isinstance(values, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, int) for x in values):
+        raise TypeError(f"{op}: '{name}' must be a list of ints or an int Tensor, got {values!r}")
+    values = tuple(values)
+    if layout == "TND":
+        if not values or any(b < a for a, b in zip((0,) + values, values)) or values[0] < 0:
+            raise ValueError(f"{op}: '{name}' must be non-decreasing cumulative lengths from >= 0, got {values}")
+        if known(limit) and values[-1] != limit:
+            raise ValueError(f"{op}: '{name}' must end at the packed length {limit}, got {values[-1]}")
+    else:
+        if known(batch) and len(values) != batch:
+            raise ValueError(f"{op}: '{name}' must have one length per batch ({batch}), got {len(values)}")
+        if any(x < 0 or (known(limit) and x > limit) for x in values):
+            raise ValueError(f"{op}: '{name}' entries must be in [0, {limit}], got {values}")
+    return _int64_tensor(values), True
+
+
+def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
+                   next_tokens, block_table):
+    op = _LI
+    if block_table is not None:
+        raise ValueError(f"{op}: 'block_table' (layout_key 'PA_BSND') is not supported yet; pass None")
+    if layout_query not in _LAYOUTS:
+        raise ValueError(f"{op}: 'layout_query' must be one of {_LAYOUTS}, got {layout_query!r}")
+    if layout_key != layout_query:
+        raise ValueError(f"{op}: 'layout_key' must equal layout_query ({layout_query!r}), got {layout_key!r}")
+    check_int(op, "sparse_count", sparse_count, low=1)
+    if sparse_count > MAX_SPARSE_COUNT:
+        raise ValueError(f"{op}: 'sparse_count' must be in [1, {MAX_SPARSE_COUNT}], got {sparse_count}")
+    check_int(op, "sparse_mode", sparse_mode, allowed=(0, 3))
+    for name, v in (("pre_tokens", pre_tokens), ("next_tokens", next_tokens)):
+        check_int(op, name, v)
+        if v != _FAR:
+            raise ValueError(f"{op}: '{name}' accepts only the default 2**63-1, got {v}")
+    rank = 3 if layout_query == "TND" else 4
+    for name, t in (("query", query), ("key", key), ("weights", weights)):
+        check_tensor(op, name, t)
+        want = rank - 1 if name == "weights" else rank
+        if t.ndim != want:
+            raise ValueError(f"{op}: '{name}' must be {want}-D for layout {layout_query!r}, got shape {t.shape}")
+    check_dtype(op, "query", query, FLOAT_DTYPES)
+    check_same_dtype(op, "key", key, "query", query)
+    check_same_dtype(op, "weights", weights, "query", query)
+    n1, d, n2 = query.shape[-2], query.shape[-1], key.shape[-2]
+    if known(d) and known(key.shape[-1]) and d != key.shape[-1]:
+        raise ValueError(f"{op}: 'key' head dim must equal query's ({d}), got shape {key.shape}")
+    if known(n1) and known(n2) and (n2 < 1 or n1 % n2 != 0):
+        raise ValueError(f"{op}: 'key' heads ({n2}) must divide query's heads ({n1})")
+    for axis in range(rank - 1):
+        a, b = query.shape[axis], weights.shape[axis]
+        if known(a) and known(b) and a != b:
+            raise ValueError(f"{op}: 'weights' must have query's leading dims {query.shape[:-1]}, got {weights.shape}")
+    if rank == 4 and known(query.shape[0]) and known(key.shape[0]) and query.shape[0] != key.shape[0]:
+        raise ValueError(f"{op}: 'key' batch must equal query's ({query.shape[0]}), got shape {key.shape}")
+
+
+def indexer_attrs(query, key, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens, next_tokens,
+                  actual_seq_lengths_query, actual_seq_lengths_key, op=_LI):
+    """(kernel attributes, query lengths, key lengths) shared by the indexer and its gradient."""
+    tnd = layout_query == "TND"
+    qlen, has_q = _lengths(op, "actual_seq_lengths_query", actual_seq_lengths_query, layout_query,
+                           None if tnd else query.shape[0], query.shape[0] if tnd else query.shape[1])
+    klen, has_k = _lengths(op, "actual_seq_lengths_key", actual_seq_lengths_key, layout_query,
+                           None if tnd else key.shape[0], key.shape[0] if tnd else key.shape[1])
+    attrs = dict(layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
+                 sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
+                 has_lengths_query=has_q, has_lengths_key=has_k)
+    return attrs, qlen, klen
+
+
+def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, actual_seq_lengths_key=None,
+                      block_table=None, layout_query="BSND", layout_key="BSND", sparse_count=2048, sparse_mode=3,
+                      pre_tokens=2 ** 63 - 1, next_tokens=2 ** 63 - 1, return_value=False):
+    r"""DeepSeek-V3.2's lightning indexer: for every query token t and key head n the index scores
+
+    .. math::
+        I_{t,n}[s] = \sum_{g} w_{t,g}\,\mathrm{ReLU}(q_{t,g} \cdot k_{s,n})
+
+    over the query heads g of n's group (N1 / N2 heads) and the keys s that t sees, then the
+    top ``sparse_count`` keys by score. The kernel scores one key tile at a time and keeps a
+    running top-k per query row: no T x T (or T x N1 x T) buffer.
+
+    Args:
+        query: [B, S1, N1, D] (BSND) or [T1, N1, D] (TND); float32, float16 or bfloat16.
+        key: [B, S2, N2, D] or [T2, N2, D], query's dtype; N2 divides N1.
+        weights: [B, S1, N1] or [T1, N1], query's dtype.
+
+    Keyword Args:
+        actual_seq_lengths_query, actual_seq_lengths_key (list of int or int Tensor): BSND:
+            optional per-batch lengths (rows past a batch's query length output -1); TND:
+            required cumulative lengths (last = T).
+        block_table: paged keys (PA_BSND); not supported yet (must be None).
+        layout_query, layout_key (str): "BSND" or "TND", the same for both.
+        sparse_count (int): k, in [1, 2048].
+        sparse_mode (int): 0 every key, 3 (default) right-down causal (query i of a batch with
+            S1 queries and S2 keys sees keys s <= i + S2 - S1).
+        pre_tokens, next_tokens (int): only the default 2**63-1.
+        return_value (bool): accepted for MindSpore's signature; the values are always returned.
+
+    Returns:
+        (sparse_indices, sparse_values): [B, S1, N2, k] or [T1, N2, k]; int32 key indices within
+        the batch, in descending score order, ties to the lower index, -1 past the visible keys;
+        the scores in query's dtype (-inf where the index is -1). Arithmetic is float32.
+
+    Gradient: through sparse_values, to query, key and weights by the kernel
+    lightning_indexer_grad (deterministic); the selection itself is not differentiated.
+    """
+    _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens, next_tokens,
+                   block_table)
+    if not isinstance(return_value, bool):
+        raise TypeError(f"{_LI}: 'return_value' must be a bool, got {type(return_value).__name__}")
+    attrs, qlen, klen = indexer_attrs(query, key, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
+                                      next_tokens, actual_seq_lengths_query, actual_seq_lengths_key)
+    prim = custom_op(LIGHTNING_INDEXER, make_lightning_indexer_bprop, **attrs)
+    out = prim(query, key, weights, qlen, klen)
+    return out[0], out[1]

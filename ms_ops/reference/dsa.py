@@ -1,0 +1,88 @@
+"""float64 references of the DeepSeek sparse attention ops (the test oracle; never on an op path).
+
+Layouts are handled by the callers' ``segments``: a list of (query rows, key rows) index ranges
+per batch, so BSND (``b * S + i``) and TND (cumulative lengths) share one code path on
+token-major arrays: query [T1, N1, D], key [T2, N2, D], weights [T1, N1].
+"""
+import numpy as np
+
+
+def segments(layout, t1, t2, seq1=None, seq2=None, lengths_query=None, lengths_key=None):
+    """Per batch ``(q0, rows, valid, k0, keys)``: the batch's query rows start at q0 (``rows`` of
+    them, the first ``valid`` real) and its keys at k0 (``keys`` of them)."""
+    out = []
+    if layout == "TND":
+        prev_q = prev_k = 0
+        for cq, ck in zip(lengths_query, lengths_key):
+            out.append((prev_q, cq - prev_q, cq - prev_q, prev_k, ck - prev_k))
+            prev_q, prev_k = cq, ck
+        return out
+    batch = t1 // seq1
+    for b in range(batch):
+        valid = seq1 if lengths_query is None else lengths_query[b]
+        keys = seq2 if lengths_key is None else lengths_key[b]
+        out.append((b * seq1, seq1, valid, b * seq2, keys))
+    return out
+
+
+def visible(i, valid, keys, sparse_mode):
+    """Keys [0, visible) that query row i of a batch sees."""
+    if i >= valid:
+        return 0
+    if sparse_mode == 0:
+        return keys
+    return int(np.clip(i + 1 + keys - valid, 0, keys))
+
+
+def index_scores(q, k, w, group):
+    """I[g-group n, s] for one query token: q [N1, D], k [S, N2, D], w [N1] -> [N2, S]."""
+    n2 = k.shape[1]
+    s = np.einsum("ngd,snd->ngs", q.reshape(n2, group, -1), k)
+    return np.einsum("ng,ngs->ns", w.reshape(n2, group), np.maximum(s, 0.0))
+
+
+def lightning_indexer(q, k, w, segs, sparse_count, sparse_mode):
+    """(indices int32 [T1, N2, k], values [T1, N2, k]): the top-k keys of I per query row and key
+    head, ties to the lower key index, -1 / -inf past the visible keys."""
+    q, k, w = (np.asarray(a, np.float64) for a in (q, k, w))
+    t1, n1, _ = q.shape
+    n2 = k.shape[1]
+    group = n1 // n2
+    idx = np.full((t1, n2, sparse_count), -1, np.int32)
+    val = np.full((t1, n2, sparse_count), -np.inf)
+    for q0, rows, valid, k0, keys in segs:
+        for i in range(rows):
+            vis = visible(i, valid, keys, sparse_mode)
+            if vis == 0:
+                continue
+            scores = index_scores(q[q0 + i], k[k0:k0 + vis], w[q0 + i], group)
+            take = min(vis, sparse_count)
+            for n in range(n2):
+                order = np.argsort(-scores[n], kind="stable")[:take]
+                idx[q0 + i, n, :take] = order
+                val[q0 + i, n, :take] = scores[n, order]
+    return idx, val
+
+
+def lightning_indexer_grad(q, k, w, dy, indices, segs):
+    """(dq, dk, dw) of sum(dy * values) with the selection `indices` held fixed (entries -1 skip):
+    values[t, n, j] = I[t, n, indices[t, n, j]]."""
+    q, k, w, dy = (np.asarray(a, np.float64) for a in (q, k, w, dy))
+    n1, n2 = q.shape[1], k.shape[1]
+    group = n1 // n2
+    dq, dk, dw = np.zeros_like(q), np.zeros_like(k), np.zeros_like(w)
+    for q0, rows, _, k0, _ in segs:
+        for i in range(rows):
+            t = q0 + i
+            for n in range(n2):
+                sel = indices[t, n]
+                live = sel >= 0
+                keys = k0 + sel[live]
+                g = dy[t, n][live]
+                heads = slice(n * group, (n + 1) * group)
+                s = q[t, heads] @ k[keys, n].T                      # [G, j]
+                dw[t, heads] += np.maximum(s, 0.0) @ g
+                ds = (s > 0) * w[t, heads, None] * g[None, :]     # [G, j]
+                dq[t, heads] += ds @ k[keys, n]
+                np.add.at(dk[:, n], keys, ds.T @ q[t, heads])
+    return dq, dk, dw
