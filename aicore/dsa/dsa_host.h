@@ -100,6 +100,49 @@ inline DsaIndexerShape DsaReadIndexer(mindspore::AotExtra *extra, const Arg &q, 
   return s;
 }
 
+// Per batch (first query row, rows, keys), as the kernels walk them.
+struct DsaBatch {
+  int64_t qStart, rows, keys;
+};
+
+inline std::vector<DsaBatch> DsaBatches(const DsaIndexerShape &s, const Arg &qLen, const Arg &kLen) {
+  std::vector<DsaBatch> out;
+  const auto *ql = reinterpret_cast<const int64_t *>(qLen.data);
+  const auto *kl = reinterpret_cast<const int64_t *>(kLen.data);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    if (s.packed) {
+      const int64_t q0 = b > 0 ? ql[b - 1] : 0, k0 = b > 0 ? kl[b - 1] : 0;
+      out.push_back({q0, ql[b] - q0, kl[b] - k0});
+    } else {
+      out.push_back({b * s.seq1, s.seq1, s.kLenMode == 1 ? kl[b] : s.seq2});
+    }
+  }
+  return out;
+}
+
+// sparse_indices [rows, N2, k]: each entry -1 or a key of its batch, no key twice in a row.
+inline void DsaCheckIndices(const Arg &idx, const DsaIndexerShape &s, const Arg &qLen, const Arg &kLen, int64_t k) {
+  RequireDType(idx, DType::kI32, "int32");
+  const auto *v = reinterpret_cast<const int32_t *>(idx.data);
+  std::vector<int64_t> seen;
+  int64_t stamp = 0;
+  for (const DsaBatch &b : DsaBatches(s, qLen, kLen)) {
+    if (int64_t(seen.size()) < b.keys) seen.assign(b.keys, -1);
+    for (int64_t r = b.qStart; r < b.qStart + b.rows; ++r)
+      for (int64_t n = 0; n < s.n2; ++n, ++stamp) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t x = v[(r * s.n2 + n) * k + j];
+          if (x == -1) continue;
+          Require(x >= 0 && x < b.keys, idx.name, "entry " + std::to_string(x) + " at token " + std::to_string(r) +
+                                                      " is outside [-1, " + std::to_string(b.keys) + ")");
+          Require(seen[x] != stamp, idx.name, "key " + std::to_string(x) + " is selected twice at token " +
+                                                  std::to_string(r));
+          seen[x] = stamp;
+        }
+      }
+  }
+}
+
 }  // namespace ms_ops
 
 #endif  // MS_OPS_DSA_DSA_HOST_H_
