@@ -5,6 +5,8 @@ held fixed, so with dI the incoming gradient on the selected keys and S = q[t, g
     dw[t, g] = Σ_j dI_j ReLU(S_j),  dS_j = dI_j w[t, g] [S_j > 0],
     dq[t, g] = Σ_j dS_j k[s_j],     dk[s] = Σ over (t, g, j) with s_j = s of dS_j q[t, g],
 by the kernel lightning_indexer_grad (deterministic). The indices and lengths get zeros.
+
+sparse_lightning_indexer_kl_loss: its forward kernel computes the gradients with the loss.
 """
 from mindspore import ops
 
@@ -18,5 +20,20 @@ def make_lightning_indexer_bprop(**attrs):
     def bprop(query, key, weights, qlen, klen, out, dout):
         dq, dk, dw = grad_op(query, key, dout[1], out[0], weights, qlen, klen)
         return dq, dk, dw, ops.zeros_like(qlen), ops.zeros_like(klen)
+
+    return bprop
+
+
+def make_sparse_lightning_indexer_kl_loss_bprop(**attrs):
+    """The forward kernel already gave d query_index, d key_index and d weights for d loss = 1:
+    they are scaled by d loss. The main attention's inputs, the selection, the statistics and the
+    lengths are detached (zeros), as in DeepSeek-V3.2's indexer training."""
+
+    def bprop(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, query_rope,
+              key_rope, qlen, klen, out, dout):
+        scale = dout[3].astype(query_index.dtype)
+        return (ops.zeros_like(query), ops.zeros_like(key), out[0] * scale, out[1] * scale, out[2] * scale,
+                ops.zeros_like(sparse_indices), ops.zeros_like(softmax_max), ops.zeros_like(softmax_sum),
+                ops.zeros_like(query_rope), ops.zeros_like(key_rope), ops.zeros_like(qlen), ops.zeros_like(klen))
 
     return bprop

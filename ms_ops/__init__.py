@@ -25,7 +25,8 @@ Cells (``ms_ops.nn``): :class:`~ms_ops.nn.MoE`, :class:`~ms_ops.nn.FusedLinearCr
 from ms_ops.ops import (attn_bias, flash_attention_score, fused_cross_entropy_loss_with_max_sum,
                         fused_linear_cross_entropy, fused_linear_cross_entropy_loss_grad,
                         fused_linear_online_max_sum, lightning_indexer, linear_attention, memory_efficient_attention,
-                        moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing, moe_init_routing_grad)
+                        moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing, moe_init_routing_grad,
+                        sparse_lightning_indexer_kl_loss)
 from ms_ops import nn
 
 __version__ = "0.1.0"
@@ -34,4 +35,4 @@ __all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "
            "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
-           "fused_linear_cross_entropy_loss_grad", "lightning_indexer", "nn"]
+           "fused_linear_cross_entropy_loss_grad", "lightning_indexer", "sparse_lightning_indexer_kl_loss", "nn"]

@@ -49,6 +49,7 @@ class LightningIndexerGradBase {
     PipeBarrier<PIPE_ALL>();
     SyncAll();
     ReducePartials();
+    static_cast<Derived *>(this)->Finish();
   }
 
  protected:
@@ -128,6 +129,7 @@ class LightningIndexerGradBase {
     const uint32_t live = Gather(seg, sel);
     if (live == 0) {
       StoreZeros(qRow, g, d);
+      static_cast<Derived *>(this)->Empty(row, n);
       return;
     }
     const uint32_t kp = (live + 63) / 64 * 64;
@@ -176,7 +178,8 @@ class LightningIndexerGradBase {
 
   // rows GM rows of len elements of T, `stride` apart, into contiguous fp32 rows of len in dst.
   __aicore__ inline void LoadRows(const AscendC::GlobalTensor<T> &src, int64_t base, int64_t stride, uint32_t rows,
-                                  uint32_t len, const AscendC::GlobalTensor<float> &dst) {
+                                  uint32_t len, const AscendC::GlobalTensor<float> &dst, uint32_t dstLen = 0) {
+    if (dstLen == 0) dstLen = len;
     using namespace AscendC;
     const uint32_t pitch = UbBytes(len, sizeof(T)) / sizeof(T), per = tileBytes_ / (pitch * 4);
     for (uint32_t r0 = 0; r0 < rows; r0 += per) {
@@ -187,14 +190,14 @@ class LightningIndexerGradBase {
                   DataCopyPadExtParams<T>(false, 0, 0, 0));
       inQ_.EnQue(x);
       x = inQ_.template DeQue<T>();
-      StoreTile(x, nr, pitch, len, dst[uint64_t(r0) * len]);
+      StoreTile(x, nr, pitch, len, dst[uint64_t(r0) * dstLen], dstLen);
     }
     PipeBarrier<PIPE_ALL>();
   }
 
-  // A dequeued tile of nr rows (pitch elements apart, len used) to contiguous fp32 GM rows.
+  // A dequeued tile of nr rows (pitch elements apart, len used) to fp32 GM rows dstLen apart.
   __aicore__ inline void StoreTile(AscendC::LocalTensor<T> &x, uint32_t nr, uint32_t pitch, uint32_t len,
-                                   const AscendC::GlobalTensor<float> &dst) {
+                                   const AscendC::GlobalTensor<float> &dst, uint32_t dstLen) {
     using namespace AscendC;
     const uint32_t count = nr * pitch;
     LocalTensor<float> xf = ToFloat(x, xf_, count);
@@ -204,26 +207,32 @@ class LightningIndexerGradBase {
     outQ_.EnQue(y);
     y = outQ_.template DeQue<float>();
     const uint32_t gap = (pitch * 4 - UbBytes(len, 4)) / kUbAlign;
-    DataCopyPad(dst, y, DataCopyExtParams(nr, len * 4, gap, 0, 0));
+    DataCopyPad(dst, y, DataCopyExtParams(nr, len * 4, gap, (dstLen - len) * 4, 0));
     outQ_.FreeTensor(y);
   }
 
   // The live keys' rows of head n into kf_ rows [0, live); rows past them keep finite values
   // (zero at first, earlier keys later), which meet zero score gradients.
   __aicore__ inline void LoadKeys(const LigSeg &seg, int64_t n, uint32_t live) {
+    LoadKeyRows(kGm_, seg.kStart, td_->n2, n, td_->dim, live, kf_, td_->dim);
+  }
+
+  // Rows (kStart + live key) * heads + n of src (dim elements each) into fp32 rows dstLen apart.
+  __aicore__ inline void LoadKeyRows(const AscendC::GlobalTensor<T> &src, int64_t kStart, int64_t heads, int64_t n,
+                                     int64_t dim, uint32_t live, const AscendC::GlobalTensor<float> &dst,
+                                     uint32_t dstLen) {
     using namespace AscendC;
-    const LightningIndexerGradTilingData &td = *td_;
-    const uint32_t d = static_cast<uint32_t>(td.dim);
+    const uint32_t d = static_cast<uint32_t>(dim);
     const uint32_t pitch = UbBytes(d, sizeof(T)) / sizeof(T), per = tileBytes_ / (pitch * 4);
     LocalTensor<int32_t> keys = live_.Get<int32_t>();
     for (uint32_t c0 = 0; c0 < live; c0 += per) {
       const uint32_t nr = live - c0 < per ? live - c0 : per;
       LocalTensor<T> x = inQ_.template AllocTensor<T>();
       for (uint32_t j = 0; j < nr; ++j)
-        CopyIn(x[j * pitch], kGm_[((seg.kStart + keys.GetValue(c0 + j)) * td.n2 + n) * td.dim], d);
+        CopyIn(x[j * pitch], src[((kStart + keys.GetValue(c0 + j)) * heads + n) * dim], d);
       inQ_.EnQue(x);
       x = inQ_.template DeQue<T>();
-      StoreTile(x, nr, pitch, d, kf_[uint64_t(c0) * d]);
+      StoreTile(x, nr, pitch, d, dst[uint64_t(c0) * dstLen], dstLen);
     }
     PipeBarrier<PIPE_ALL>();
   }

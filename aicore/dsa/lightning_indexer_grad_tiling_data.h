@@ -25,7 +25,15 @@ struct LightningIndexerGradTilingData {
   int64_t keyRows;  // T2 * N2 rows of dim in key and d_key
   uint64_t offQ, offK, offS, offDs, offDq, offDk, offPart;
   uint64_t blockFloats;
-  TCubeTiling mmNT;  // scores = query group x gathered keysᵀ
+  // sparse_lightning_indexer_grad_kl_loss only (0 otherwise): the main attention's heads, head
+  // and rope dims, scale, and its query group [mainGroup, mainDim + ropeDim], gathered keys
+  // [kPad, mainDim + ropeDim] and scores [mainGroup, kPad]; the per-token losses
+  // [tokens1 * n2] after all blocks' workspaces (offLoss from the workspace start).
+  int64_t tokens1;
+  int64_t mainN1, mainN2, mainGroup, mainDim, ropeDim;
+  float scale;
+  uint64_t offMq, offMk, offMs, offLoss;
+  TCubeTiling mmNT;  // scores = query group x gathered keysᵀ (both the indexer's and the main)
   TCubeTiling mmNN;  // d query group = d scores x gathered keys
   TCubeTiling mmTN;  // d gathered keys = d scoresᵀ x query group
 };

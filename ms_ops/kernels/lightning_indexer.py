@@ -28,3 +28,14 @@ LIGHTNING_INDEXER_GRAD = OpDesc(
     attrs=_ATTRS,
     dtype_rows=tuple((t, t, t, I32, t, I64, I64, t, t, t) for t in (F32, F16, BF16)),
 )
+
+SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS = OpDesc(
+    name="sparse_lightning_indexer_grad_kl_loss",
+    inputs=("query", "key", "query_index", "key_index", "weights", "sparse_indices", "softmax_max", "softmax_sum",
+            "query_rope", "key_rope", "actual_seq_qlen", "actual_seq_klen"),
+    outputs=("d_query_index", "d_key_index", "d_weights", "loss"),
+    attrs=(("layout_query", "str"), ("layout_key", "str"), ("sparse_mode", "int"), ("pre_tokens", "int"),
+           ("next_tokens", "int"), ("has_lengths_query", "bool"), ("has_lengths_key", "bool"),
+           ("scale_value", "float"), ("has_rope", "bool")),
+    dtype_rows=tuple((t, t, t, t, t, I32, F32, F32, t, t, I64, I64, t, t, t, F32) for t in (F32, F16, BF16)),
+)

@@ -1,5 +1,6 @@
 """DeepSeek sparse attention's indexer: ``lightning_indexer`` (MindSpore's signature), differentiable
-through its selected values with respect to query, key and weights.
+through its selected values with respect to query, key and weights, and its training loss
+``sparse_lightning_indexer_kl_loss`` (one fused kernel for the loss and its gradients).
 """
 import functools
 
@@ -8,11 +9,12 @@ import numpy as np
 from mindspore import ops
 
 from ms_ops._custom import custom_op
-from ms_ops.bprop.dsa import make_lightning_indexer_bprop
-from ms_ops.kernels.lightning_indexer import LIGHTNING_INDEXER
+from ms_ops.bprop.dsa import make_lightning_indexer_bprop, make_sparse_lightning_indexer_kl_loss_bprop
+from ms_ops.kernels.lightning_indexer import LIGHTNING_INDEXER, SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _LI = "lightning_indexer"
+_KL = "sparse_lightning_indexer_kl_loss"
 _LAYOUTS = ("BSND", "TND")
 _FAR = 2 ** 63 - 1
 MAX_SPARSE_COUNT = 2048
@@ -52,8 +54,7 @@ def _lengths(op, name, values, layout, batch, limit):
 
 
 def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
-                   next_tokens, block_table):
-    op = _LI
+                   next_tokens, block_table, op=_LI):
     if block_table is not None:
         raise ValueError(f"{op}: 'block_table' (layout_key 'PA_BSND') is not supported yet; pass None")
     if layout_query not in _LAYOUTS:
@@ -150,3 +151,91 @@ def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, act
     prim = custom_op(LIGHTNING_INDEXER, make_lightning_indexer_bprop, **attrs)
     out = prim(query, key, weights, qlen, klen)
     return out[0], out[1]
+
+
+def _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
+              key_rope, layout):
+    op = _KL
+    rank = query_index.ndim
+    for name, t in (("query", query), ("key", key), ("sparse_indices", sparse_indices),
+                    ("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
+        check_tensor(op, name, t)
+    for name, t in (("query", query), ("key", key)):
+        if t.ndim != rank:
+            raise ValueError(f"{op}: '{name}' must be {rank}-D for layout {layout!r}, got shape {t.shape}")
+        check_same_dtype(op, name, t, "query_index", query_index)
+    if (query_rope is None) != (key_rope is None):
+        given = "query_rope" if query_rope is not None else "key_rope"
+        raise ValueError(f"{op}: '{given}' is given without its pair: pass both query_rope and key_rope or neither")
+    for name, t in (("query_rope", query_rope), ("key_rope", key_rope)):
+        if t is not None:
+            check_tensor(op, name, t)
+            check_same_dtype(op, name, t, "query_index", query_index)
+    if sparse_indices.dtype != ms.int32:
+        raise TypeError(f"{op}: 'sparse_indices' must be int32, got {sparse_indices.dtype}")
+    for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
+        if t.dtype != ms.float32:
+            raise TypeError(f"{op}: '{name}' must be float32, got {t.dtype}")
+    if isinstance(scale_value, bool) or not isinstance(scale_value, (int, float)):
+        raise TypeError(f"{op}: 'scale_value' must be a float, got {type(scale_value).__name__}")
+    n1, n2 = query.shape[-2], key.shape[-2]
+    if known(n1) and known(n2) and (n2 < 1 or n1 % n2 != 0):
+        raise ValueError(f"{op}: 'key' heads ({n2}) must divide query's heads ({n1})")
+    if known(sparse_indices.shape[-2]) and known(n2) and sparse_indices.shape[-2] != n2:
+        raise ValueError(f"{op}: 'sparse_indices' must select per key head of 'key' ({n2}), got shape "
+                         f"{sparse_indices.shape}")
+
+
+def sparse_lightning_indexer_kl_loss(query, key, query_index, key_index, weights, sparse_indices, softmax_max,
+                                     softmax_sum, scale_value=1.0, *, query_rope=None, key_rope=None,
+                                     actual_seq_qlen=None, actual_seq_klen=None, layout="BSND", sparse_mode=3,
+                                     pre_tokens=2 ** 63 - 1, next_tokens=2 ** 63 - 1):
+    r"""The lightning indexer's training loss (DeepSeek-V3.2): for every query token t and key
+    head n over its selected keys j (``sparse_indices`` >= 0),
+
+    .. math::
+        p_j \propto \sum_{g} \mathrm{softmax}_g(j), \quad
+        I_j = \sum_h w_h\,\mathrm{ReLU}(q^{idx}_h \cdot k^{idx}_j), \quad
+        \text{loss} = \sum_{t,n} \mathrm{KL}(p \,\|\, \mathrm{softmax}(I))
+
+    where softmax_g is the main attention's probability for its query head g of n's group, rebuilt
+    from query, key (and the rope parts: score = scale * (q·k + q_rope·k_rope)) and the forward's
+    softmax_max / softmax_sum, and p is L1-normalised over the selected keys. One kernel
+    (sparse_lightning_indexer_grad_kl_loss) computes the loss and, with dI = softmax(I) - p, the
+    gradients to query_index, key_index and weights; the backward scales them by d loss. The main
+    attention's inputs get zero gradients (they are detached). Deterministic.
+
+    Args:
+        query: [B, S1, N1, D] (BSND) or [T1, N1, D] (TND), the main attention's query.
+        key: [B, S2, N2, D] or [T2, N2, D]; N2 divides N1.
+        query_index, key_index: the indexer's [B, S1, Ni, Di] and [B, S2, N2, Di] (or TND).
+        weights: [B, S1, Ni] or [T1, Ni].
+        sparse_indices: int32 [B, S1, N2, k] or [T1, N2, k], keys of the batch or -1; no key twice.
+        softmax_max, softmax_sum: float32 (B, N2, S1, N1 / N2) or (N2, T1, N1 / N2).
+        scale_value (float): the main attention's score scale.
+
+    Keyword Args:
+        query_rope, key_rope: [.., N1, Dr] and [.., N2, Dr], both or neither.
+        actual_seq_qlen, actual_seq_klen: as lightning_indexer's lengths (TND: cumulative, required).
+        layout (str): "BSND" or "TND".
+        sparse_mode (int): 0 or 3 (the selection already encodes the mask).
+        pre_tokens, next_tokens (int): only the default 2**63-1.
+
+    Returns:
+        Tensor: loss, float32 of shape (1,).
+    """
+    _check_indexer(query_index, key_index, weights, layout, layout, 1, sparse_mode, pre_tokens, next_tokens, None,
+                   op=_KL)
+    _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
+              key_rope, layout)
+    attrs, qlen, klen = indexer_attrs(query_index, key_index, layout, layout, 1, sparse_mode, pre_tokens, next_tokens,
+                                      actual_seq_qlen, actual_seq_klen, op=_KL)
+    del attrs["sparse_count"]
+    has_rope = query_rope is not None
+    if not has_rope:
+        query_rope = key_rope = ops.zeros((1,), query_index.dtype)
+    prim = custom_op(SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, make_sparse_lightning_indexer_kl_loss_bprop, api=_KL,
+                     scale_value=float(scale_value), has_rope=has_rope, **attrs)
+    out = prim(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, query_rope,
+               key_rope, qlen, klen)
+    return out[3]

@@ -86,3 +86,67 @@ def lightning_indexer_grad(q, k, w, dy, indices, segs):
                 dq[t, heads] += ds @ k[keys, n]
                 np.add.at(dk[:, n], keys, ds.T @ q[t, heads])
     return dq, dk, dw
+
+
+def _main_scores(q, k, qr, kr, t, n, keys, group, scale):
+    """The main attention's scaled scores of token t's query heads in key head n's group: [G, j]."""
+    heads = slice(n * group, (n + 1) * group)
+    s = q[t, heads] @ k[keys, n].T
+    if qr is not None:
+        s = s + qr[t, heads] @ kr[keys, n].T
+    return scale * s
+
+
+def sparse_attention_stats(q, k, indices, segs, scale, qr=None, kr=None):
+    """softmax_max and softmax_sum [T1, N2, G] of the main attention over each token's selected
+    keys (what the sparse attention forward outputs, token-major)."""
+    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    qr = None if qr is None else np.asarray(qr, np.float64)
+    kr = None if kr is None else np.asarray(kr, np.float64)
+    n1, n2 = q.shape[1], k.shape[1]
+    group = n1 // n2
+    mx = np.zeros((q.shape[0], n2, group))
+    sm = np.zeros((q.shape[0], n2, group))
+    for q0, rows, _, k0, _ in segs:
+        for i in range(rows):
+            for n in range(n2):
+                sel = indices[q0 + i, n]
+                keys = k0 + sel[sel >= 0]
+                if keys.size == 0:
+                    continue
+                s = _main_scores(q, k, qr, kr, q0 + i, n, keys, group, scale)
+                mx[q0 + i, n] = s.max(axis=1)
+                sm[q0 + i, n] = np.exp(s - mx[q0 + i, n][:, None]).sum(axis=1)
+    return mx, sm
+
+
+def sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, indices, mx, sm, scale, segs, qr=None, kr=None):
+    """(loss, d query_index, d key_index, d weights, dI) of Σ_t,n KL(p || softmax(I)) over the
+    selected keys, with mx / sm token-major [T1, N2, G] and dI [T1, N2, k] (zero at -1 entries)."""
+    q, k, qi, ki, w = (np.asarray(a, np.float64) for a in (q, k, qi, ki, w))
+    qr = None if qr is None else np.asarray(qr, np.float64)
+    kr = None if kr is None else np.asarray(kr, np.float64)
+    n1, n2 = q.shape[1], k.shape[1]
+    group, igroup = n1 // n2, qi.shape[1] // n2
+    loss = 0.0
+    d_i = np.zeros(indices.shape)
+    for q0, rows, _, k0, _ in segs:
+        for i in range(rows):
+            t = q0 + i
+            for n in range(n2):
+                live = indices[t, n] >= 0
+                keys = k0 + indices[t, n][live]
+                if keys.size == 0:
+                    continue
+                s = _main_scores(q, k, qr, kr, t, n, keys, group, scale)
+                p = (np.exp(s - mx[t, n][:, None]) / sm[t, n][:, None]).sum(axis=0)
+                p = p / p.sum()
+                heads = slice(n * igroup, (n + 1) * igroup)
+                scores = w[t, heads] @ np.maximum(qi[t, heads] @ ki[keys, n].T, 0.0)
+                log_s = scores - scores.max()
+                log_s = log_s - np.log(np.exp(log_s).sum())
+                pos = p > 0
+                loss += np.sum(p[pos] * (np.log(p[pos]) - log_s[pos]))
+                d_i[t, n, live] = np.exp(log_s) - p
+    dqi, dki, dw = lightning_indexer_grad(qi, ki, w, d_i, indices, segs)
+    return loss, dqi, dki, dw, d_i
