@@ -33,7 +33,7 @@ inline LightningIndexerGradTiling ComputeLightningIndexerGradTiling(const Lightn
                                                                     const DsaMainAttention &main = {}) {
   LightningIndexerGradTiling t;
   if (p.n1 < 1 || p.n2 < 1 || p.n1 % p.n2 != 0 || p.dim < 1 || p.topK < 1 || p.topK > kLiMaxTopK) {
-    t.error = "needs N1 a multiple of N2 >= 1, D >= 1 and 1 <= k <= 4095";
+    t.error = "needs N1 a multiple of N2 >= 1, D >= 1 and 1 <= k <= 2048";
     return t;
   }
   LightningIndexerGradTilingData &d = t.data;

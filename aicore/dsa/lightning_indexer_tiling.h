@@ -13,8 +13,10 @@ namespace ms_ops {
 
 enum class LiFloat { kF32, kF16, kBF16 };
 
-// MrgSort queues hold at most 4095 proposals: the running top-k is one queue.
-constexpr int64_t kLiMaxTopK = 4095;
+// The running top-k, its merge with a key tile and the output rows share the UB.
+constexpr int64_t kLiMaxTopK = 2048;
+// A head dim (and a query group of weights) fits one 16 KiB tile row in fp32.
+constexpr int64_t kLiMaxRow = 4096;
 constexpr uint32_t kLiKeyTile = 512;
 // Query rows x group of one item: enough rows for a cube product of ~128 rows.
 constexpr int64_t kLiItemHeads = 128;
@@ -40,8 +42,9 @@ struct LightningIndexerTiling {
 inline LightningIndexerTiling ComputeLightningIndexerTiling(const LightningIndexerProblem &p,
                                                             const PlatformInfo &platform) {
   LightningIndexerTiling t;
-  if (p.n1 < 1 || p.n2 < 1 || p.n1 % p.n2 != 0 || p.dim < 1 || p.topK < 1 || p.topK > kLiMaxTopK) {
-    t.error = "needs N1 a multiple of N2 >= 1, D >= 1 and 1 <= sparse_count <= 4095";
+  if (p.n1 < 1 || p.n2 < 1 || p.n1 % p.n2 != 0 || p.dim < 1 || p.dim > kLiMaxRow || p.n1 / p.n2 > kLiMaxRow ||
+      p.topK < 1 || p.topK > kLiMaxTopK) {
+    t.error = "needs N1 a multiple of N2 >= 1, 1 <= D <= 4096, N1 / N2 <= 4096 and 1 <= sparse_count <= 2048";
     return t;
   }
   LightningIndexerTilingData &d = t.data;

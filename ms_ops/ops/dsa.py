@@ -16,7 +16,7 @@ from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_s
 _LI = "lightning_indexer"
 _KL = "sparse_lightning_indexer_kl_loss"
 _LAYOUTS = ("BSND", "TND")
-_FAR = 2 ** 63 - 1
+_FAR = 9223372036854775807  # 2**63 - 1, written out: GRAPH mode parses defaults and overflows on 2**63
 MAX_SPARSE_COUNT = 2048
 
 
@@ -91,23 +91,19 @@ def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, 
         raise ValueError(f"{op}: 'key' batch must equal query's ({query.shape[0]}), got shape {key.shape}")
 
 
-def indexer_attrs(query, key, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens, next_tokens,
-                  actual_seq_lengths_query, actual_seq_lengths_key, op=_LI):
-    """(kernel attributes, query lengths, key lengths) shared by the indexer and its gradient."""
-    tnd = layout_query == "TND"
-    qlen, has_q = _lengths(op, "actual_seq_lengths_query", actual_seq_lengths_query, layout_query,
+def sequence_lengths(op, query, key, layout, actual_seq_lengths_query, actual_seq_lengths_key):
+    """(query lengths, key lengths, whether each was given) for the kernels."""
+    tnd = layout == "TND"
+    qlen, has_q = _lengths(op, "actual_seq_lengths_query", actual_seq_lengths_query, layout,
                            None if tnd else query.shape[0], query.shape[0] if tnd else query.shape[1])
-    klen, has_k = _lengths(op, "actual_seq_lengths_key", actual_seq_lengths_key, layout_query,
+    klen, has_k = _lengths(op, "actual_seq_lengths_key", actual_seq_lengths_key, layout,
                            None if tnd else key.shape[0], key.shape[0] if tnd else key.shape[1])
-    attrs = dict(layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
-                 sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
-                 has_lengths_query=has_q, has_lengths_key=has_k)
-    return attrs, qlen, klen
+    return qlen, klen, has_q, has_k
 
 
 def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, actual_seq_lengths_key=None,
                       block_table=None, layout_query="BSND", layout_key="BSND", sparse_count=2048, sparse_mode=3,
-                      pre_tokens=2 ** 63 - 1, next_tokens=2 ** 63 - 1, return_value=False):
+                      pre_tokens=_FAR, next_tokens=_FAR, return_value=False):
     r"""DeepSeek-V3.2's lightning indexer: for every query token t and key head n the index scores
 
     .. math::
@@ -146,9 +142,11 @@ def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, act
                    block_table)
     if not isinstance(return_value, bool):
         raise TypeError(f"{_LI}: 'return_value' must be a bool, got {type(return_value).__name__}")
-    attrs, qlen, klen = indexer_attrs(query, key, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
-                                      next_tokens, actual_seq_lengths_query, actual_seq_lengths_key)
-    prim = custom_op(LIGHTNING_INDEXER, make_lightning_indexer_bprop, **attrs)
+    qlen, klen, has_q, has_k = sequence_lengths(_LI, query, key, layout_query, actual_seq_lengths_query,
+                                                actual_seq_lengths_key)
+    prim = custom_op(LIGHTNING_INDEXER, make_lightning_indexer_bprop, layout_query=layout_query,
+                     layout_key=layout_key, sparse_count=sparse_count, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
+                     next_tokens=next_tokens, has_lengths_query=has_q, has_lengths_key=has_k)
     out = prim(query, key, weights, qlen, klen)
     return out[0], out[1]
 
@@ -189,7 +187,7 @@ def _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, sof
 def sparse_lightning_indexer_kl_loss(query, key, query_index, key_index, weights, sparse_indices, softmax_max,
                                      softmax_sum, scale_value=1.0, *, query_rope=None, key_rope=None,
                                      actual_seq_qlen=None, actual_seq_klen=None, layout="BSND", sparse_mode=3,
-                                     pre_tokens=2 ** 63 - 1, next_tokens=2 ** 63 - 1):
+                                     pre_tokens=_FAR, next_tokens=_FAR):
     r"""The lightning indexer's training loss (DeepSeek-V3.2): for every query token t and key
     head n over its selected keys j (``sparse_indices`` >= 0),
 
@@ -228,14 +226,15 @@ def sparse_lightning_indexer_kl_loss(query, key, query_index, key_index, weights
                    op=_KL)
     _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
               key_rope, layout)
-    attrs, qlen, klen = indexer_attrs(query_index, key_index, layout, layout, 1, sparse_mode, pre_tokens, next_tokens,
-                                      actual_seq_qlen, actual_seq_klen, op=_KL)
-    del attrs["sparse_count"]
+    qlen, klen, has_q, has_k = sequence_lengths(_KL, query_index, key_index, layout, actual_seq_qlen,
+                                                actual_seq_klen)
     has_rope = query_rope is not None
     if not has_rope:
         query_rope = key_rope = ops.zeros((1,), query_index.dtype)
     prim = custom_op(SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, make_sparse_lightning_indexer_kl_loss_bprop, api=_KL,
-                     scale_value=float(scale_value), has_rope=has_rope, **attrs)
+                     layout_query=layout, layout_key=layout, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
+                     next_tokens=next_tokens, has_lengths_query=has_q, has_lengths_key=has_k,
+                     scale_value=float(scale_value), has_rope=has_rope)
     out = prim(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, query_rope,
                key_rope, qlen, klen)
     return out[3]

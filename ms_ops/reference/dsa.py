@@ -64,9 +64,25 @@ def lightning_indexer(q, k, w, segs, sparse_count, sparse_mode):
     return idx, val
 
 
-def lightning_indexer_grad(q, k, w, dy, indices, segs):
+def _same(a):
+    return a
+
+
+def _mm(a, b, r):
+    """a @ b; with a rounding r other than the identity, summed term by term in its precision."""
+    if r is _same:
+        return a @ b
+    acc = np.zeros((a.shape[0], b.shape[1]))
+    for i in range(a.shape[1]):
+        acc = r(acc + r(a[:, i:i + 1] * b[i:i + 1, :]))
+    return acc
+
+
+def lightning_indexer_grad(q, k, w, dy, indices, segs, rnd=None):
     """(dq, dk, dw) of sum(dy * values) with the selection `indices` held fixed (entries -1 skip):
-    values[t, n, j] = I[t, n, indices[t, n, j]]."""
+    values[t, n, j] = I[t, n, indices[t, n, j]]. ``rnd`` rounds every intermediate product (the
+    naive low-precision form the tests bound the kernel's error with)."""
+    r = rnd or _same
     q, k, w, dy = (np.asarray(a, np.float64) for a in (q, k, w, dy))
     n1, n2 = q.shape[1], k.shape[1]
     group = n1 // n2
@@ -80,12 +96,12 @@ def lightning_indexer_grad(q, k, w, dy, indices, segs):
                 keys = k0 + sel[live]
                 g = dy[t, n][live]
                 heads = slice(n * group, (n + 1) * group)
-                s = q[t, heads] @ k[keys, n].T                      # [G, j]
-                dw[t, heads] += np.maximum(s, 0.0) @ g
-                ds = (s > 0) * w[t, heads, None] * g[None, :]     # [G, j]
-                dq[t, heads] += ds @ k[keys, n]
-                np.add.at(dk[:, n], keys, ds.T @ q[t, heads])
-    return dq, dk, dw
+                s = _mm(q[t, heads], k[keys, n].T, r)              # [G, j]
+                dw[t, heads] += _mm(np.maximum(s, 0.0), g[:, None], r)[:, 0]
+                ds = r((s > 0) * w[t, heads, None] * g[None, :])  # [G, j]
+                dq[t, heads] += _mm(ds, k[keys, n], r)
+                np.add.at(dk[:, n], keys, _mm(ds.T, q[t, heads], r))
+    return r(dq), r(dk), r(dw)
 
 
 def _main_scores(q, k, qr, kr, t, n, keys, group, scale):
@@ -120,9 +136,11 @@ def sparse_attention_stats(q, k, indices, segs, scale, qr=None, kr=None):
     return mx, sm
 
 
-def sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, indices, mx, sm, scale, segs, qr=None, kr=None):
+def sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, indices, mx, sm, scale, segs, qr=None, kr=None, rnd=None):
     """(loss, d query_index, d key_index, d weights, dI) of Σ_t,n KL(p || softmax(I)) over the
-    selected keys, with mx / sm token-major [T1, N2, G] and dI [T1, N2, k] (zero at -1 entries)."""
+    selected keys, with mx / sm token-major [T1, N2, G] and dI [T1, N2, k] (zero at -1 entries).
+    ``rnd`` rounds the intermediates (the naive low-precision form)."""
+    r = rnd or _same
     q, k, qi, ki, w = (np.asarray(a, np.float64) for a in (q, k, qi, ki, w))
     qr = None if qr is None else np.asarray(qr, np.float64)
     kr = None if kr is None else np.asarray(kr, np.float64)
@@ -138,15 +156,15 @@ def sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, indices, mx, sm, scale, se
                 keys = k0 + indices[t, n][live]
                 if keys.size == 0:
                     continue
-                s = _main_scores(q, k, qr, kr, t, n, keys, group, scale)
-                p = (np.exp(s - mx[t, n][:, None]) / sm[t, n][:, None]).sum(axis=0)
-                p = p / p.sum()
+                s = r(_main_scores(q, k, qr, kr, t, n, keys, group, scale))
+                p = r((np.exp(s - mx[t, n][:, None]) / sm[t, n][:, None]).sum(axis=0))
+                p = r(p / p.sum())
                 heads = slice(n * igroup, (n + 1) * igroup)
-                scores = w[t, heads] @ np.maximum(qi[t, heads] @ ki[keys, n].T, 0.0)
+                scores = r(w[t, heads] @ np.maximum(r(qi[t, heads] @ ki[keys, n].T), 0.0))
                 log_s = scores - scores.max()
-                log_s = log_s - np.log(np.exp(log_s).sum())
+                log_s = r(log_s - np.log(np.exp(log_s).sum()))
                 pos = p > 0
                 loss += np.sum(p[pos] * (np.log(p[pos]) - log_s[pos]))
-                d_i[t, n, live] = np.exp(log_s) - p
-    dqi, dki, dw = lightning_indexer_grad(qi, ki, w, d_i, indices, segs)
+                d_i[t, n, live] = r(np.exp(log_s) - p)
+    dqi, dki, dw = lightning_indexer_grad(qi, ki, w, d_i, indices, segs, rnd)
     return loss, dqi, dki, dw, d_i

@@ -130,8 +130,9 @@ class LightningIndexerKernel {
     }
     if (maxVis > 0) {
       const int64_t qRow = (seg.qStart + i0) * td.n1 + n * g;
-      // The run's query heads: m token rows of g * d elements, n1 * d apart.
-      LoadRows(qGm_, qRow * td.dim, td.n1 * td.dim, m, g * d, qf_);
+      // The run's query heads, token by token: g rows of d elements each.
+      for (uint32_t i = 0; i < m; ++i)
+        LoadRows(qGm_, (qRow + int64_t(i) * td.n1) * td.dim, td.dim, g, d, qf_[uint64_t(i) * g * d]);
       LoadWeights(qRow, m);
       for (int64_t s0 = 0; s0 < maxVis; s0 += td.keyTile) {
         const uint32_t nk = static_cast<uint32_t>(Min64(td.keyTile, maxVis - s0));
