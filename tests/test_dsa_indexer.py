@@ -160,3 +160,18 @@ def test_errors_tensors():
     idx, _ = ms_ops.lightning_indexer(q, k, w, layout_query="TND", layout_key="TND", actual_seq_lengths_query=[5],
                                       actual_seq_lengths_key=[6], sparse_count=4)
     assert idx.shape == (5, 2, 4)
+
+
+def test_bsnd_lengths(mode):
+    """BSND with per-batch lengths: rows past a batch's query length output -1, keys past its key
+    length are never selected, and the causal corner moves with the lengths."""
+    prob = Problem("BSND", (2, 9), 12)
+    prob.segs = ref.segments("BSND", prob.t1, prob.t2, 9, 12, lengths_query=[9, 4], lengths_key=[7, 12])
+    q, k, w = ints((prob.t1, 4, 6)), ints((prob.t2, 2, 6)), ints((prob.t1, 4))
+    cell = Indexer(ms_ops.lightning_indexer, sparse_count=5, actual_seq_lengths_query=[9, 4],
+                   actual_seq_lengths_key=[7, 12])
+    idx, val = cell(to_ms(prob.shaped(q), "fp32"), to_ms(prob.shaped(k, False), "fp32"), to_ms(prob.shaped(w), "fp32"))
+    ridx, rval = ref.lightning_indexer(q, k, w, prob.segs, 5, 3)
+    np.testing.assert_array_equal(prob.tok(idx.asnumpy()), ridx)
+    np.testing.assert_array_equal(prob.tok(to_np(val)), rval)
+    assert (ridx[9 + 4:] == -1).all()
