@@ -175,3 +175,48 @@ def test_bsnd_lengths(mode):
     np.testing.assert_array_equal(prob.tok(idx.asnumpy()), ridx)
     np.testing.assert_array_equal(prob.tok(to_np(val)), rval)
     assert (ridx[9 + 4:] == -1).all()
+
+
+def paged(k, lengths, block_size, order):
+    """BSND keys [B, S2, N2, D] as PA_BSND blocks (in the given block order) and their table."""
+    batch, s2 = k.shape[:2]
+    per = -(-s2 // block_size)
+    blocks = np.zeros((batch * per, block_size) + k.shape[2:])
+    table = np.zeros((batch, per), np.int32)
+    for b in range(batch):
+        for j in range(-(-lengths[b] // block_size)):
+            slot = order[b * per + j]
+            rows = k[b, j * block_size:(j + 1) * block_size]
+            blocks[slot, :rows.shape[0]] = rows
+            table[b, j] = slot
+    return blocks, table
+
+
+def test_paged_keys(mode):
+    """PA_BSND: keys through a shuffled block table equal the same keys in BSND."""
+    prob = Problem("BSND", (2, 6), 13)
+    lengths = [13, 7]
+    prob.segs = ref.segments("BSND", prob.t1, prob.t2, 6, 13, lengths_key=lengths)
+    q, k, w = ints((prob.t1, 4, 6)), ints((prob.t2, 2, 6)), ints((prob.t1, 4))
+    blocks, table = paged(prob.shaped(k, False), lengths, 4, np.random.permutation(8))
+    cell = Indexer(ms_ops.lightning_indexer, sparse_count=9, layout_key="PA_BSND", actual_seq_lengths_key=lengths,
+                   block_table=ms.Tensor(table))
+    idx, val = cell(to_ms(prob.shaped(q), "fp32"), to_ms(blocks, "fp32"), to_ms(prob.shaped(w), "fp32"))
+    ridx, rval = ref.lightning_indexer(q, k, w, prob.segs, 9, 3)
+    np.testing.assert_array_equal(prob.tok(idx.asnumpy()), ridx)
+    np.testing.assert_array_equal(prob.tok(to_np(val)), rval)
+
+
+def test_paged_errors():
+    q, k, w = _args()
+    blocks = ms.Tensor(np.random.randn(3, 4, 2, 8).astype(np.float32))
+    table = ms.Tensor(np.array([[0, 1], [2, 0]], np.int32))
+    with pytest.raises(ValueError, match="lightning_indexer: 'actual_seq_lengths_key' is required"):
+        ms_ops.lightning_indexer(q, blocks, w, layout_key="PA_BSND", block_table=table)
+    with pytest.raises(RuntimeError, match="lightning_indexer: 'block_table': is too short"):
+        ms_ops.lightning_indexer(q, blocks, w, layout_key="PA_BSND", block_table=table,
+                                 actual_seq_lengths_key=[9, 3])[0].asnumpy()
+    bad = ms.Tensor(np.array([[0, 5], [2, 0]], np.int32))
+    with pytest.raises(RuntimeError, match="lightning_indexer: 'block_table': entry \\[0, 1\\] is 5"):
+        ms_ops.lightning_indexer(q, blocks, w, layout_key="PA_BSND", block_table=bad,
+                                 actual_seq_lengths_key=[6, 3])[0].asnumpy()

@@ -4,6 +4,7 @@
 #define MS_OPS_DSA_DSA_HOST_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct DsaIndexerShape {
   int64_t batch = 0, seq1 = 0, seq2 = 0, tokens1 = 0, tokens2 = 0;
   int64_t n1 = 0, n2 = 0, dim = 0;
   uint32_t qLenMode = 0, kLenMode = 0;  // 0 none, 1 per batch, 2 cumulative
+  int64_t blockSize = 0, maxBlocks = 0;  // paged keys (PA_BSND)
 };
 
 // The indexer's output shape: query's leading dims, then [N2, k]. -1 where unknown.
@@ -50,25 +52,57 @@ inline void DsaCheckLengths(const Arg &a, int64_t count, int64_t limit, bool cum
                                        std::to_string(prev));
 }
 
+// Paged keys [blocks, blockSize, N2, D] through block_table [B, maxBlocks] (int32) with per-batch
+// key lengths: every used table entry names a block, and the table covers every length.
+inline void DsaCheckPaged(DsaIndexerShape &s, const Arg &k, const Arg &kLen, const Arg &table) {
+  Require(k.shape.size() == 4, k.name, "must be 4-D [blocks, block_size, N2, D] for PA_BSND, got " + ShapeStr(k.shape));
+  RequireDType(table, DType::kI32, "int32");
+  Require(table.shape.size() == 2 && table.shape[0] == s.batch, table.name,
+          "must be [batch, max_blocks] with batch " + std::to_string(s.batch) + ", got " + ShapeStr(table.shape));
+  s.blockSize = k.shape[1];
+  s.maxBlocks = table.shape[1];
+  Require(s.blockSize >= 1, k.name, "block size must be >= 1, got " + ShapeStr(k.shape));
+  DsaCheckLengths(kLen, s.batch, std::numeric_limits<int64_t>::max(), false);
+  const auto *len = reinterpret_cast<const int64_t *>(kLen.data);
+  const auto *t = reinterpret_cast<const int32_t *>(table.data);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    Require(len[b] <= s.maxBlocks * s.blockSize, table.name,
+            "is too short: " + std::to_string(s.maxBlocks) + " blocks of " + std::to_string(s.blockSize) +
+                " keys cannot hold batch " + std::to_string(b) + "'s " + std::to_string(len[b]) + " keys");
+    for (int64_t j = 0; j * s.blockSize < len[b]; ++j) {
+      const int32_t v = t[b * s.maxBlocks + j];
+      Require(v >= 0 && v < k.shape[0], table.name, "entry [" + std::to_string(b) + ", " + std::to_string(j) + "] is " +
+                                                        std::to_string(v) + ", outside [0, " +
+                                                        std::to_string(k.shape[0]) + ")");
+    }
+  }
+}
+
+// `table` is the block_table of a paged key (PA_BSND), null for the ops without paged keys.
 inline DsaIndexerShape DsaReadIndexer(mindspore::AotExtra *extra, const Arg &q, const Arg &k, const Arg &w,
-                                      const Arg &qLen, const Arg &kLen) {
+                                      const Arg &qLen, const Arg &kLen, const Arg *table = nullptr) {
   const std::string lq = ReadAttr<std::string>(extra, "layout_query");
   const std::string lk = ReadAttr<std::string>(extra, "layout_key");
   Require(lq == "BSND" || lq == "TND", "layout_query", "must be BSND or TND, got " + lq);
-  Require(lk == lq, "layout_key", "must equal layout_query (" + lq + "), got " + lk);
+  const bool paged = table != nullptr && lk == "PA_BSND";
+  Require(lk == lq || paged, "layout_key",
+          "must equal layout_query (" + lq + ")" + (table ? " or be PA_BSND" : " (paged keys have no gradient)") +
+              ", got " + lk);
   RequireFloat(q);
   Require(k.dtype == q.dtype, k.name, std::string("dtype must be query's ") + q.dtypeName + ", got " + k.dtypeName);
   Require(w.dtype == q.dtype, w.name, std::string("dtype must be query's ") + q.dtypeName + ", got " + w.dtypeName);
   DsaIndexerShape s;
   s.packed = lq == "TND";
   const size_t rank = s.packed ? 3 : 4;
-  for (const Arg *t : {&q, &k})
-    Require(t->shape.size() == rank, t->name, "must be " + std::to_string(rank) + "-D for layout " + lq + ", got " +
-                                                  ShapeStr(t->shape));
+  Require(q.shape.size() == rank, q.name, "must be " + std::to_string(rank) + "-D for layout " + lq + ", got " +
+                                              ShapeStr(q.shape));
+  const size_t krank = paged ? 4 : rank;
+  Require(k.shape.size() == krank, k.name, "must be " + std::to_string(krank) + "-D for layout " + lk + ", got " +
+                                               ShapeStr(k.shape));
   s.n1 = q.shape[rank - 2];
   s.dim = q.shape[rank - 1];
-  s.n2 = k.shape[rank - 2];
-  Require(k.shape[rank - 1] == s.dim, "key", "head dim must be query's " + std::to_string(s.dim) + ", got " +
+  s.n2 = k.shape[krank - 2];
+  Require(k.shape[krank - 1] == s.dim, "key", "head dim must be query's " + std::to_string(s.dim) + ", got " +
                                                  ShapeStr(k.shape));
   Require(s.n2 >= 1 && s.n1 % s.n2 == 0, "key", "heads (" + std::to_string(s.n2) +
                                                     ") must divide query's heads (" + std::to_string(s.n1) + ")");
@@ -77,24 +111,33 @@ inline DsaIndexerShape DsaReadIndexer(mindspore::AotExtra *extra, const Arg &q, 
   const bool hasQ = ReadAttr<bool>(extra, "has_lengths_query"), hasK = ReadAttr<bool>(extra, "has_lengths_key");
   if (s.packed) {
     Require(hasQ, qLen.name, "is required with layout TND (cumulative lengths)");
-    Require(hasK, kLen.name, "is required with layout TND (cumulative lengths)");
     s.batch = qLen.shape.empty() ? 0 : qLen.shape[0];
     s.tokens1 = q.shape[0];
-    s.tokens2 = k.shape[0];
     DsaCheckLengths(qLen, s.batch, s.tokens1, true);
-    DsaCheckLengths(kLen, s.batch, s.tokens2, true);
-    s.qLenMode = s.kLenMode = 2;
+    s.qLenMode = 2;
   } else {
     s.batch = q.shape[0];
     s.seq1 = q.shape[1];
+    s.tokens1 = s.batch * s.seq1;
+    if (hasQ) DsaCheckLengths(qLen, s.batch, s.seq1, false);
+    s.qLenMode = hasQ ? 1 : 0;
+  }
+  if (paged) {
+    Require(hasK, kLen.name, "is required with layout_key PA_BSND (per-batch key lengths)");
+    DsaCheckPaged(s, k, kLen, *table);
+    s.tokens2 = k.shape[0] * k.shape[1];
+    s.kLenMode = 1;
+  } else if (s.packed) {
+    Require(hasK, kLen.name, "is required with layout TND (cumulative lengths)");
+    s.tokens2 = k.shape[0];
+    DsaCheckLengths(kLen, s.batch, s.tokens2, true);
+    s.kLenMode = 2;
+  } else {
     s.seq2 = k.shape[1];
     Require(k.shape[0] == s.batch, "key", "batch must be query's " + std::to_string(s.batch) + ", got " +
                                               ShapeStr(k.shape));
-    s.tokens1 = s.batch * s.seq1;
     s.tokens2 = s.batch * s.seq2;
-    if (hasQ) DsaCheckLengths(qLen, s.batch, s.seq1, false);
     if (hasK) DsaCheckLengths(kLen, s.batch, s.seq2, false);
-    s.qLenMode = hasQ ? 1 : 0;
     s.kLenMode = hasK ? 1 : 0;
   }
   return s;

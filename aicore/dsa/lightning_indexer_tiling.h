@@ -28,6 +28,7 @@ struct LightningIndexerProblem {
   uint32_t qLenMode = 0, kLenMode = 0;
   int64_t n1 = 0, n2 = 0, dim = 0, topK = 0;
   uint32_t sparseMode = 3;
+  int64_t blockSize = 0, maxBlocks = 0;  // paged keys
   LiFloat dataType = LiFloat::kF32;
 };
 
@@ -59,6 +60,8 @@ inline LightningIndexerTiling ComputeLightningIndexerTiling(const LightningIndex
   d.dim = p.dim;
   d.topK = p.topK;
   d.sparseMode = p.sparseMode;
+  d.blockSize = p.blockSize;
+  d.maxBlocks = p.maxBlocks;
   int64_t rows = kLiItemHeads / d.group;
   rows = rows < 1 ? 1 : rows > kLiMaxQueryRows ? kLiMaxQueryRows : rows;
   d.qRows = static_cast<uint32_t>(rows);

@@ -27,6 +27,8 @@ struct LightningIndexerTilingData {
   uint32_t sparseMode;     // 0 every key, 3 right-down causal
   uint32_t qRows;          // query rows per item
   uint32_t keyTile;        // keys per score tile: 32 * 4^j, what Sort32 + MrgSort fully sort
+  int64_t blockSize;       // paged keys (PA_BSND): rows per block (0: not paged)
+  int64_t maxBlocks;       // block_table's row length
   uint64_t offQ, offK, offScore, offTop;
   uint64_t blockFloats;
   TCubeTiling mmNT;        // scores = query rows x key tileᵀ

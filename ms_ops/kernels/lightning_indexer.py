@@ -2,8 +2,9 @@
 with ``aicore/dsa/lightning_indexer*/``. The public functions are in :mod:`ms_ops.ops.dsa`, the
 gradient wiring in :mod:`ms_ops.bprop.dsa`.
 
-The sequence lengths are int64 inputs after the data tensors; an absent one is a [1] placeholder
-the kernel does not read (``has_lengths_*`` says which are real).
+The sequence lengths (int64) and the indexer's block_table (int32, paged keys) are inputs after
+the data tensors; an absent one is a [1] placeholder the kernel does not read (``has_lengths_*``
+and ``layout_key`` say which are real).
 """
 from ms_ops._custom import BF16, F16, F32, I32, I64, OpDesc
 
@@ -14,10 +15,10 @@ _ATTRS = (("layout_query", "str"), ("layout_key", "str"), ("sparse_count", "int"
 
 LIGHTNING_INDEXER = OpDesc(
     name="lightning_indexer",
-    inputs=("query", "key", "weights", "actual_seq_lengths_query", "actual_seq_lengths_key"),
+    inputs=("query", "key", "weights", "actual_seq_lengths_query", "actual_seq_lengths_key", "block_table"),
     outputs=("sparse_indices", "sparse_values"),
     attrs=_ATTRS,
-    dtype_rows=tuple((t, t, t, I64, I64, I32, t) for t in (F32, F16, BF16)),
+    dtype_rows=tuple((t, t, t, I64, I64, I32, I32, t) for t in (F32, F16, BF16)),
 )
 
 LIGHTNING_INDEXER_GRAD = OpDesc(

@@ -55,12 +55,20 @@ def _lengths(op, name, values, layout, batch, limit):
 
 def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
                    next_tokens, block_table, op=_LI):
-    if block_table is not None:
-        raise ValueError(f"{op}: 'block_table' (layout_key 'PA_BSND') is not supported yet; pass None")
     if layout_query not in _LAYOUTS:
         raise ValueError(f"{op}: 'layout_query' must be one of {_LAYOUTS}, got {layout_query!r}")
-    if layout_key != layout_query:
-        raise ValueError(f"{op}: 'layout_key' must equal layout_query ({layout_query!r}), got {layout_key!r}")
+    paged = op == _LI and layout_key == "PA_BSND"
+    if layout_key != layout_query and not paged:
+        also = " or 'PA_BSND'" if op == _LI else ""
+        raise ValueError(f"{op}: 'layout_key' must equal layout_query ({layout_query!r}){also}, got {layout_key!r}")
+    if paged != (block_table is not None):
+        raise ValueError(f"{op}: 'block_table' is required exactly with layout_key 'PA_BSND' (paged keys), got "
+                         f"{'none' if block_table is None else 'one'} with layout_key {layout_key!r}")
+    if paged:
+        check_tensor(op, "block_table", block_table)
+        if block_table.dtype != ms.int32 or block_table.ndim != 2:
+            raise TypeError(f"{op}: 'block_table' must be a 2-D int32 Tensor [batch, max_blocks], got "
+                            f"{block_table.dtype} of shape {block_table.shape}")
     check_int(op, "sparse_count", sparse_count, low=1)
     if sparse_count > MAX_SPARSE_COUNT:
         raise ValueError(f"{op}: 'sparse_count' must be in [1, {MAX_SPARSE_COUNT}], got {sparse_count}")
@@ -72,7 +80,7 @@ def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, 
     rank = 3 if layout_query == "TND" else 4
     for name, t in (("query", query), ("key", key), ("weights", weights)):
         check_tensor(op, name, t)
-        want = rank - 1 if name == "weights" else rank
+        want = rank - 1 if name == "weights" else 4 if name == "key" and paged else rank
         if t.ndim != want:
             raise ValueError(f"{op}: '{name}' must be {want}-D for layout {layout_query!r}, got shape {t.shape}")
     check_dtype(op, "query", query, FLOAT_DTYPES)
@@ -87,15 +95,22 @@ def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, 
         a, b = query.shape[axis], weights.shape[axis]
         if known(a) and known(b) and a != b:
             raise ValueError(f"{op}: 'weights' must have query's leading dims {query.shape[:-1]}, got {weights.shape}")
-    if rank == 4 and known(query.shape[0]) and known(key.shape[0]) and query.shape[0] != key.shape[0]:
+    if rank == 4 and not paged and known(query.shape[0]) and known(key.shape[0]) and query.shape[0] != key.shape[0]:
         raise ValueError(f"{op}: 'key' batch must equal query's ({query.shape[0]}), got shape {key.shape}")
 
 
-def sequence_lengths(op, query, key, layout, actual_seq_lengths_query, actual_seq_lengths_key):
-    """(query lengths, key lengths, whether each was given) for the kernels."""
+def sequence_lengths(op, query, key, layout, actual_seq_lengths_query, actual_seq_lengths_key, layout_key=None):
+    """(query lengths, key lengths, whether each was given) for the kernels. Paged keys
+    (layout_key PA_BSND) need per-batch key lengths; the kernel checks them against the table."""
     tnd = layout == "TND"
     qlen, has_q = _lengths(op, "actual_seq_lengths_query", actual_seq_lengths_query, layout,
                            None if tnd else query.shape[0], query.shape[0] if tnd else query.shape[1])
+    if layout_key == "PA_BSND":
+        if actual_seq_lengths_key is None:
+            raise ValueError(f"{op}: 'actual_seq_lengths_key' is required with layout_key 'PA_BSND' "
+                             f"(per-batch key lengths)")
+        klen, has_k = _lengths(op, "actual_seq_lengths_key", actual_seq_lengths_key, "BSND", None, None)
+        return qlen, klen, has_q, has_k
     klen, has_k = _lengths(op, "actual_seq_lengths_key", actual_seq_lengths_key, layout,
                            None if tnd else key.shape[0], key.shape[0] if tnd else key.shape[1])
     return qlen, klen, has_q, has_k
@@ -115,15 +130,20 @@ def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, act
 
     Args:
         query: [B, S1, N1, D] (BSND) or [T1, N1, D] (TND); float32, float16 or bfloat16.
-        key: [B, S2, N2, D] or [T2, N2, D], query's dtype; N2 divides N1.
+        key: [B, S2, N2, D] or [T2, N2, D], query's dtype; N2 divides N1. With layout_key
+            "PA_BSND": paged, [block_count, block_size, N2, D].
         weights: [B, S1, N1] or [T1, N1], query's dtype.
 
     Keyword Args:
         actual_seq_lengths_query, actual_seq_lengths_key (list of int or int Tensor): BSND:
             optional per-batch lengths (rows past a batch's query length output -1); TND:
             required cumulative lengths (last = T).
-        block_table: paged keys (PA_BSND); not supported yet (must be None).
-        layout_query, layout_key (str): "BSND" or "TND", the same for both.
+        block_table (int32 Tensor [B, max_blocks]): with layout_key "PA_BSND" (and only then): key
+            s of batch b is row ``s % block_size`` of block ``block_table[b, s // block_size]``;
+            actual_seq_lengths_key (per batch) is then required. Paged keys are for inference:
+            no gradient.
+        layout_query, layout_key (str): "BSND" or "TND", the same for both, or layout_key
+            "PA_BSND".
         sparse_count (int): k, in [1, 2048].
         sparse_mode (int): 0 every key, 3 (default) right-down causal (query i of a batch with
             S1 queries and S2 keys sees keys s <= i + S2 - S1).
@@ -143,11 +163,12 @@ def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, act
     if not isinstance(return_value, bool):
         raise TypeError(f"{_LI}: 'return_value' must be a bool, got {type(return_value).__name__}")
     qlen, klen, has_q, has_k = sequence_lengths(_LI, query, key, layout_query, actual_seq_lengths_query,
-                                                actual_seq_lengths_key)
+                                                actual_seq_lengths_key, layout_key)
+    table = block_table if block_table is not None else ops.zeros((1,), ms.int32)
     prim = custom_op(LIGHTNING_INDEXER, make_lightning_indexer_bprop, layout_query=layout_query,
                      layout_key=layout_key, sparse_count=sparse_count, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
                      next_tokens=next_tokens, has_lengths_query=has_q, has_lengths_key=has_k)
-    out = prim(query, key, weights, qlen, klen)
+    out = prim(query, key, weights, qlen, klen, table)
     return out[0], out[1]
 
 

@@ -9,7 +9,8 @@
 // (ReLU, weighted sum), sorts the tile (Sort32 runs merged by four-queue MrgSort) and merges it
 // into the row's running top-k, which waits in the block's workspace between tiles. A tile whose
 // best score cannot enter a full top-k is skipped. No T x T or T x N x T buffer exists: the
-// workspace holds one tile of scores.
+// workspace holds one tile of scores. Paged keys (PA_BSND) are read block by block through the
+// block table: key s of batch b is row block_table[b, s / blockSize] * blockSize + s % blockSize.
 #include "dsa/lightning_indexer_tiling_data.h"
 #include "kernel_utils.h"
 #include "lib/matmul_intf.h"
@@ -23,9 +24,9 @@ constexpr float kNegInf = -__builtin_inff();
 constexpr uint32_t kTileBytes = 16 * 1024;
 
 // One batch's rows: query rows [qStart, qStart + rows), of which the first `valid` have queries,
-// and keys [kStart, kStart + keys).
+// and keys [kStart, kStart + keys) (paged: through batch b's block table row).
 struct LiSeg {
-  int64_t qStart, rows, valid, kStart, keys;
+  int64_t b, qStart, rows, valid, kStart, keys;
 };
 
 template <typename T>
@@ -39,9 +40,10 @@ class LightningIndexerKernel {
   TPipe pipe;
   Matmul<F, FT, F> mm;
 
-  __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR w, GM_ADDR qLen, GM_ADDR kLen, GM_ADDR idx, GM_ADDR val,
-                              GM_ADDR workspace, const LightningIndexerTilingData &td) {
+  __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR w, GM_ADDR qLen, GM_ADDR kLen, GM_ADDR table, GM_ADDR idx,
+                              GM_ADDR val, GM_ADDR workspace, const LightningIndexerTilingData &td) {
     td_ = &td;
+    tableGm_.SetGlobalBuffer((__gm__ int32_t *)table);
     qGm_.SetGlobalBuffer((__gm__ T *)q);
     kGm_.SetGlobalBuffer((__gm__ T *)k);
     wGm_.SetGlobalBuffer((__gm__ T *)w);
@@ -93,6 +95,7 @@ class LightningIndexerKernel {
   __aicore__ inline LiSeg Segment(int64_t b) const {
     const LightningIndexerTilingData &td = *td_;
     LiSeg s;
+    s.b = b;
     if (td.qLenMode == 2) {
       s.qStart = b > 0 ? qLenGm_.GetValue(b - 1) : 0;
       s.rows = s.valid = qLenGm_.GetValue(b) - s.qStart;
@@ -136,7 +139,7 @@ class LightningIndexerKernel {
       LoadWeights(qRow, m);
       for (int64_t s0 = 0; s0 < maxVis; s0 += td.keyTile) {
         const uint32_t nk = static_cast<uint32_t>(Min64(td.keyTile, maxVis - s0));
-        LoadRows(kGm_, ((seg.kStart + s0) * td.n2 + n) * td.dim, td.n2 * td.dim, nk, d, kf_);
+        LoadKeys(seg, n, s0, nk);
         Scores(m * g, nk);
         for (uint32_t i = 0; i < m; ++i) {
           const int64_t nv = Min64(nk, Visible(seg, i0 + i) - s0);
@@ -171,6 +174,24 @@ class LightningIndexerKernel {
       outQ_.FreeTensor(y);
     }
     PipeBarrier<PIPE_ALL>();
+  }
+
+  // Keys [s0, s0 + nk) of the batch's head n into kf_: one run of rows, or paged one block's run
+  // at a time.
+  __aicore__ inline void LoadKeys(const LiSeg &seg, int64_t n, int64_t s0, uint32_t nk) {
+    const LightningIndexerTilingData &td = *td_;
+    const uint32_t d = static_cast<uint32_t>(td.dim);
+    if (td.blockSize == 0) {
+      LoadRows(kGm_, ((seg.kStart + s0) * td.n2 + n) * td.dim, td.n2 * td.dim, nk, d, kf_);
+      return;
+    }
+    for (int64_t s = s0; s < s0 + nk;) {
+      const int64_t off = s % td.blockSize, run = Min64(td.blockSize - off, s0 + nk - s);
+      const int64_t row = int64_t(tableGm_.GetValue(uint64_t(seg.b * td.maxBlocks + s / td.blockSize))) * td.blockSize + off;
+      LoadRows(kGm_, (row * td.n2 + n) * td.dim, td.n2 * td.dim, static_cast<uint32_t>(run), d,
+               kf_[uint64_t(s - s0) * d]);
+      s += run;
+    }
   }
 
   // The run's weights, fp32 in wts_: row i's group at i * wPitch_.
@@ -316,7 +337,7 @@ class LightningIndexerKernel {
 
   GlobalTensor<T> qGm_, kGm_, wGm_, valGm_;
   GlobalTensor<int64_t> qLenGm_, kLenGm_;
-  GlobalTensor<int32_t> idxGm_;
+  GlobalTensor<int32_t> idxGm_, tableGm_;
   GlobalTensor<float> qf_, kf_, score_, top_;
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
@@ -327,11 +348,11 @@ class LightningIndexerKernel {
 };
 
 template <typename T>
-__aicore__ inline void Run(GM_ADDR q, GM_ADDR k, GM_ADDR w, GM_ADDR qLen, GM_ADDR kLen, GM_ADDR idx, GM_ADDR val,
-                           GM_ADDR workspace, const LightningIndexerTilingData &td) {
+__aicore__ inline void Run(GM_ADDR q, GM_ADDR k, GM_ADDR w, GM_ADDR qLen, GM_ADDR kLen, GM_ADDR table, GM_ADDR idx,
+                           GM_ADDR val, GM_ADDR workspace, const LightningIndexerTilingData &td) {
   LightningIndexerKernel<T> op;
   REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mm, &td.mmNT);
-  op.Init(q, k, w, qLen, kLen, idx, val, workspace, td);
+  op.Init(q, k, w, qLen, kLen, table, idx, val, workspace, td);
   op.Process();
 }
 
@@ -339,20 +360,20 @@ __aicore__ inline void Run(GM_ADDR q, GM_ADDR k, GM_ADDR w, GM_ADDR qLen, GM_ADD
 
 extern "C" __global__ __aicore__ void lightning_indexer(GM_ADDR query, GM_ADDR key, GM_ADDR weights,
                                                         GM_ADDR actualSeqLengthsQuery, GM_ADDR actualSeqLengthsKey,
-                                                        GM_ADDR sparseIndices, GM_ADDR sparseValues, GM_ADDR workspace,
+                                                        GM_ADDR blockTable, GM_ADDR sparseIndices, GM_ADDR sparseValues, GM_ADDR workspace,
                                                         GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
   REGISTER_TILING_DEFAULT(LightningIndexerTilingData);
   GET_TILING_DATA(td, tiling);
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {
-    Run<float>(query, key, weights, actualSeqLengthsQuery, actualSeqLengthsKey, sparseIndices, sparseValues,
+    Run<float>(query, key, weights, actualSeqLengthsQuery, actualSeqLengthsKey, blockTable, sparseIndices, sparseValues,
                workspace, td);
   } else if (TILING_KEY_IS(2)) {
-    Run<half>(query, key, weights, actualSeqLengthsQuery, actualSeqLengthsKey, sparseIndices, sparseValues, workspace,
+    Run<half>(query, key, weights, actualSeqLengthsQuery, actualSeqLengthsKey, blockTable, sparseIndices, sparseValues, workspace,
               td);
   } else if (TILING_KEY_IS(3)) {
-    Run<bfloat16_t>(query, key, weights, actualSeqLengthsQuery, actualSeqLengthsKey, sparseIndices, sparseValues,
+    Run<bfloat16_t>(query, key, weights, actualSeqLengthsQuery, actualSeqLengthsKey, blockTable, sparseIndices, sparseValues,
                     workspace, td);
   }
 }
