@@ -220,3 +220,10 @@ def test_paged_errors():
     with pytest.raises(RuntimeError, match="lightning_indexer: 'block_table': entry \\[0, 1\\] is 5"):
         ms_ops.lightning_indexer(q, blocks, w, layout_key="PA_BSND", block_table=bad,
                                  actual_seq_lengths_key=[6, 3])[0].asnumpy()
+
+
+@pytest.mark.full
+def test_largest_k():
+    """k = 2048 over 2600 keys: the UB plan at its largest, in every kernel of the indexer."""
+    check_selection(Problem("BSND", (1, 24), 2600), 8, 1, 16, 2048, 0)
+    check_grads(Problem("BSND", (1, 6), 2100), 8, 1, 16, 2048, "fp32", "pynative")

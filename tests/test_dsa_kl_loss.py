@@ -162,3 +162,12 @@ def test_errors():
     with pytest.raises(RuntimeError, match="sparse_lightning_indexer_kl_loss: 'softmax_max'"):
         op(*a[:5], ms.Tensor(a[5]), a[6][:, :, :4], a[7]).asnumpy()
     assert np.isfinite(op(*a[:5], ms.Tensor(a[5]), *a[6:]).asnumpy()).all()
+
+
+@pytest.mark.full
+def test_large():
+    """Past CANN's limits: 3 key heads, 7 main query heads each, main D 72 + rope, index D 136,
+    k = 300 over several hundred keys, and k = 2048 (the UB plan at its largest)."""
+    check(Problem("TND", [1, 200, 0, 97], [7, 420, 2, 97]), "fp32", "pynative", True, n1=21, n2=3, d=72, ni=9,
+          di=136, k=300)
+    check(Problem("BSND", (1, 4), 2100), "fp32", "pynative", True, n1=2, n2=1, d=16, ni=2, di=8, k=2048)

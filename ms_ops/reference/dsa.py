@@ -104,13 +104,14 @@ def lightning_indexer_grad(q, k, w, dy, indices, segs, rnd=None):
     return r(dq), r(dk), r(dw)
 
 
-def _main_scores(q, k, qr, kr, t, n, keys, group, scale):
+def _main_scores(q, k, qr, kr, t, n, keys, group, scale, r=None):
     """The main attention's scaled scores of token t's query heads in key head n's group: [G, j]."""
+    r = r or _same
     heads = slice(n * group, (n + 1) * group)
-    s = q[t, heads] @ k[keys, n].T
+    s = _mm(q[t, heads], k[keys, n].T, r)
     if qr is not None:
-        s = s + qr[t, heads] @ kr[keys, n].T
-    return scale * s
+        s = r(s + _mm(qr[t, heads], kr[keys, n].T, r))
+    return r(scale * s)
 
 
 def sparse_attention_stats(q, k, indices, segs, scale, qr=None, kr=None):
@@ -156,15 +157,17 @@ def sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, indices, mx, sm, scale, se
                 keys = k0 + indices[t, n][live]
                 if keys.size == 0:
                     continue
-                s = r(_main_scores(q, k, qr, kr, t, n, keys, group, scale))
-                p = r((np.exp(s - mx[t, n][:, None]) / sm[t, n][:, None]).sum(axis=0))
+                s = _main_scores(q, k, qr, kr, t, n, keys, group, scale, r)
+                p = np.zeros(keys.size)
+                for head in r(np.exp(s - mx[t, n][:, None]) / sm[t, n][:, None]):
+                    p = r(p + head)
                 p = r(p / p.sum())
                 heads = slice(n * igroup, (n + 1) * igroup)
-                scores = r(w[t, heads] @ np.maximum(r(qi[t, heads] @ ki[keys, n].T), 0.0))
+                scores = _mm(w[t, heads][None, :], np.maximum(_mm(qi[t, heads], ki[keys, n].T, r), 0.0), r)[0]
                 log_s = scores - scores.max()
                 log_s = r(log_s - np.log(np.exp(log_s).sum()))
                 pos = p > 0
                 loss += np.sum(p[pos] * (np.log(p[pos]) - log_s[pos]))
-                d_i[t, n, live] = r(np.exp(log_s) - p)
+                d_i[t, n, live] = r(r(np.exp(log_s)) - p)
     dqi, dki, dw = lightning_indexer_grad(qi, ki, w, d_i, indices, segs, rnd)
     return loss, dqi, dki, dw, d_i
