@@ -8,7 +8,7 @@
 // the scores of all the run's query heads; the vector core folds each query row's heads into I
 // (ReLU, weighted sum), sorts the tile (Sort32 runs merged by four-queue MrgSort) and merges it
 // into the row's running top-k, which waits in the block's workspace between tiles. A tile whose
-// best score cannot enter a full top-k is skipped. No T x T or T x N x T buffer exists: the
+// best score cannot enter a full top-k is neither sorted nor merged. No T x T or T x N x T buffer exists: the
 // workspace holds one tile of scores. Paged keys (PA_BSND) are read block by block through the
 // block table: key s of batch b is row block_table[b, s / blockSize] * blockSize + s % blockSize.
 #include "dsa/lightning_indexer_tiling_data.h"
@@ -64,6 +64,7 @@ class LightningIndexerKernel {
     pipe.InitBuffer(acc_, tile * 4);
     pipe.InitBuffer(tmp_, tile * 4);
     pipe.InitBuffer(keyIdx_, tile * 4);
+    pipe.InitBuffer(red_, kUbAlign);
     pipe.InitBuffer(sortA_, tile * 8);
     pipe.InitBuffer(sortB_, tile * 8);
     pipe.InitBuffer(run_, UbBytes(topK, 8));
@@ -249,11 +250,25 @@ class LightningIndexerKernel {
     for (uint32_t j = nv; j < aligned; ++j) acc.SetValue(j, kNegInf);
     OrderPipes<HardEvent::S_V>(&pipe);
     if (aligned < nsort) Duplicate(acc[aligned], kNegInf, static_cast<int32_t>(nsort - aligned));
+    if (count_[i] == uint32_t(td_->topK) && !CanEnter(i, acc, nsort)) return;
     LocalTensor<int32_t> keys = keyIdx_.Get<int32_t>();
     CreateVecIndex(keys, static_cast<int32_t>(s0), nsort);
     PipeBarrier<PIPE_V>();
     LocalTensor<float> sorted = SortTile(acc, keys.ReinterpretCast<uint32_t>(), nsort);
     MergeIntoTop(i, sorted, nv < uint32_t(td_->topK) ? nv : uint32_t(td_->topK));
+  }
+
+  // Whether any of the tile's n scores beats row i's full top-k (its k-th score wins ties, being an
+  // earlier key): if not, the tile is neither sorted nor merged.
+  __aicore__ inline bool CanEnter(uint32_t i, const LocalTensor<float> &scores, uint32_t n) {
+    const uint32_t k = static_cast<uint32_t>(td_->topK);
+    LocalTensor<float> best = red_.Get<float>();
+    ReduceMax(best, scores, tmp_.Get<float>(), static_cast<int32_t>(n), false);
+    OrderPipes<HardEvent::V_S>(&pipe);
+    OrderPipes<HardEvent::MTE3_S>(&pipe);
+    const bool enter = best.GetValue(0) > top_.GetValue(uint64_t(i) * k * 2 + uint64_t(k - 1) * 2);
+    OrderPipes<HardEvent::S_V>(&pipe);
+    return enter;
   }
 
   // The n (a power-of-4 multiple of 32) scores as (score, key index) proposals, descending; ties
@@ -287,11 +302,6 @@ class LightningIndexerKernel {
       OrderPipes<HardEvent::MTE3_V>(&pipe);
       count_[i] = take;
       return;
-    }
-    if (cnt == k) {
-      OrderPipes<HardEvent::MTE3_S>(&pipe);
-      OrderPipes<HardEvent::V_S>(&pipe);
-      if (sorted.GetValue(0) <= top.GetValue(uint64_t(k - 1) * 2)) return;
     }
     LocalTensor<float> run = run_.Get<float>(), merged = merged_.Get<float>();
     CopyIn(run, top, cnt * 2);
@@ -341,7 +351,7 @@ class LightningIndexerKernel {
   GlobalTensor<float> qf_, kf_, score_, top_;
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
-  TBuf<TPosition::VECCALC> xf_, wts_, acc_, tmp_, keyIdx_, sortA_, sortB_, run_, merged_, off_, off4_, outT_;
+  TBuf<TPosition::VECCALC> xf_, wts_, acc_, tmp_, red_, keyIdx_, sortA_, sortB_, run_, merged_, off_, off4_, outT_;
   const LightningIndexerTilingData *td_ = nullptr;
   uint32_t wPitch_ = 0;
   uint32_t count_[64];  // proposals in each run row's top-k (kLiMaxQueryRows)
