@@ -227,3 +227,18 @@ def test_largest_k():
     """k = 2048 over 2600 keys: the UB plan at its largest, in every kernel of the indexer."""
     check_selection(Problem("BSND", (1, 24), 2600), 8, 1, 16, 2048, 0)
     check_grads(Problem("BSND", (1, 6), 2100), 8, 1, 16, 2048, "fp32", "pynative")
+
+
+def test_dynamic_length_graph():
+    """GRAPH mode with the sequence lengths left open (Cell.set_inputs): one compile, two lengths."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    cell = Indexer(ms_ops.lightning_indexer, sparse_count=6)
+    cell.set_inputs(ms.Tensor(shape=[1, None, 4, 8], dtype=ms.float32), ms.Tensor(shape=[1, None, 2, 8], dtype=ms.float32),
+                    ms.Tensor(shape=[1, None, 4], dtype=ms.float32))
+    for s in (9, 20):
+        prob = Problem("BSND", (1, s), s)
+        q, k, w = ints((s, 4, 8)), ints((s, 2, 8)), ints((s, 4))
+        idx, val = cell(to_ms(prob.shaped(q), "fp32"), to_ms(prob.shaped(k, False), "fp32"),
+                        to_ms(prob.shaped(w), "fp32"))
+        ridx, _ = ref.lightning_indexer(q, k, w, prob.segs, 6, 3)
+        np.testing.assert_array_equal(prob.tok(idx.asnumpy()), ridx)
