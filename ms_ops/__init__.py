@@ -18,6 +18,10 @@ Functions (``ms_ops.<name>``):
   :func:`linear_attention` (ELU + 1 feature map, causal or not, linear in the sequence length);
   all differentiable.
 
+Paged KV cache: :class:`ms_ops.kv_cache.BlockManager` (reference-counted blocks, block tables,
+fork and copy-on-write) and the kernels on the caches: ``reshape_and_cache``, ``copy_blocks`` (in
+place) and ``paged_attention``.
+
 Cells (``ms_ops.nn``): :class:`~ms_ops.nn.MoE`, :class:`~ms_ops.nn.FusedLinearCrossEntropyLoss`,
 :class:`~ms_ops.nn.FlashAttention`, :class:`~ms_ops.nn.LinearAttention`, and
 :func:`~ms_ops.nn.reset_graph` to keep using a GRAPH-mode Cell after a kernel refused a batch.
@@ -27,7 +31,8 @@ from ms_ops.ops import (attn_bias, flash_attention_score, fused_cross_entropy_lo
                         fused_linear_online_max_sum, lightning_indexer, linear_attention, memory_efficient_attention,
                         moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing, moe_init_routing_grad,
                         sparse_lightning_indexer_kl_loss)
-from ms_ops import nn
+from ms_ops.ops.decode import copy_blocks, paged_attention, reshape_and_cache
+from ms_ops import kv_cache, nn
 
 __version__ = "0.1.0"
 
@@ -35,4 +40,5 @@ __all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "
            "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
-           "fused_linear_cross_entropy_loss_grad", "lightning_indexer", "sparse_lightning_indexer_kl_loss", "nn"]
+           "fused_linear_cross_entropy_loss_grad", "reshape_and_cache", "copy_blocks", "paged_attention",
+           "lightning_indexer", "sparse_lightning_indexer_kl_loss", "kv_cache", "nn"]

@@ -27,6 +27,44 @@ def test_moe_train_example_learns(tmp_path):
     assert not any(cwd.iterdir())
 
 
+
+
+def test_train_tiny_llm_example_learns_resumes_and_generates(tmp_path):
+    """examples/train_tiny_llm.py (the README's first command) trains in GRAPH mode until the loss
+    falls (exit 0), writes its checkpoint and curve into --out-dir, and --resume continues from
+    the saved step with the saved loss history; examples/generate.py decodes from it."""
+    cwd, out = tmp_path / "cwd", tmp_path / "out"
+    cwd.mkdir()
+    short = ("--seq-len", "32", "--out-dir", str(out))
+    first = run_script("examples/train_tiny_llm.py", "--steps", "40", *short, cwd=cwd, timeout=900)
+    assert "40 steps in" in first.stdout
+    assert (out / "tiny_llm_loss.png").stat().st_size > 0 and (out / "tiny_llm.ckpt").stat().st_size > 0
+    resumed = run_script("examples/train_tiny_llm.py", "--steps", "45", "--resume", *short, cwd=cwd, timeout=900)
+    assert "at step 40" in resumed.stdout and "5 steps in" in resumed.stdout
+    # examples/generate.py decodes from that checkpoint through the paged cache; its prefill logits
+    # equal a dense forward of the same tokens, and each fork copies the shared partial block once.
+    gen = run_script("examples/generate.py", "--new-tokens", "6", "--out-dir", str(out), cwd=cwd, timeout=900)
+    completions = [line for line in gen.stdout.splitlines() if line.startswith("  the old king")]
+    assert len(completions) == 4 and all(len(line.split("|")[1]) == 6 for line in completions)
+    assert "copy-on-write copies: 4" in gen.stdout
+    diff = float(gen.stdout.split("logits: max abs difference ")[1].split()[0])
+    assert diff < 1e-4
+    assert not any(cwd.iterdir())
+
+def test_paged_kv_cache_example(tmp_path):
+    """examples/paged_kv_cache.py reproduces the paging experiment: naive reservation fills about
+    a quarter of the cache, paging about 98%, and forks store the shared prompt once."""
+    proc = run_script("examples/paged_kv_cache.py", "--out-dir", str(tmp_path), cwd=tmp_path)
+    rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| ")]
+    util = {int(r[0]): (float(r[1].strip(" %")), float(r[2].strip(" %"))) for r in rows if r[0].strip().isdigit()}
+    assert sorted(util) == [10, 25, 50, 100, 200]
+    assert all(18 < naive < 32 and 97.5 < paged < 99.5 for naive, paged in util.values())
+    blocks = {r[0].strip(): int(r[1]) for r in rows if not r[0].strip().isdigit() and r[1].strip().isdigit()}
+    assert blocks["prompt, one copy per request"] == 130 and blocks["prompt, shared (fork)"] == 13
+    assert blocks["all tokens, shared + copy-on-write"] == 13 + 10 * 5
+    assert "copy-on-write copies: 10 " in proc.stdout
+    assert (tmp_path / "paged_kv_cache.png").stat().st_size > 0
+
 @pytest.mark.full
 def test_moe_routing_benchmark_quick(tmp_path):
     """benchmarks/bench_moe_routing.py --quick checks both providers agree, times them and

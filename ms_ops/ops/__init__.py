@@ -7,6 +7,7 @@ from ms_ops.ops.cross_entropy import (fused_cross_entropy_loss_with_max_sum,
                                       fused_linear_cross_entropy,
                                       fused_linear_cross_entropy_loss_grad,
                                       fused_linear_online_max_sum)
+from ms_ops.ops.decode import copy_blocks, paged_attention, reshape_and_cache
 from ms_ops.ops.memory_efficient_attention import memory_efficient_attention
 from ms_ops.ops.moe_routing import (moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing,
                                    moe_init_routing_grad)
@@ -15,4 +16,5 @@ __all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "
            "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
-           "fused_linear_cross_entropy_loss_grad", "lightning_indexer", "sparse_lightning_indexer_kl_loss"]
+           "fused_linear_cross_entropy_loss_grad", "reshape_and_cache", "copy_blocks", "paged_attention",
+           "lightning_indexer", "sparse_lightning_indexer_kl_loss"]
