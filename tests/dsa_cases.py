@@ -16,10 +16,8 @@ class Problem:
             (self.batch, self.s1), self.s2 = seq_q, seq_k
             self.t1, self.t2 = self.batch * self.s1, self.batch * self.s2
             self.segs = ref.segments("BSND", self.t1, self.t2, self.s1, self.s2)
-            self.kwargs = {}
         else:
-            self.cum_q, self.cum_k = list(np.cumsum(seq_q)), list(np.cumsum(seq_k))
-            self.cum_q, self.cum_k = [int(x) for x in self.cum_q], [int(x) for x in self.cum_k]
+            self.cum_q, self.cum_k = [int(x) for x in np.cumsum(seq_q)], [int(x) for x in np.cumsum(seq_k)]
             self.t1, self.t2 = self.cum_q[-1], self.cum_k[-1]
             self.segs = ref.segments("TND", self.t1, self.t2, lengths_query=self.cum_q, lengths_key=self.cum_k)
 
@@ -30,6 +28,7 @@ class Problem:
         return a.reshape(self.batch, self.s1 if query else self.s2, *a.shape[1:])
 
     def tok(self, a):
+        """The layout's shape -> token-major [T, ...]."""
         return np.asarray(a).reshape(-1, *a.shape[(2 if self.layout == "BSND" else 1):])
 
     def stats(self, a):

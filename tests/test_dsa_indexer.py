@@ -10,7 +10,7 @@ import pytest
 import ms_ops
 from ms_ops.reference import dsa as ref
 from tests.dsa_cases import Indexer, Problem, SelectedSum
-from tests.utils import MS_DTYPES, assert_close, representable, rounding, to_ms, to_np
+from tests.utils import assert_close, representable, rounding, to_ms, to_np
 
 PROBLEMS = {"BSND": (("BSND", (2, 37), 45)), "TND": ("TND", [0, 1, 23, 12], [3, 4, 30, 5])}
 

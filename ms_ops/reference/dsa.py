@@ -35,7 +35,8 @@ def visible(i, valid, keys, sparse_mode):
 
 
 def index_scores(q, k, w, group):
-    """I[g-group n, s] for one query token: q [N1, D], k [S, N2, D], w [N1] -> [N2, S]."""
+    """The index scores of one query token for every key head n (over its group of query heads):
+    q [N1, D], k [S, N2, D], w [N1] -> [N2, S]."""
     n2 = k.shape[1]
     s = np.einsum("ngd,snd->ngs", q.reshape(n2, group, -1), k)
     return np.einsum("ng,ngs->ns", w.reshape(n2, group), np.maximum(s, 0.0))
