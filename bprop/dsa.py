@@ -7,7 +7,7 @@ held fixed, so with dI the incoming gradient on the selected keys and S = q[t, g
 by the kernel lightning_indexer_grad (deterministic; not for paged keys). The indices, lengths
 and block table get zeros.
 
-sparse_lightning_indexer_kl_loss: its forward kernel computes the gradients with the loss.
+sparse_/dense_lightning_indexer_kl_loss: their forward kernels compute the gradients with the loss.
 """
 from mindspore import ops
 
@@ -36,5 +36,18 @@ def make_sparse_lightning_indexer_kl_loss_bprop(**attrs):
         return (ops.zeros_like(query), ops.zeros_like(key), out[0] * scale, out[1] * scale, out[2] * scale,
                 ops.zeros_like(sparse_indices), ops.zeros_like(softmax_max), ops.zeros_like(softmax_sum),
                 ops.zeros_like(query_rope), ops.zeros_like(key_rope), ops.zeros_like(qlen), ops.zeros_like(klen))
+
+    return bprop
+
+
+def make_dense_lightning_indexer_kl_loss_bprop(**attrs):
+    """As the sparse loss's, without the selection input."""
+
+    def bprop(query, key, query_index, key_index, weights, softmax_max, softmax_sum, query_rope, key_rope, qlen, klen,
+              out, dout):
+        scale = dout[3].astype(query_index.dtype)
+        return (ops.zeros_like(query), ops.zeros_like(key), out[0] * scale, out[1] * scale, out[2] * scale,
+                ops.zeros_like(softmax_max), ops.zeros_like(softmax_sum), ops.zeros_like(query_rope),
+                ops.zeros_like(key_rope), ops.zeros_like(qlen), ops.zeros_like(klen))
 
     return bprop

@@ -30,7 +30,7 @@ from ms_ops.ops import (attn_bias, flash_attention_score, fused_cross_entropy_lo
                         fused_linear_cross_entropy, fused_linear_cross_entropy_loss_grad,
                         fused_linear_online_max_sum, lightning_indexer, linear_attention, memory_efficient_attention,
                         moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing, moe_init_routing_grad,
-                        sparse_lightning_indexer_kl_loss)
+                        sparse_lightning_indexer_kl_loss, dense_lightning_indexer_kl_loss)
 from ms_ops.ops.decode import copy_blocks, paged_attention, reshape_and_cache
 from ms_ops import kv_cache, nn
 
@@ -41,4 +41,4 @@ __all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
            "fused_linear_cross_entropy_loss_grad", "reshape_and_cache", "copy_blocks", "paged_attention",
-           "lightning_indexer", "sparse_lightning_indexer_kl_loss", "kv_cache", "nn"]
+           "lightning_indexer", "sparse_lightning_indexer_kl_loss", "dense_lightning_indexer_kl_loss", "kv_cache", "nn"]

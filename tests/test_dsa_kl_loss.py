@@ -171,3 +171,69 @@ def test_large():
     check(Problem("TND", [1, 200, 0, 97], [7, 420, 2, 97]), "fp32", "pynative", True, n1=21, n2=3, d=72, ni=9,
           di=136, k=300)
     check(Problem("BSND", (1, 4), 2100), "fp32", "pynative", True, n1=2, n2=1, d=16, ni=2, di=8, k=2048)
+
+
+class DenseKlLoss(nn.Cell):
+    """dense_lightning_indexer_kl_loss as a function of (query_index, key_index, weights)."""
+
+    def __init__(self, fixed, **kwargs):
+        super().__init__()
+        self.q, self.k, self.mx, self.sm = fixed
+        self.kwargs = kwargs
+
+    def construct(self, qi, ki, w):
+        return ms_ops.dense_lightning_indexer_kl_loss(self.q, self.k, qi, ki, w, self.mx, self.sm, SCALE,
+                                                      **self.kwargs)
+
+
+def all_visible(prob, n2, sparse_mode):
+    """The dense loss's keys as a selection: every visible key in order, -1 after."""
+    width = max(keys for _, _, _, _, keys in prob.segs)
+    idx = np.full((prob.t1, n2, width), -1, np.int32)
+    for q0, rows, valid, _, keys in prob.segs:
+        for i in range(rows):
+            vis = ref.visible(i, valid, keys, sparse_mode)
+            idx[q0 + i, :, :vis] = np.arange(vis)
+    return idx
+
+
+@pytest.mark.parametrize("mode,layout,rope,sparse_mode", [("graph", "BSND", True, 3), ("pynative", "TND", False, 0)])
+def test_dense(mode, layout, rope, sparse_mode):
+    """The dense warm-up loss equals the sparse loss over every visible key (GRAPH for one layout,
+    PYNATIVE for the other: the sparse loss's tests cover both modes per layout)."""
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+    prob = Problem("BSND", (2, 9), 11) if layout == "BSND" else Problem("TND", [5, 0, 12], [8, 3, 12])
+    data = make(prob, 4, 2, 12, 6, 10, 4, "fp32", rope)
+    data["idx"] = all_visible(prob, 2, sparse_mode)
+    data["mx"], data["sm"] = ref.sparse_attention_stats(data["q"], data["k"], data["idx"], prob.segs, SCALE,
+                                                        data["qr"], data["kr"])
+    kwargs = dict(layout=layout, sparse_mode=sparse_mode)
+    if layout == "TND":
+        kwargs.update(actual_seq_qlen=prob.cum_q, actual_seq_klen=prob.cum_k)
+    if rope:
+        kwargs.update(query_rope=to_ms(prob.shaped(data["qr"]), "fp32"),
+                      key_rope=to_ms(prob.shaped(data["kr"], False), "fp32"))
+    cell = DenseKlLoss((to_ms(prob.shaped(data["q"]), "fp32"), to_ms(prob.shaped(data["k"], False), "fp32"),
+                        ms.Tensor(prob.stats(data["mx"]).astype(np.float32)),
+                        ms.Tensor(prob.stats(data["sm"]).astype(np.float32))), **kwargs)
+    args = [to_ms(prob.shaped(data["qi"]), "fp32"), to_ms(prob.shaped(data["ki"], False), "fp32"),
+            to_ms(prob.shaped(data["w"]), "fp32")]
+    loss = float(cell(*args).asnumpy()[0])
+    if mode == "pynative":
+        got = ms.grad(lambda a, b, c: cell(a, b, c), grad_position=(0, 1, 2))(*args)
+    else:
+        got = ms.grad(cell, grad_position=(0, 1, 2))(*args)
+    want, naive = reference(prob, data), reference(prob, data, rounding("fp32"))
+    assert_close("loss", np.array([loss]), np.array([want[0]]), np.array([naive[0]]), "fp32")
+    for name, g, r, nv in zip(("d_query_index", "d_key_index", "d_weights"), got, want[1:4], naive[1:4]):
+        assert_close(name, prob.tok(to_np(g)), r, nv, "fp32")
+
+
+def test_dense_errors():
+    op = ms_ops.dense_lightning_indexer_kl_loss
+    q, k, qi, ki, w, _, stats, _ = _inputs()
+    with pytest.raises(ValueError, match="dense_lightning_indexer_kl_loss: 'key_rope'"):
+        op(q, k, qi, ki, w, stats, stats, key_rope=k)
+    long_k, long_ki = (ms.Tensor(np.zeros((1, 2049, 1, d), np.float32)) for d in (8, 4))
+    with pytest.raises(RuntimeError, match="dense_lightning_indexer_kl_loss: 'key_index': sequences of at most 2048"):
+        op(q, long_k, qi, long_ki, w, stats, stats).asnumpy()

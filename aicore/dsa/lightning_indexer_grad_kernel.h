@@ -3,7 +3,8 @@
 //   S = q_group · K_selᵀ,  dw[g] = Σ_j dI_j ReLU(S[g, j]),  dS[g, j] = dI_j w[g] [S[g, j] > 0],
 //   dq_group = dS · K_sel,  dK_sel = dSᵀ · q_group  (added to the block's key-gradient partial),
 // then, after every block's tokens (SyncAll), the partials are summed in block order into d_key.
-// The derived kernel supplies dI (Derived::DeltaI). Kernel code only.
+// The derived kernel supplies the token's keys (Derived::Keys: Gather from sparse_indices, or
+// AllVisible) and dI (Derived::DeltaI). Kernel code only.
 #ifndef MS_OPS_DSA_LIGHTNING_INDEXER_GRAD_KERNEL_H_
 #define MS_OPS_DSA_LIGHTNING_INDEXER_GRAD_KERNEL_H_
 
@@ -126,7 +127,7 @@ class LightningIndexerGradBase {
     const LightningIndexerGradTilingData &td = *td_;
     const uint32_t g = static_cast<uint32_t>(td.group), d = static_cast<uint32_t>(td.dim);
     const int64_t row = seg.qStart + i, qRow = row * td.n1 + n * g, sel = (row * td.n2 + n) * td.topK;
-    const uint32_t live = Gather(seg, sel);
+    const uint32_t live = static_cast<Derived *>(this)->Keys(seg, i, sel);
     if (live == 0) {
       StoreZeros(qRow, g, d);
       static_cast<Derived *>(this)->Empty(row, n);
@@ -143,6 +144,22 @@ class LightningIndexerGradBase {
     MmTN(dkf_, ds_, kp, qf_, d, kp, d, g);
     StoreRows(dqf_, dqGm_, qRow * td.dim, g * d);
     AddKeyGrads(seg, n, live);
+  }
+
+  // Every visible key of query row i (a dense kernel's selection) into live_: the count.
+  __aicore__ inline uint32_t AllVisible(const LigSeg &seg, int64_t i) {
+    using namespace AscendC;
+    int64_t v = 0;
+    if (i < seg.valid) {
+      v = td_->sparseMode == 0 ? seg.keys : i + 1 + seg.keys - seg.valid;
+      v = v < 0 ? 0 : v > seg.keys ? seg.keys : v;
+    }
+    if (v > 0) {
+      OrderPipes<HardEvent::S_V>(&pipe);
+      CreateVecIndex(live_.Get<int32_t>(), int32_t(0), static_cast<uint32_t>(v));
+      OrderPipes<HardEvent::V_S>(&pipe);
+    }
+    return static_cast<uint32_t>(v);
   }
 
   // The token's live selected keys (index >= 0) into live_ (key indices in the batch) and, in

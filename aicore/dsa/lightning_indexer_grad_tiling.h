@@ -47,6 +47,7 @@ inline LightningIndexerGradTiling ComputeLightningIndexerGradTiling(const Lightn
   d.group = p.n1 / p.n2;
   d.dim = p.dim;
   d.topK = p.topK;
+  d.sparseMode = p.sparseMode;
   d.kPad = static_cast<uint32_t>(AlignUp(uint64_t(p.topK), 64));
   d.keyRows = tokens2 * p.n2;
   const uint64_t g = uint64_t(d.group), dim = uint64_t(p.dim), kp = d.kPad;

@@ -20,7 +20,8 @@ struct LightningIndexerGradTilingData {
   int64_t seq1, seq2;
   uint32_t qLenMode, kLenMode;
   int64_t n1, n2, group, dim;
-  int64_t topK;
+  int64_t topK;          // keys per token: sparse_indices' last dim, or (dense) the most visible keys
+  uint32_t sparseMode;    // the dense kernel's visible keys: 0 all, 3 right-down causal
   uint32_t kPad;
   int64_t keyRows;  // T2 * N2 rows of dim in key and d_key
   uint64_t offQ, offK, offS, offDs, offDq, offDk, offPart;

@@ -30,13 +30,25 @@ LIGHTNING_INDEXER_GRAD = OpDesc(
     dtype_rows=tuple((t, t, t, I32, t, I64, I64, t, t, t) for t in (F32, F16, BF16)),
 )
 
+# Attributes of both KL-loss kernels.
+_KL_ATTRS = (("layout_query", "str"), ("layout_key", "str"), ("sparse_mode", "int"), ("pre_tokens", "int"),
+             ("next_tokens", "int"), ("has_lengths_query", "bool"), ("has_lengths_key", "bool"),
+             ("scale_value", "float"), ("has_rope", "bool"))
+
 SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS = OpDesc(
     name="sparse_lightning_indexer_grad_kl_loss",
     inputs=("query", "key", "query_index", "key_index", "weights", "sparse_indices", "softmax_max", "softmax_sum",
             "query_rope", "key_rope", "actual_seq_qlen", "actual_seq_klen"),
     outputs=("d_query_index", "d_key_index", "d_weights", "loss"),
-    attrs=(("layout_query", "str"), ("layout_key", "str"), ("sparse_mode", "int"), ("pre_tokens", "int"),
-           ("next_tokens", "int"), ("has_lengths_query", "bool"), ("has_lengths_key", "bool"),
-           ("scale_value", "float"), ("has_rope", "bool")),
+    attrs=_KL_ATTRS,
     dtype_rows=tuple((t, t, t, t, t, I32, F32, F32, t, t, I64, I64, t, t, t, F32) for t in (F32, F16, BF16)),
+)
+
+DENSE_LIGHTNING_INDEXER_GRAD_KL_LOSS = OpDesc(
+    name="dense_lightning_indexer_grad_kl_loss",
+    inputs=("query", "key", "query_index", "key_index", "weights", "softmax_max", "softmax_sum", "query_rope",
+            "key_rope", "actual_seq_qlen", "actual_seq_klen"),
+    outputs=("d_query_index", "d_key_index", "d_weights", "loss"),
+    attrs=_KL_ATTRS,
+    dtype_rows=tuple((t, t, t, t, t, F32, F32, t, t, I64, I64, t, t, t, F32) for t in (F32, F16, BF16)),
 )

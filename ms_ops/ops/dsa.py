@@ -9,12 +9,15 @@ import numpy as np
 from mindspore import ops
 
 from ms_ops._custom import custom_op
-from ms_ops.bprop.dsa import make_lightning_indexer_bprop, make_sparse_lightning_indexer_kl_loss_bprop
-from ms_ops.kernels.lightning_indexer import LIGHTNING_INDEXER, SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS
+from ms_ops.bprop.dsa import (make_dense_lightning_indexer_kl_loss_bprop, make_lightning_indexer_bprop,
+                              make_sparse_lightning_indexer_kl_loss_bprop)
+from ms_ops.kernels.lightning_indexer import (DENSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, LIGHTNING_INDEXER,
+                                              SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS)
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _LI = "lightning_indexer"
 _KL = "sparse_lightning_indexer_kl_loss"
+_DENSE = "dense_lightning_indexer_kl_loss"
 _LAYOUTS = ("BSND", "TND")
 _FAR = 9223372036854775807  # 2**63 - 1, written out: GRAPH mode parses defaults and overflows on 2**63
 MAX_SPARSE_COUNT = 2048
@@ -173,11 +176,9 @@ def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, act
 
 
 def _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
-              key_rope, layout):
-    op = _KL
+              key_rope, layout, op=_KL):
     rank = query_index.ndim
-    for name, t in (("query", query), ("key", key), ("sparse_indices", sparse_indices),
-                    ("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
+    for name, t in (("query", query), ("key", key), ("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
         check_tensor(op, name, t)
     for name, t in (("query", query), ("key", key)):
         if t.ndim != rank:
@@ -190,8 +191,10 @@ def _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, sof
         if t is not None:
             check_tensor(op, name, t)
             check_same_dtype(op, name, t, "query_index", query_index)
-    if sparse_indices.dtype != ms.int32:
-        raise TypeError(f"{op}: 'sparse_indices' must be int32, got {sparse_indices.dtype}")
+    if sparse_indices is not None:
+        check_tensor(op, "sparse_indices", sparse_indices)
+        if sparse_indices.dtype != ms.int32:
+            raise TypeError(f"{op}: 'sparse_indices' must be int32, got {sparse_indices.dtype}")
     for name, t in (("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
         if t.dtype != ms.float32:
             raise TypeError(f"{op}: '{name}' must be float32, got {t.dtype}")
@@ -200,7 +203,8 @@ def _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, sof
     n1, n2 = query.shape[-2], key.shape[-2]
     if known(n1) and known(n2) and (n2 < 1 or n1 % n2 != 0):
         raise ValueError(f"{op}: 'key' heads ({n2}) must divide query's heads ({n1})")
-    if known(sparse_indices.shape[-2]) and known(n2) and sparse_indices.shape[-2] != n2:
+    if sparse_indices is not None and known(sparse_indices.shape[-2]) and known(n2) \
+            and sparse_indices.shape[-2] != n2:
         raise ValueError(f"{op}: 'sparse_indices' must select per key head of 'key' ({n2}), got shape "
                          f"{sparse_indices.shape}")
 
@@ -258,4 +262,36 @@ def sparse_lightning_indexer_kl_loss(query, key, query_index, key_index, weights
                      scale_value=float(scale_value), has_rope=has_rope)
     out = prim(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, query_rope,
                key_rope, qlen, klen)
+    return out[3]
+
+
+def dense_lightning_indexer_kl_loss(query, key, query_index, key_index, weights, softmax_max, softmax_sum,
+                                    scale_value=1.0, *, query_rope=None, key_rope=None, actual_seq_qlen=None,
+                                    actual_seq_klen=None, layout="BSND", sparse_mode=3, pre_tokens=_FAR,
+                                    next_tokens=_FAR):
+    r"""The indexer's loss of DeepSeek-V3.2's dense warm-up: :func:`sparse_lightning_indexer_kl_loss`
+    over every key a query token sees (``sparse_mode`` 3: right-down causal; 0: all keys) instead
+    of a selection, with softmax_max / softmax_sum of the dense main attention (same layouts). One
+    kernel (dense_lightning_indexer_grad_kl_loss) computes the loss and the gradients to
+    query_index, key_index and weights; deterministic. A sequence may have at most 2048 keys (the
+    kernel gathers a token's keys at once). Arguments as the sparse loss's, minus sparse_indices.
+
+    Returns:
+        Tensor: loss, float32 of shape (1,).
+    """
+    _check_indexer(query_index, key_index, weights, layout, layout, 1, sparse_mode, pre_tokens, next_tokens, None,
+                   op=_DENSE)
+    _check_kl(query, key, query_index, weights, None, softmax_max, softmax_sum, scale_value, query_rope, key_rope,
+              layout, op=_DENSE)
+    qlen, klen, has_q, has_k = sequence_lengths(_DENSE, query_index, key_index, layout, actual_seq_qlen,
+                                                actual_seq_klen)
+    has_rope = query_rope is not None
+    if not has_rope:
+        query_rope = key_rope = ops.zeros((1,), query_index.dtype)
+    prim = custom_op(DENSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, make_dense_lightning_indexer_kl_loss_bprop, api=_DENSE,
+                     layout_query=layout, layout_key=layout, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
+                     next_tokens=next_tokens, has_lengths_query=has_q, has_lengths_key=has_k,
+                     scale_value=float(scale_value), has_rope=has_rope)
+    out = prim(query, key, query_index, key_index, weights, softmax_max, softmax_sum, query_rope, key_rope, qlen,
+               klen)
     return out[3]

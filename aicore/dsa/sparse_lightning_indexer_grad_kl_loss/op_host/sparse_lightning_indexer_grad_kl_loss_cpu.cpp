@@ -31,56 +31,12 @@ const char *const kNames[] = {"query", "key", "query_index", "key_index", "weigh
                               "softmax_max", "softmax_sum", "query_rope", "key_rope", "actual_seq_qlen",
                               "actual_seq_klen", "d_query_index", "d_key_index", "d_weights", "loss"};
 
-// The main attention's query/key (and rope) against the indexer's problem.
-DsaMainAttention ReadMain(mindspore::AotExtra *extra, const std::vector<Arg> &a, const DsaIndexerShape &s) {
-  const Arg &q = a[0], &k = a[1], &qi = a[2], &ki = a[3];
-  const size_t rank = qi.shape.size();
-  for (const Arg *t : {&q, &k}) {
-    Require(t->dtype == qi.dtype, t->name, std::string("dtype must be query_index's ") + qi.dtypeName);
-    Require(t->shape.size() == rank, t->name, "must have query_index's rank " + std::to_string(rank) + ", got " +
-                                                  ShapeStr(t->shape));
-  }
-  Require(Shape(q.shape.begin(), q.shape.end() - 2) == Shape(qi.shape.begin(), qi.shape.end() - 2), "query",
-          "leading dims must be query_index's, got " + ShapeStr(q.shape));
-  Require(Shape(k.shape.begin(), k.shape.end() - 2) == Shape(ki.shape.begin(), ki.shape.end() - 2), "key",
-          "leading dims must be key_index's, got " + ShapeStr(k.shape));
-  DsaMainAttention m;
-  m.n1 = q.shape[rank - 2];
-  m.dim = q.shape[rank - 1];
-  m.n2 = k.shape[rank - 2];
-  Require(k.shape[rank - 1] == m.dim, "key", "head dim must be query's " + std::to_string(m.dim));
-  Require(m.n2 == s.n2, "key", "heads (" + std::to_string(m.n2) + ") must equal key_index's (" +
-                                   std::to_string(s.n2) + "): sparse_indices select per key head");
-  Require(m.n1 % m.n2 == 0, "query", "heads (" + std::to_string(m.n1) + ") must be a multiple of key's (" +
-                                         std::to_string(m.n2) + ")");
-  if (ReadAttr<bool>(extra, "has_rope")) {
-    const Arg &qr = a[8], &kr = a[9];
-    for (const Arg *t : {&qr, &kr})
-      Require(t->dtype == qi.dtype && t->shape.size() == rank, t->name,
-              "must have query_index's dtype and rank, got " + std::string(t->dtypeName) + " " + ShapeStr(t->shape));
-    m.ropeDim = qr.shape[rank - 1];
-    Shape wantQ(q.shape.begin(), q.shape.end() - 1), wantK(k.shape.begin(), k.shape.end() - 1);
-    wantQ.push_back(m.ropeDim);
-    wantK.push_back(m.ropeDim);
-    RequireShape(qr, wantQ, "query's dims with the rope dim");
-    RequireShape(kr, wantK, "key's dims with the rope dim");
-  }
-  m.scale = ReadAttr<float>(extra, "scale_value");
-  const int64_t g = m.n1 / m.n2;
-  const Shape stats = s.packed ? Shape{m.n2, s.tokens1, g} : Shape{s.batch, m.n2, s.seq1, g};
-  for (const Arg *t : {&a[6], &a[7]}) {
-    RequireDType(*t, DType::kF32, "float32");
-    RequireShape(*t, stats, s.packed ? "(N2, T1, G)" : "(B, N2, S1, G)");
-  }
-  return m;
-}
-
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
   Require(nparam == 16, "params", "expected 12 inputs and 4 outputs, got " + std::to_string(nparam) + " tensors");
   auto *extra = static_cast<mindspore::AotExtra *>(extraPtr);
   const std::vector<Arg> a = Args(nparam, params, ndims, shapes, dtypes, kNames);
   const DsaIndexerShape s = DsaReadIndexer(extra, a[2], a[3], a[4], a[10], a[11]);
-  const DsaMainAttention main = ReadMain(extra, a, s);
+  const DsaMainAttention main = DsaReadMain(extra, a, s);
   LightningIndexerProblem p;
   p.batch = s.batch;
   p.seq1 = s.packed ? 0 : s.seq1;
