@@ -17,8 +17,11 @@ Functions (``ms_ops.<name>``):
   :func:`memory_efficient_attention` with the masks of :mod:`ms_ops.attn_bias`;
   :func:`linear_attention` (ELU + 1 feature map, causal or not, linear in the sequence length);
   all differentiable.
-- DeepSeek sparse attention: :func:`sparse_flash_attention` (each query over only its selected
-  keys; MindSpore's signature), differentiable.
+- DeepSeek sparse attention: :func:`lightning_indexer` (top-k keys per query; differentiable
+  through its values), :func:`sparse_flash_attention` (each query over only its selected keys;
+  differentiable), and the indexer's losses :func:`sparse_lightning_indexer_kl_loss` and
+  :func:`dense_lightning_indexer_kl_loss` (KL towards the main attention; gradients to the
+  indexer's inputs only). MindSpore's signatures.
 
 Paged KV cache: :class:`ms_ops.kv_cache.BlockManager` (reference-counted blocks, block tables,
 fork and copy-on-write) and the kernels on the caches: ``reshape_and_cache``, ``copy_blocks`` (in
@@ -30,9 +33,9 @@ Cells (``ms_ops.nn``): :class:`~ms_ops.nn.MoE`, :class:`~ms_ops.nn.FusedLinearCr
 """
 from ms_ops.ops import (attn_bias, flash_attention_score, fused_cross_entropy_loss_with_max_sum,
                         fused_linear_cross_entropy, fused_linear_cross_entropy_loss_grad,
-                        fused_linear_online_max_sum, linear_attention, memory_efficient_attention,
+                        fused_linear_online_max_sum, lightning_indexer, linear_attention, memory_efficient_attention,
                         moe_finalize_routing, moe_finalize_routing_grad, moe_init_routing, moe_init_routing_grad,
-                        sparse_flash_attention)
+                        sparse_flash_attention, sparse_lightning_indexer_kl_loss, dense_lightning_indexer_kl_loss)
 from ms_ops.ops.decode import copy_blocks, paged_attention, reshape_and_cache
 from ms_ops import kv_cache, nn
 
@@ -42,5 +45,6 @@ __all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "
            "moe_init_routing", "moe_finalize_routing", "moe_init_routing_grad",
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
-           "fused_linear_cross_entropy_loss_grad", "sparse_flash_attention", "reshape_and_cache",
+           "fused_linear_cross_entropy_loss_grad", "sparse_flash_attention", "lightning_indexer",
+           "sparse_lightning_indexer_kl_loss", "dense_lightning_indexer_kl_loss", "reshape_and_cache",
            "copy_blocks", "paged_attention", "kv_cache", "nn"]

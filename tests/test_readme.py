@@ -14,7 +14,7 @@ def snippets():
 
 def test_readme_snippets(mode):
     code = snippets()
-    assert len(code) == 3
+    assert len(code) == 4
     env = {}
     exec(compile("\n".join(code), "README.md", "exec"), env)  # noqa: S102 - our own README
     # "out == x": identity experts, two copies of each token weighted 0.5 each.
@@ -30,3 +30,7 @@ def test_readme_snippets(mode):
                                               attn_bias=env["attn_bias"].LowerTriangularMask())
     assert env["first"].shape == (1, 40, 8, 64)
     np.testing.assert_allclose(env["second"].asnumpy(), alone.asnumpy(), rtol=1e-5, atol=1e-6)
+    # The indexer: the first query sees only key 0 (causal); every later one has 32 keys.
+    idx = env["idx"].asnumpy()
+    assert idx.shape == (2, 128, 1, 32) and idx[0, 0, 0, 0] == 0 and (idx[0, 0, 0, 1:] == -1).all()
+    assert (idx[:, 31:] >= 0).all()

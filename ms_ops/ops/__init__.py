@@ -1,6 +1,7 @@
 """Public functional API of ms_ops."""
 from ms_ops.ops import attn_bias
 from ms_ops.ops.attention import flash_attention_score
+from ms_ops.ops.dsa import dense_lightning_indexer_kl_loss, lightning_indexer, sparse_lightning_indexer_kl_loss
 from ms_ops.ops.linear_attention import linear_attention
 from ms_ops.ops.cross_entropy import (fused_cross_entropy_loss_with_max_sum,
                                       fused_linear_cross_entropy,
@@ -17,4 +18,5 @@ __all__ = ["flash_attention_score", "memory_efficient_attention", "attn_bias", "
            "moe_finalize_routing_grad", "fused_linear_cross_entropy",
            "fused_linear_online_max_sum", "fused_cross_entropy_loss_with_max_sum",
            "fused_linear_cross_entropy_loss_grad", "reshape_and_cache", "copy_blocks", "paged_attention",
-           "sparse_flash_attention"]
+           "sparse_flash_attention",
+           "lightning_indexer", "sparse_lightning_indexer_kl_loss", "dense_lightning_indexer_kl_loss"]
