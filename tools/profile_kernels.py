@@ -51,11 +51,11 @@ def moe(rows=4096, hidden=1024, top_k=8, experts=64):
     return ms.grad(net, grad_position=(0, 1, 2))(x, scales, bias)
 
 
-def cross_entropy(tokens=2048, hidden=1024, vocab=16384):
-    """The LM-head loss and its gradients (every kernel of the default mode)."""
+def cross_entropy(mode, tokens=2048, hidden=1024, vocab=16384):
+    """The LM-head loss in kernel mode `mode` and its gradients."""
     x, w = tensor(tokens, hidden, scale=0.1), tensor(vocab, hidden, scale=0.05)
     target = ms.Tensor(RNG.integers(0, vocab, tokens).astype(np.int32))
-    return ms.grad(lambda x, w: ms_ops.fused_linear_cross_entropy(x, w, target), grad_position=(0, 1))(x, w)
+    return ms.grad(lambda x, w: ms_ops.fused_linear_cross_entropy(x, w, target, mode=mode), grad_position=(0, 1))(x, w)
 
 
 def flash_attention(batch=1, heads=8, seq=1024, dim=128):
@@ -64,7 +64,7 @@ def flash_attention(batch=1, heads=8, seq=1024, dim=128):
 
     def net(q, k, v):
         return ms_ops.flash_attention_score(q, k, v, heads, input_layout="BNSD", sparse_mode=2,
-                                            scalar_value=dim ** -0.5, next_tokens=0)[3].astype(ms.float32).sum()
+                                            scalar_value=dim ** -0.5, next_tokens=0).astype(ms.float32).sum()
     return ms.grad(net, grad_position=(0, 1, 2))(q, k, v)
 
 
@@ -77,7 +77,8 @@ def linear_attention(batch=1, heads=8, seq=1024, dim=64):
 
 CASES = {
     "moe R4096 H1024 K8 E64": moe,
-    "cross_entropy N2048 H1024 V16384": cross_entropy,
+    "cross_entropy N2048 H1024 V16384 grad_in_forward": lambda: cross_entropy("grad_in_forward"),
+    "cross_entropy N2048 H1024 V16384 memory_saving": lambda: cross_entropy("memory_saving"),
     "flash_attention B1 N8 S1024 D128 causal": flash_attention,
     "linear_attention B1 N8 S1024 D64 causal": linear_attention,
 }
