@@ -30,7 +30,8 @@
 namespace ms_ops {
 namespace twin {
 
-thread_local Counters *tlsProfile = nullptr;
+__thread Counters *tlsProfile = nullptr;
+std::atomic<int> gProfiledLaunches{0};
 
 namespace {
 
@@ -156,11 +157,14 @@ ProfileLaunch::ProfileLaunch(const char *kernel, uint32_t slots, uint32_t cores)
   if (json_ != nullptr && *json_ == '\0') json_ = nullptr;
   print_ = p != nullptr && std::strcmp(p, "1") == 0;
   on_ = print_ || json_ != nullptr;
-  if (on_) slot_ = new Slot[slots]();
+  if (!on_) return;
+  slot_ = new Slot[slots]();
+  gProfiledLaunches.fetch_add(1);
 }
 
 ProfileLaunch::~ProfileLaunch() {
   if (!on_) return;
+  gProfiledLaunches.fetch_sub(1);
   const double share = std::min(kCoreGmBytesPerCycle, kGmBytesPerSecond / kClockHz / cores_);
   Counters total{};
   double longest = 0, work = 0;

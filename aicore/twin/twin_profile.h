@@ -17,11 +17,13 @@
 //   the scalar unit's work (address and repeat parameters, loop control) estimated per issued
 //   instruction (kScalarPerIssue in twin_profile.cpp).
 //
-// The hooks below are called by the twin's API; each costs one predictable branch when the profile
-// is off (no counters: tlsProfile is null).
+// The hooks below are called by the twin's API. While no profiled launch runs, a hook is a load of
+// a plain global and one predictable branch: no thread-local access (which costs a
+// __tls_get_addr call in a shared library, measured at about +40% on a GetValue loop).
 #ifndef MS_OPS_TWIN_PROFILE_H_
 #define MS_OPS_TWIN_PROFILE_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "twin_races.h"
@@ -40,12 +42,19 @@ struct Counters {
   uint64_t widest;  // bytes of the widest source of the vector instruction being issued
 };
 
-// The counters of the block running on this thread, null when the launch is not profiled.
-extern thread_local Counters *tlsProfile;
+// The counters of the block running on this thread, null when its launch is not profiled.
+extern __thread __attribute__((visibility("hidden"))) Counters *tlsProfile;
+// Profiled launches running in the process.
+extern std::atomic<int> gProfiledLaunches __attribute__((visibility("hidden")));
+
+inline Counters *Profiling() {
+  if (__builtin_expect(gProfiledLaunches.load(std::memory_order_relaxed) == 0, 1)) return nullptr;
+  return tlsProfile;
+}
 
 // A UB access by `pipe`: DataCopy traffic (MTE2 writes, MTE3 reads) and scalar accesses count.
 inline void ProfileUb(Pipe pipe, uint64_t bytes) {
-  Counters *c = tlsProfile;
+  Counters *c = Profiling();
   if (__builtin_expect(c == nullptr, 1)) return;
   if (pipe == kPipeMte2) {
     c->mte2Bytes += bytes;
@@ -60,14 +69,14 @@ inline void ProfileUb(Pipe pipe, uint64_t bytes) {
 
 // A source operand of the vector instruction being issued.
 inline void ProfileVecSource(uint64_t bytes) {
-  Counters *c = tlsProfile;
+  Counters *c = Profiling();
   if (__builtin_expect(c == nullptr, 1)) return;
   if (bytes > c->widest) c->widest = bytes;
 }
 
 // The destination of a count-based vector instruction: the instruction is issued.
 inline void ProfileVec(uint64_t bytes) {
-  Counters *c = tlsProfile;
+  Counters *c = Profiling();
   if (__builtin_expect(c == nullptr, 1)) return;
   const uint64_t widest = bytes > c->widest ? bytes : c->widest;
   ++c->vecInstr;
@@ -77,7 +86,7 @@ inline void ProfileVec(uint64_t bytes) {
 
 // A level-0 vector instruction of `repeats` repeats.
 inline void ProfileVecRepeats(uint64_t repeats) {
-  Counters *c = tlsProfile;
+  Counters *c = Profiling();
   if (__builtin_expect(c == nullptr, 1)) return;
   ++c->vecInstr;
   c->vecRepeats += repeats;
@@ -86,13 +95,13 @@ inline void ProfileVecRepeats(uint64_t repeats) {
 
 // A scalar GetValue/SetValue on GM.
 inline void ProfileGmScalar() {
-  Counters *c = tlsProfile;
+  Counters *c = Profiling();
   if (__builtin_expect(c != nullptr, 0)) ++c->scalarGm;
 }
 
 // One Matmul product: C[m x n] from A[m x k] and B[k x n], elements of aBytes / bBytes / cBytes.
 inline void ProfileCube(uint64_t m, uint64_t n, uint64_t k, uint64_t aBytes, uint64_t bBytes, uint64_t cBytes) {
-  Counters *c = tlsProfile;
+  Counters *c = Profiling();
   if (__builtin_expect(c == nullptr, 1)) return;
   const uint64_t operands = m * k * aBytes + k * n * bBytes;
   c->mte2Bytes += operands;
