@@ -122,8 +122,6 @@ class MoeFinalizeRoutingGradKernel {
     if (hasBias_) {
       pipe_.InitBuffer(expertKeyBuf_, padded_ * 4);
       pipe_.InitBuffer(validBuf_, UbBytes(padded_ / 8, 1));
-    }
-    if (hasBias_) {
       pipe_.InitBuffer(biasAcc_, biasExperts_ * biasColsPad_ * 4);
       if constexpr (!IsSame<T, float>::value) pipe_.InitBuffer(biasOut_, biasExperts_ * biasColsPad_ * sizeof(T));
       pipe_.InitBuffer(biasTmp_, biasColsPad_ * 4);
