@@ -71,8 +71,10 @@ def flash_attention(batch=1, heads=8, seq=1024, dim=128):
 def linear_attention(batch=1, heads=8, seq=1024, dim=64):
     """Causal linear attention (BNSD) and its gradient."""
     q, k, v = (tensor(batch, heads, seq, dim, scale=0.5) for _ in range(3))
-    return ms.grad(lambda q, k, v: ms_ops.linear_attention(q, k, v, causal=True).astype(ms.float32).sum(), grad_position=(0, 1, 2))(
-        q, k, v)
+
+    def net(q, k, v):
+        return ms_ops.linear_attention(q, k, v, causal=True).astype(ms.float32).sum()
+    return ms.grad(net, grad_position=(0, 1, 2))(q, k, v)
 
 
 CASES = {
