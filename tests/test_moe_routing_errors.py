@@ -114,6 +114,15 @@ def test_finalize_bias_expert_out_of_range(mode, capfd):
         "ms_ops.moe_finalize_routing: 'expert_idx': value 5 at [1, 1]")
 
 
+def test_finalize_grad_more_slots_than_float_compare_tells_apart(capfd):
+    """The gradient kernel finds a slot's pairs by comparing slots as float: N > 2^24 is refused."""
+    grad_y = ms.Tensor(np.zeros((4, 0), np.float32))
+    expanded = ms.Tensor(np.zeros(((1 << 24) + 1, 0), np.float32))
+    row_idx = ms.Tensor(np.arange(4, dtype=np.int32))
+    run_kernel_error(capfd, lambda: ms_ops.moe_finalize_routing_grad(grad_y, row_idx, expanded)[0].asnumpy(),
+                     "ms_ops.moe_finalize_routing_grad: 'tiling': N=16777217 rows of expanded_x exceed 2^24")
+
+
 class Dispatch(ms.nn.Cell):
     def construct(self, x, expert_idx):
         return ms_ops.moe_init_routing(x, expert_idx, expert_num=3)[0]

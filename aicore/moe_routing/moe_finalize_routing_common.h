@@ -56,12 +56,14 @@ class MoeRoutingBatch {
       idxRowStride_ = topK_;
       idxKStride_ = 1;
     } else {
-      // Column k holds rows r0.. at k*R + r0; each lands 32-byte aligned, UbBytes(nb, 4) apart.
+      // Column k holds rows r0.. at k*R + r0; each lands 32-byte aligned, KStride() apart whatever
+      // nb is (so a batch's layout does not depend on its row count).
+      const uint32_t gapBlocks = (UbBytes(batchRows_, 4) - UbBytes(nb, 4)) / kUbAlign;
       AscendC::DataCopyPad(idx_, idxGm_[r0],
-                           AscendC::DataCopyExtParams(topK_, nb * 4, uint32_t(rows_ - nb) * 4, 0, 0),
+                           AscendC::DataCopyExtParams(topK_, nb * 4, uint32_t(rows_ - nb) * 4, gapBlocks, 0),
                            AscendC::DataCopyPadExtParams<int32_t>(false, 0, 0, 0));
       idxRowStride_ = 1;
-      idxKStride_ = UbBytes(nb, 4) / 4;
+      idxKStride_ = KStride();
     }
     idxQ_.EnQue(idx_);
     if (withScales) {
@@ -97,6 +99,13 @@ class MoeRoutingBatch {
     }
     if (withExperts_) expertQ_.FreeTensor(expert_);
   }
+
+  // The loaded indices as they lie in UB: row-major (pair i*K + k at i*K + k) or column-major
+  // (at k*KStride() + i), and the expert ids (row-major).
+  __aicore__ inline const AscendC::LocalTensor<int32_t> &Indices() const { return idx_; }
+  __aicore__ inline const AscendC::LocalTensor<int32_t> &Experts() const { return expert_; }
+  __aicore__ inline bool RowMajor() const { return rowMajor_; }
+  __aicore__ inline uint32_t KStride() const { return UbBytes(batchRows_, 4) / 4; }
 
   // Slot of batch row i, column k; -1 when the pair contributes nothing (dropped, or past N).
   __aicore__ inline int64_t Slot(uint32_t i, uint32_t k) const {

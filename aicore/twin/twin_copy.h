@@ -149,6 +149,7 @@ inline uint64_t Span(uint64_t rows, uint64_t rowBytes, uint64_t pitch) {
 inline void UbRows(Pipe pipe, const char *call, const void *p, uint64_t rows, uint64_t rowBytes, uint64_t pitch,
                    bool write) {
   ::ms_ops::twin::Races &r = Races();
+  ::ms_ops::twin::ProfileUb(pipe, rows * rowBytes);
   const uint8_t *b = static_cast<const uint8_t *>(p);
   if (pitch == rowBytes || rows <= 1) {
     write ? r.Write(pipe, call, b, rows * rowBytes) : r.Read(pipe, call, b, rows * rowBytes);
@@ -196,6 +197,7 @@ inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint3
   twin_detail::UbSpan("DataCopy", src, n * sizeof(T));
   twin_detail::UbRead(twin_detail::kPipeV, "DataCopy", src.TwinData(), n * sizeof(T));
   twin_detail::UbWrite(twin_detail::kPipeV, "DataCopy", dst.TwinData(), n * sizeof(T));
+  ::ms_ops::twin::ProfileVec(n * sizeof(T));
   std::memmove(dst.TwinData(), src.TwinData(), n * sizeof(T));
 }
 
@@ -237,6 +239,7 @@ inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, const
   UbSpan("DataCopy", dst, Span(p.blockCount, row, dp));
   UbRows(kPipeV, "DataCopy", src.TwinData(), p.blockCount, row, sp, false);
   UbRows(kPipeV, "DataCopy", dst.TwinData(), p.blockCount, row, dp, true);
+  ::ms_ops::twin::ProfileVec(p.blockCount * row);
   CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
            p.blockCount, row, dp, sp);
 }

@@ -37,6 +37,7 @@ inline void Brcb(const LocalTensor<T> &dst, const LocalTensor<T> &src, const uin
   const char *call = "Brcb";
   constexpr uint32_t per = ONE_BLK_SIZE / sizeof(T);
   const T *s = VecIn(call, src, int64_t(repeatTime) * DEFAULT_BLK_NUM);
+  ::ms_ops::twin::ProfileVecRepeats(repeatTime);
   UbAligned(call, dst.TwinData());
   for (uint32_t r = 0; r < repeatTime; ++r)
     for (uint32_t j = 0; j < DEFAULT_BLK_NUM; ++j) {

@@ -137,6 +137,7 @@ inline Lanes Resolve(const char *call, uint32_t lanes, int64_t repeatTime, bool 
     l.repeats = static_cast<uint32_t>(repeatTime);
     if (lanes <= 64) l.bits[1] = 0;
   }
+  ::ms_ops::twin::ProfileVecRepeats(l.repeats);
   return l;
 }
 

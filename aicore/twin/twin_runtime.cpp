@@ -21,6 +21,7 @@
 
 #include "platform.h"
 #include "twin_memory.h"
+#include "twin_profile.h"
 #include "twin_races.h"
 
 namespace ms_ops {
@@ -163,6 +164,7 @@ struct Grid {
   const std::function<void()> &body;
   Barrier *aivBarrier = nullptr;
   CrossCore *cross = nullptr;
+  ProfileLaunch *profile = nullptr;
   std::atomic<bool> failed{false};
   std::string firstError{};  // written once, by the block whose exchange set `failed`
 
@@ -194,6 +196,7 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
     blk.cross = g.cross;
     blk.aivBarrier = g.aivBarrier;
   }
+  ProfileBlock profiled(g.profile, b, blk);
   if (!g.failed.load(std::memory_order_relaxed)) {
     Block *outer = tlsBlock;
     try {
@@ -232,6 +235,8 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
 int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body) {
   if (!ValidBlockDim(kernel, "Launch", blockDim)) return 1;
   Grid g{kernel, blockDim, tilingKey, Strict(), nullptr, body};
+  ProfileLaunch profile(kernel, blockDim, std::min(blockDim, kAtlasA2.aivCoreNum));
+  g.profile = profile.Active();
   const int threads = static_cast<int>(std::min<int64_t>(blockDim, omp_get_max_threads()));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) RunBlock(g, b);
@@ -242,6 +247,8 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
   if (!ValidBlockDim(kernel, "LaunchCooperative", blockDim)) return 1;
   Barrier barrier(blockDim);
   Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body};
+  ProfileLaunch profile(kernel, blockDim, std::min(blockDim, kAtlasA2.aivCoreNum));
+  g.profile = profile.Active();
   std::vector<std::thread> threads;
   threads.reserve(blockDim);
   for (uint32_t b = 0; b < blockDim; ++b) {
@@ -265,6 +272,8 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
   Barrier barrier(threads), aivBarrier(2 * blockDim);
   std::unique_ptr<CrossCore, void (*)(CrossCore *)> cross(NewCrossCore(blockDim), DeleteCrossCore);
   Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body, &aivBarrier, cross.get()};
+  ProfileLaunch profile(kernel, threads, std::min(2 * blockDim, kAtlasA2.aivCoreNum));
+  g.profile = profile.Active();
   std::vector<std::thread> pool;
   pool.reserve(threads);
   for (uint32_t t = 0; t < threads; ++t) {

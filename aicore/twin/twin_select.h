@@ -46,6 +46,7 @@ inline void CompareTo(const char *call, const LocalTensor<U> &dst, uint32_t coun
   const uint64_t maskBytes = (uint64_t(count) + 7) / 8;
   if (maskBytes > uint64_t(dst.TwinCap()) * sizeof(U)) UbOutOfRange(call, maskBytes / sizeof(U), dst.TwinCap());
   UbWrite(kPipeV, call, dst.TwinData(), maskBytes);
+  ::ms_ops::twin::ProfileVec(maskBytes);
   PackBits(reinterpret_cast<uint8_t *>(dst.TwinData()), count, pred);
 }
 

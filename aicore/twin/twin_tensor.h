@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "twin_profile.h"
 #include "twin_races.h"
 #include "twin_types.h"
 
@@ -31,8 +32,14 @@ using ::ms_ops::twin::kPipeMte3;
 inline ::ms_ops::twin::Races &Races() { return *::ms_ops::twin::Current().races; }
 
 // `bytes` of UB from p read / written by `call` on pipe `pipe` (twin_races.h).
-inline void UbRead(Pipe pipe, const char *call, const void *p, uint64_t bytes) { Races().Read(pipe, call, p, bytes); }
-inline void UbWrite(Pipe pipe, const char *call, const void *p, uint64_t bytes) { Races().Write(pipe, call, p, bytes); }
+inline void UbRead(Pipe pipe, const char *call, const void *p, uint64_t bytes) {
+  Races().Read(pipe, call, p, bytes);
+  ::ms_ops::twin::ProfileUb(pipe, bytes);
+}
+inline void UbWrite(Pipe pipe, const char *call, const void *p, uint64_t bytes) {
+  Races().Write(pipe, call, p, bytes);
+  ::ms_ops::twin::ProfileUb(pipe, bytes);
+}
 
 inline uint64_t UbOffset(const void *p) {
   return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(::ms_ops::twin::Current().ub);
@@ -59,14 +66,17 @@ class GlobalTensor {
 
   T GetValue(uint64_t offset) const {
     TwinCheck("GlobalTensor::GetValue", offset, 1);
+    ::ms_ops::twin::ProfileGmScalar();
     return addr_[offset];
   }
   void SetValue(uint64_t offset, T value) const {
     TwinCheck("GlobalTensor::SetValue", offset, 1);
+    ::ms_ops::twin::ProfileGmScalar();
     addr_[offset] = value;
   }
   T &operator()(uint64_t offset) const {
     TwinCheck("GlobalTensor::operator()", offset, 1);
+    ::ms_ops::twin::ProfileGmScalar();
     return addr_[offset];
   }
   GlobalTensor operator[](uint64_t offset) const {

@@ -30,6 +30,7 @@ template <typename T>
 inline const T *VecIn(const char *call, const LocalTensor<T> &t, int64_t count) {
   const T *p = VecArg(call, t, count);
   UbRead(kPipeV, call, p, uint64_t(count) * sizeof(T));
+  ::ms_ops::twin::ProfileVecSource(uint64_t(count) * sizeof(T));
   return p;
 }
 
@@ -37,6 +38,7 @@ template <typename T>
 inline T *VecOut(const char *call, const LocalTensor<T> &t, int64_t count) {
   T *p = VecArg(call, t, count);
   UbWrite(kPipeV, call, p, uint64_t(count) * sizeof(T));
+  ::ms_ops::twin::ProfileVec(uint64_t(count) * sizeof(T));
   return p;
 }
 

@@ -237,6 +237,7 @@ class Matmul {
     const int bRows = transB_ ? cols : k_, bCols = transB_ ? k_ : cols;
     twin_detail::GmMatrix(call, a_, aOff, aRows, aCols, lda);
     twin_detail::GmMatrix(call, b_, bOff, bRows, bCols, ldb);
+    ::ms_ops::twin::ProfileCube(rows, cols, k_, sizeof(SrcAT), sizeof(SrcBT), sizeof(DstT));
     // fp32 operands are read in place by one sgemm; fp16/bf16 ones are widened kWidenPanel columns
     // of K at a time, so a unit's scratch stays (rows + cols) x kWidenPanel floats.
     const int panel = std::is_same_v<SrcAT, float> ? k_ : std::min(k_, twin_detail::kWidenPanel);

@@ -5,12 +5,12 @@
 //   token rows:  blocks own rows r of grad_y; per H chunk of grad_y[r], each contributing pair
 //                (r,k) writes s*grad_y[r] to its slot grad_expanded_x[j] and adds its dot product
 //                to grad_scales[r,k]. A slot named by one pair is final after this;
-//   grad_bias:   work items of biasCols columns x biasExperts experts; one index scan per item
-//                accumulates s*grad_y[r] of the matching pairs in pair order, reading each
-//                grad_y row slice once for all experts of the item;
+//   grad_bias:   work items of biasCols columns x biasExperts experts; one vector index scan per
+//                item finds the pairs of its experts and accumulates s*grad_y[r] over them in pair
+//                order, reading each grad_y row slice once for all experts of the item;
 //   -- SyncAll --
-//   slots:       blocks own slot ranges of N, windowSlots slots at a time. One index scan per
-//                window finds, in ascending pair order, each slot's first and last pair and
+//   slots:       blocks own slot ranges of N, windowSlots slots at a time. One vector index scan
+//                per window finds, in ascending pair order, each slot's first and last pair and
 //                chains the pairs of a slot through the workspace (next pair, and its scale).
 //                Slots no pair names become zeros; a slot named by several pairs (the index may
 //                repeat, as CANN's tests do) is rewritten with its pairs' sum, taken in ascending
@@ -90,6 +90,21 @@ inline uint64_t MoeFinalizeRoutingGradUbWindow(uint64_t windowSlots, bool hasSca
 
 constexpr uint64_t kMoeGradMaxWindow = 2048;
 
+// The pair masks (moe_finalize_routing_grad.cpp): the batch's slots as float, padded to whole
+// 64-float repeats, and their 1-bit mask; column-major indices also as float in their own layout,
+// with the Gather offsets to pair order; with bias the expert ids as float and a second mask.
+inline uint64_t MoeFinalizeRoutingGradUbFilter(uint64_t batchRows, uint64_t topK, bool rowMajor, bool hasBias) {
+  const uint64_t entries = batchRows * topK, padded = AlignUp(entries, 64);
+  const uint64_t key = padded * 4, mask = AlignUp(padded / 8, kBlockBytes);
+  uint64_t bytes = key + mask;
+  if (!rowMajor) bytes += topK * AlignUp(batchRows, 8) * 4 + AlignUp(entries * 4, kBlockBytes);
+  if (hasBias) bytes += key + mask;
+  return bytes;
+}
+
+// Slots are compared as float: exact up to 2^24.
+constexpr int64_t kMoeGradMaxSlots = int64_t(1) << 24;
+
 // The chains: per pair (r*K + k) the next pair naming the same slot and, with scales, the pair's
 // scale as fp32. The scale array starts 32-byte aligned.
 inline uint64_t MoeFinalizeRoutingGradWorkspace(uint64_t pairs, bool hasScales) {
@@ -116,6 +131,11 @@ inline MoeFinalizeRoutingGradTiling ComputeMoeFinalizeRoutingGradTiling(const Mo
               ", H=" + std::to_string(p.hidden) + ")";
     return t;
   }
+  if (p.expandedRows > kMoeGradMaxSlots) {
+    t.error = "N=" + std::to_string(p.expandedRows) + " rows of expanded_x exceed 2^24, the most slots the kernel's "
+              "float compare tells apart";
+    return t;
+  }
   const bool rowMajor = (p.dropPadMode & 2) != 0;
   if (!rowMajor && p.topK > 4095) {
     t.error = "K=" + std::to_string(p.topK) + " exceeds 4095, the most index columns one strided copy gathers";
@@ -131,20 +151,26 @@ inline MoeFinalizeRoutingGradTiling ComputeMoeFinalizeRoutingGradTiling(const Mo
   if (windowSlots > kMoeGradMaxWindow) windowSlots = kMoeGradMaxWindow;
   if (windowSlots < 8) windowSlots = 8;
 
-  // grad_bias items: ideally one per block with all experts (each grad_y slice is read once);
-  // fewer experts per item when their accumulators would not fit the budget.
+  // grad_bias items: whole rows of H when they fit, the experts split over the blocks. Each pair
+  // of an item's experts costs the item two vector instructions and a few scalar reads whatever
+  // its width, so splitting the columns would repeat that cost per column range; splitting the
+  // experts divides it (a grad_y row is then read once per item that has a pair of it).
   uint64_t biasCols = 0, biasColsPad = 0, biasExperts = 0;
   if (p.hasBias) {
-    biasCols = CeilDiv(hidden, blocks);
     const uint64_t maxCols = kMoeGradBiasBudget / (4 + (dataBytes == 4 ? 0 : dataBytes) + 4) / 16 * 16;
-    if (biasCols > maxCols) biasCols = maxCols;
+    biasCols = hidden < maxCols ? hidden : maxCols;
     biasColsPad = AlignUp(biasCols, 16);
-    biasExperts = (kMoeGradBiasBudget - biasColsPad * 4) / (biasColsPad * (4 + (dataBytes == 4 ? 0 : dataBytes)));
-    if (biasExperts > uint64_t(p.biasRows)) biasExperts = p.biasRows > 0 ? uint64_t(p.biasRows) : 1;
+    const uint64_t fit =
+        (kMoeGradBiasBudget - biasColsPad * 4) / (biasColsPad * (4 + (dataBytes == 4 ? 0 : dataBytes)));
+    const uint64_t colRanges = CeilDiv(hidden, biasCols);
+    const uint64_t groups = colRanges < blocks ? blocks / colRanges : 1;
+    biasExperts = CeilDiv(uint64_t(p.biasRows > 0 ? p.biasRows : 1), groups);
+    if (biasExperts > fit) biasExperts = fit;
   }
   const uint64_t fixed =
       MoeFinalizeRoutingGradUbBatch(batchRows, p.topK, rowMajor, scalesBytes, p.hasScales, p.hasBias) +
       MoeFinalizeRoutingGradUbWindow(windowSlots, p.hasScales) + kMoeGradReduceBytes +
+      MoeFinalizeRoutingGradUbFilter(batchRows, p.topK, rowMajor, p.hasBias) +
       (p.hasBias ? MoeFinalizeRoutingGradUbBias(biasColsPad, biasExperts, dataBytes) : 0);
   uint64_t hCap = fixed >= platform.ubSize ? 0 : (platform.ubSize - fixed) / MoeFinalizeRoutingGradUbPerH(dataBytes);
   hCap = (hCap > kMoeGradMaxChunk ? kMoeGradMaxChunk : hCap) / 16 * 16;

@@ -7,6 +7,10 @@
 // The work is split so that every output element gets its final value from one block, in an
 // order fixed by the index (see the host tiling): no atomics, and the result is bitwise
 // reproducible whatever the block count. expanded_x is read only for grad_scales.
+// The passes that look for the pairs of a slot window or of an expert group do not test the
+// indices one by one on the scalar unit: the vector unit compares a batch of them at once into a
+// bit mask (in pair order), and the scalar unit reads one 32-bit word of it per 32 pairs and
+// visits only the set bits.
 #include "../../moe_finalize_routing_common.h"
 #include "moe_finalize_routing_grad_tiling_data.h"
 
@@ -16,6 +20,29 @@ using namespace ms_ops::kernel;
 namespace {
 
 constexpr uint32_t kReduceScratchBytes = 1024;
+constexpr uint32_t kRepeatFloats = 64;  // Compare works on whole 256-byte repeats
+
+// The set bits of a pair mask below `entries`, in ascending order.
+class MaskBits {
+ public:
+  __aicore__ inline MaskBits(const LocalTensor<uint8_t> &mask, uint32_t entries)
+      : words_(mask.ReinterpretCast<uint32_t>()), entries_(entries) {}
+
+  __aicore__ inline bool Next(uint32_t &e) {
+    while (bits_ == 0) {
+      if (word_ * 32 >= entries_) return false;
+      bits_ = words_.GetValue(word_++);
+    }
+    e = (word_ - 1) * 32 + static_cast<uint32_t>(ScalarGetSFFValue<1>(bits_));
+    bits_ &= bits_ - 1;
+    return e < entries_;
+  }
+
+ private:
+  LocalTensor<uint32_t> words_;
+  uint32_t entries_, word_ = 0;
+  uint64_t bits_ = 0;
+};
 
 // [begin, end) of `total` items split evenly over the blocks, the first ones taking the remainder.
 __aicore__ inline void BlockRange(int64_t total, int64_t &begin, int64_t &end) {
@@ -84,7 +111,17 @@ class MoeFinalizeRoutingGradKernel {
     pipe_.InitBuffer(lastBuf_, windowSlots_ * 4);
     if (hasScales_) pipe_.InitBuffer(firstScaleBuf_, windowSlots_ * 4);
     pipe_.InitBuffer(reduceBuf_, 32 + kReduceScratchBytes);
+    // Same sizes as MoeFinalizeRoutingGradUbFilter.
+    padded_ = (entries + kRepeatFloats - 1) / kRepeatFloats * kRepeatFloats;
+    pipe_.InitBuffer(slotKeyBuf_, padded_ * 4);
+    pipe_.InitBuffer(maskBuf_, UbBytes(padded_ / 8, 1));
+    if (!batch_.RowMajor()) {
+      pipe_.InitBuffer(columnKeyBuf_, topK_ * batch_.KStride() * 4);
+      pipe_.InitBuffer(offsetBuf_, UbBytes(entries, 4));
+    }
     if (hasBias_) {
+      pipe_.InitBuffer(expertKeyBuf_, padded_ * 4);
+      pipe_.InitBuffer(validBuf_, UbBytes(padded_ / 8, 1));
       pipe_.InitBuffer(biasAcc_, biasExperts_ * biasColsPad_ * 4);
       if constexpr (!IsSame<T, float>::value) pipe_.InitBuffer(biasOut_, biasExperts_ * biasColsPad_ * sizeof(T));
       pipe_.InitBuffer(biasTmp_, biasColsPad_ * 4);
@@ -92,6 +129,7 @@ class MoeFinalizeRoutingGradKernel {
   }
 
   __aicore__ inline void Process() {
+    if (!batch_.RowMajor()) PairOffsets();
     zero_ = zeroBuf_.Get<T>();
     Duplicate(zero_.template ReinterpretCast<float>(), 0.0f, static_cast<int32_t>(hChunk_ * sizeof(T) / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe_);
@@ -235,21 +273,22 @@ class MoeFinalizeRoutingGradKernel {
     for (int64_t r0 = 0; r0 < rows_; r0 += batchRows_) {
       const uint32_t nb = batch_.Rows(r0, rows_);
       batch_.Load(r0, nb, hasScales_, false);
-      for (uint32_t i = 0; i < nb; ++i) {
-        for (uint32_t k = 0; k < topK_; ++k) {
-          const int64_t j = batch_.Slot(i, k);
-          if (j < lo || j >= hi) continue;
-          const uint32_t w = uint32_t(j - lo);
-          const int32_t pair = static_cast<int32_t>((r0 + i) * topK_ + k);
-          if (first_.GetValue(w) < 0) {
-            first_.SetValue(w, pair);
-            if (hasScales_) firstScale_.SetValue(w, batch_.Scale(i, k));
-          } else {
-            nextGm_.SetValue(uint64_t(last_.GetValue(w)), pair);
-            if (hasScales_) pairScaleGm_.SetValue(uint64_t(pair), batch_.Scale(i, k));
-          }
-          last_.SetValue(w, pair);
+      const LocalTensor<uint8_t> mask = maskBuf_.Get<uint8_t>();
+      InRange(SlotKeys(nb), lo, hi, mask);
+      OrderPipes<HardEvent::V_S>(&pipe_);
+      MaskBits hits(mask, nb * topK_);
+      for (uint32_t e; hits.Next(e);) {
+        const uint32_t i = e / topK_, k = e % topK_;
+        const uint32_t w = uint32_t(batch_.Slot(i, k) - lo);
+        const int32_t pair = static_cast<int32_t>(r0 * topK_ + e);
+        if (first_.GetValue(w) < 0) {
+          first_.SetValue(w, pair);
+          if (hasScales_) firstScale_.SetValue(w, batch_.Scale(i, k));
+        } else {
+          nextGm_.SetValue(uint64_t(last_.GetValue(w)), pair);
+          if (hasScales_) pairScaleGm_.SetValue(uint64_t(pair), batch_.Scale(i, k));
         }
+        last_.SetValue(w, pair);
       }
       batch_.Free();
     }
@@ -312,31 +351,34 @@ class MoeFinalizeRoutingGradKernel {
     for (int64_t r0 = 0; r0 < rows_; r0 += batchRows_) {
       const uint32_t nb = batch_.Rows(r0, rows_);
       batch_.Load(r0, nb, hasScales_, true);
-      for (uint32_t i = 0; i < nb; ++i) {
-        bool loaded = false;
-        LocalTensor<T> gy;
-        LocalTensor<float> g;
-        for (uint32_t k = 0; k < topK_; ++k) {
-          const int64_t e = batch_.Expert(i, k) - e0;
-          if (e < 0 || e >= experts || batch_.Slot(i, k) < 0) continue;
-          if (!loaded) {
-            gy = inQ_.AllocTensor<T>();
-            CopyIn(gy, gradYGm_[(r0 + i) * hidden_ + h0], cols);
-            inQ_.EnQue(gy);
-            gy = inQ_.DeQue<T>();
-            g = ToFloat(gy, f32A_, cols);
-            loaded = true;
-          }
-          const LocalTensor<float> row = acc[uint32_t(e) * biasColsPad_];
-          if (hasScales_) {
-            Muls(scaled, g, batch_.Scale(i, k), cols);
-            Add(row, row, scaled, cols);
-          } else {
-            Add(row, row, g, cols);
-          }
+      const LocalTensor<uint8_t> mask = maskBuf_.Get<uint8_t>();
+      ExpertMask(nb, e0, e0 + experts, mask);
+      OrderPipes<HardEvent::V_S>(&pipe_);
+      // The pairs of a row are adjacent bits: its grad_y slice is loaded once for all of them.
+      MaskBits hits(mask, nb * topK_);
+      uint32_t row = nb;
+      LocalTensor<T> gy;
+      LocalTensor<float> g;
+      for (uint32_t e; hits.Next(e);) {
+        const uint32_t i = e / topK_, k = e % topK_;
+        if (i != row) {
+          if (row != nb) inQ_.FreeTensor(gy);
+          row = i;
+          gy = inQ_.AllocTensor<T>();
+          CopyIn(gy, gradYGm_[(r0 + i) * hidden_ + h0], cols);
+          inQ_.EnQue(gy);
+          gy = inQ_.DeQue<T>();
+          g = ToFloat(gy, f32A_, cols);
         }
-        if (loaded) inQ_.FreeTensor(gy);
+        const LocalTensor<float> accRow = acc[uint32_t(batch_.Expert(i, k) - e0) * biasColsPad_];
+        if (hasScales_) {
+          Muls(scaled, g, batch_.Scale(i, k), cols);
+          Add(accRow, accRow, scaled, cols);
+        } else {
+          Add(accRow, accRow, g, cols);
+        }
       }
+      if (row != nb) inQ_.FreeTensor(gy);
       batch_.Free();
     }
     LocalTensor<T> out;
@@ -352,13 +394,63 @@ class MoeFinalizeRoutingGradKernel {
     OrderPipes<HardEvent::MTE3_V>(&pipe_);
   }
 
+  // ---- pair masks on the vector unit -----------------------------------------------------------
+
+  // The Gather offsets that put a column-major batch in pair order: pair i*K + k lies at
+  // k*KStride() + i. Written once per block (the layout does not depend on the batch's rows).
+  __aicore__ inline void PairOffsets() {
+    const LocalTensor<uint32_t> off = offsetBuf_.Get<uint32_t>();
+    const uint32_t stride = batch_.KStride();
+    for (uint32_t i = 0; i < batchRows_; ++i) {
+      for (uint32_t k = 0; k < topK_; ++k) off.SetValue(i * topK_ + k, (k * stride + i) * 4);
+    }
+    OrderPipes<HardEvent::S_V>(&pipe_);
+  }
+
+  // The loaded batch's slots as float in pair order, -1 past its nb * K pairs (exact: the host
+  // tiling keeps N <= 2^24).
+  __aicore__ inline LocalTensor<float> SlotKeys(uint32_t nb) {
+    const LocalTensor<float> key = slotKeyBuf_.Get<float>();
+    Duplicate(key, -1.0f, static_cast<int32_t>(padded_));
+    if (batch_.RowMajor()) {
+      Cast(key, batch_.Indices(), RoundMode::CAST_NONE, nb * topK_);
+    } else {
+      const LocalTensor<float> columns = columnKeyBuf_.Get<float>();
+      Cast(columns, batch_.Indices(), RoundMode::CAST_NONE, topK_ * batch_.KStride());
+      Gather(key, columns, offsetBuf_.Get<uint32_t>(), 0, nb * topK_);
+    }
+    return key;
+  }
+
+  // mask bit e = (lo <= key[e] < hi) for integer keys: |key - lo - c| < (hi - lo) / 2 with
+  // c = (hi - lo - 1) / 2, in steps that stay exact below 2^24. Overwrites key.
+  __aicore__ inline void InRange(const LocalTensor<float> &key, int64_t lo, int64_t hi,
+                                 const LocalTensor<uint8_t> &mask) {
+    const int32_t n = static_cast<int32_t>(padded_);
+    Adds(key, key, static_cast<float>(-lo), n);
+    Adds(key, key, -0.5f * static_cast<float>(hi - lo - 1), n);
+    Abs(key, key, n);
+    CompareScalar(mask, key, 0.5f * static_cast<float>(hi - lo), CMPMODE::LT, padded_);
+  }
+
+  // mask bit e: pair e of the batch names a slot and its expert lies in [e0, e1).
+  __aicore__ inline void ExpertMask(uint32_t nb, int64_t e0, int64_t e1, const LocalTensor<uint8_t> &mask) {
+    const LocalTensor<uint8_t> valid = validBuf_.Get<uint8_t>();
+    InRange(SlotKeys(nb), 0, expandedRows_, valid);
+    const LocalTensor<float> key = expertKeyBuf_.Get<float>();
+    Duplicate(key, -1.0f, static_cast<int32_t>(padded_));
+    Cast(key, batch_.Experts(), RoundMode::CAST_NONE, nb * topK_);
+    Select(key, valid, key, -1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, padded_);
+    InRange(key, e0, e1, mask);
+  }
+
   TPipe pipe_;
   TQue<QuePosition::VECIN, 1> gradYQ_;
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECOUT, 2> outQ_;
   TQue<QuePosition::VECOUT, 1> gradScalesQ_;
   TBuf<TPosition::VECCALC> zeroBuf_, f32A_, f32B_, f32C_, dotBuf_, firstBuf_, lastBuf_, firstScaleBuf_, reduceBuf_,
-      biasAcc_, biasOut_, biasTmp_;
+      biasAcc_, biasOut_, biasTmp_, slotKeyBuf_, maskBuf_, columnKeyBuf_, offsetBuf_, expertKeyBuf_, validBuf_;
   MoeRoutingBatch<S> batch_;
 
   GlobalTensor<T> gradYGm_, xGm_, biasGm_, gradXGm_, gradBiasGm_;
@@ -371,7 +463,7 @@ class MoeFinalizeRoutingGradKernel {
   LocalTensor<float> firstScale_;
 
   int64_t rows_ = 0, hidden_ = 0, expandedRows_ = 0, biasRows_ = 0, scalesNumel_ = 0, biasNumel_ = 0;
-  uint32_t topK_ = 1, hChunk_ = 0, batchRows_ = 1, windowSlots_ = 8;
+  uint32_t topK_ = 1, hChunk_ = 0, batchRows_ = 1, windowSlots_ = 8, padded_ = kRepeatFloats;
   uint32_t biasCols_ = 1, biasColsPad_ = 16, biasExperts_ = 1;
   bool hasBias_ = false, hasScales_ = false;
 };
