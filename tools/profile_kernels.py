@@ -77,12 +77,56 @@ def linear_attention(batch=1, heads=8, seq=1024, dim=64):
     return ms.grad(net, grad_position=(0, 1, 2))(q, k, v)
 
 
+
+def dsa(seq=1024, heads=16, index_heads=16, dim=512, rope=64, index_dim=128, top_k=256):
+    """DeepSeek sparse attention (BSND, causal, MQA): the lightning indexer picks top_k keys, sparse
+    flash attention attends over them, the indexer's KL loss; all with their gradients."""
+    q, k = tensor(1, seq, heads, dim, scale=0.1), tensor(1, seq, 1, dim, scale=0.1)
+    q_rope, k_rope = tensor(1, seq, heads, rope, scale=0.1), tensor(1, seq, 1, rope, scale=0.1)
+    q_index, k_index = tensor(1, seq, index_heads, index_dim, scale=0.1), tensor(1, seq, 1, index_dim, scale=0.1)
+    weights = tensor(1, seq, index_heads, scale=0.1)
+    scale = (dim + rope) ** -0.5
+    indices, _ = ms_ops.lightning_indexer(q_index, k_index, weights, sparse_count=top_k, return_value=True)
+
+    def indexer(qi, ki, w):
+        return ms_ops.lightning_indexer(qi, ki, w, sparse_count=top_k, return_value=True)[1].astype(ms.float32).sum()
+
+    def attention(q, k, q_rope, k_rope):
+        out = ms_ops.sparse_flash_attention(q, k, k, indices, scale, query_rope=q_rope, key_rope=k_rope)[0]
+        return out.astype(ms.float32).sum()
+
+    _, row_max, row_sum = ms_ops.sparse_flash_attention(q, k, k, indices, scale, query_rope=q_rope, key_rope=k_rope,
+                                                        return_softmax_lse=True)
+
+    def kl(qi, ki, w):
+        return ms_ops.sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, indices, row_max, row_sum, scale,
+                                                       query_rope=q_rope, key_rope=k_rope).sum()
+    return (ms.grad(indexer, grad_position=(0, 1, 2))(q_index, k_index, weights)
+            + ms.grad(attention, grad_position=(0, 1, 2, 3))(q, k, q_rope, k_rope)
+            + ms.grad(kl, grad_position=(0, 1, 2))(q_index, k_index, weights))
+
+
+def decode(seqs=8, heads=32, kv_heads=8, dim=128, block_size=128, context=1024):
+    """One decode step: each sequence's new token cached (reshape_and_cache), then attends over its
+    context through a shuffled block table (paged_attention)."""
+    blocks_per_seq = context // block_size
+    pool = seqs * blocks_per_seq
+    key_cache, value_cache = tensor(pool, block_size, kv_heads, dim), tensor(pool, block_size, kv_heads, dim)
+    tables = ms.Tensor(RNG.permutation(pool).astype(np.int32).reshape(seqs, blocks_per_seq))
+    lens = ms.Tensor(np.full(seqs, context, np.int32))
+    slots = ms.Tensor((tables.asnumpy()[:, -1] * block_size + block_size - 1).astype(np.int32))
+    ms_ops.reshape_and_cache(tensor(seqs, kv_heads, dim), tensor(seqs, kv_heads, dim), key_cache, value_cache, slots)
+    return ms_ops.paged_attention(tensor(seqs, heads, dim), key_cache, value_cache, tables, lens, heads,
+                                  dim ** -0.5, kv_heads)
+
 CASES = {
     "moe R4096 H1024 K8 E64": moe,
     "cross_entropy N2048 H1024 V16384 grad_in_forward": lambda: cross_entropy("grad_in_forward"),
     "cross_entropy N2048 H1024 V16384 memory_saving": lambda: cross_entropy("memory_saving"),
     "flash_attention B1 N8 S1024 D128 causal": flash_attention,
     "linear_attention B1 N8 S1024 D64 causal": linear_attention,
+    "dsa S1024 N16 D512+64 Nidx16 k256 causal": dsa,
+    "decode B8 N32 Nkv8 D128 block128 context1024": decode,
 }
 
 
