@@ -16,7 +16,7 @@
 namespace ms_ops {
 
 // Attribute order of both OpDefs.
-enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode, kFaPseType };
+enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode, kFaPseType, kFaKeepProb };
 
 inline matmul_tiling::DataType FaMatmulType(ge::DataType d) {
   return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
@@ -48,8 +48,8 @@ inline std::vector<int64_t> FaValues(gert::TilingContext *context, size_t index)
   return out;
 }
 
-// optBase: the index of real_shift, followed by attn_mask, prefix, actual_seq_qlen and
-// actual_seq_kvlen.
+// optBase: the index of real_shift, followed by attn_mask, prefix, actual_seq_qlen,
+// actual_seq_kvlen, drop_mask and dropout_seed.
 inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op, bool grad, size_t optBase) {
   const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
   const PlatformInfo plat = ReadPlatformInfo(ascendc);
@@ -95,6 +95,9 @@ inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op
   if (error.empty()) {
     t = ComputeFlashAttentionTiling(p, plat, grad);
     error = t.error;
+    const std::string dropError = FaSetDropout(t.data, p, *attrs->GetAttrPointer<float>(kFaKeepProb),
+                                               Dims(context->GetInputShape(optBase + 5)->GetStorageShape()));
+    if (error.empty() && !dropError.empty()) error = dropError;
   }
   if (error.empty() && t.blockDim > 0) {
     const int64_t m = t.data.mTile, n = t.data.nTile, d = t.data.dim;

@@ -12,9 +12,10 @@
 
 namespace ms_ops {
 
-// The optional inputs of both kernels; an absent one is a [1] placeholder.
+// The optional inputs of both kernels; an absent one is a [1] placeholder (dropout_seed is
+// always int64 [2]: seed, offset).
 struct FaOptional {
-  const Arg *pse, *mask, *prefix, *cumQ, *cumKv;
+  const Arg *pse, *mask, *prefix, *cumQ, *cumKv, *drop, *seed;
 };
 
 // Cumulative lengths: `batch` non-decreasing values from >= 0 ending at `total`.
@@ -118,6 +119,19 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
   if (p.pseKind == 1) Require(pse.dtype == q.dtype, "real_shift", std::string("must have query's dtype ") + q.dtypeName);
   if (p.pseKind >= 2) Require(pse.dtype == DType::kF32, "real_shift", "slopes must be float32");
   return p;
+}
+
+// Dropout (keep_prob, drop_mask, dropout_seed) into the tiling data of problem p.
+inline void FaReadDropout(FlashAttentionTiling &t, const FlashAttentionProblem &p, mindspore::AotExtra *extra,
+                          const FaOptional &opt) {
+  const float keepProb = ReadAttr<float>(extra, "keep_prob");
+  const Arg &drop = *opt.drop, &seed = *opt.seed;
+  Require(seed.dtype == DType::kI64 && seed.shape == Shape{2}, "dropout_seed",
+          "must be int64 [2] (seed, offset), got " + std::string(seed.dtypeName) + " " + ShapeStr(seed.shape));
+  if (drop.shape.size() != 1) Require(drop.dtype == DType::kU8, "drop_mask", std::string("must be uint8, got ") + drop.dtypeName);
+  const std::string error = FaSetDropout(t.data, p, keepProb, drop.shape);
+  Require(error.empty(), keepProb > 0.0f && keepProb <= 1.0f ? "drop_mask" : "keep_prob",
+          error + (drop.shape.size() == 1 ? "" : ", got " + ShapeStr(drop.shape)));
 }
 
 // head_num and input_layout for an infer hook, which never throws: unknown values give 0 / "".

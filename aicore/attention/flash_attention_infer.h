@@ -103,6 +103,32 @@ inline std::string FaSetPse(FlashAttentionProblem &p, const std::vector<int64_t>
   return "";
 }
 
+// Dropout with keep_prob into the tiling data (flash_attention_dropout.h): none at keep_prob 1; the
+// bits of a drop_mask of shape `s` ([B, N1, S1, S2 / 8] uint8, S2 a multiple of 8, not with TND);
+// or, when `s` is the [1] placeholder, the bits drawn from dropout_seed. Empty string: fits;
+// otherwise what is wrong.
+inline std::string FaSetDropout(FlashAttentionTilingData &d, const FlashAttentionProblem &p, float keepProb,
+                                const std::vector<int64_t> &s) {
+  d.dropKind = 0;
+  d.dropScale = 1.0f;
+  d.dropThreshold = uint64_t(1) << 32;
+  d.dropElems = 0;
+  if (!(keepProb > 0.0f && keepProb <= 1.0f)) return "keep_prob must be in (0, 1]";
+  if (keepProb == 1.0f) return "";
+  d.dropScale = 1.0f / keepProb;
+  d.dropThreshold = static_cast<uint64_t>(double(keepProb) * 4294967296.0);
+  if (s.size() == 1) {
+    d.dropKind = 2;
+    return "";
+  }
+  if (p.layout == FaLayout::kTND) return "drop_mask is not supported with input_layout TND (leave it out: the kernel draws the bits)";
+  if (p.seq2 % 8 != 0) return "drop_mask needs S2 a multiple of 8";
+  if (s != std::vector<int64_t>{p.batch, p.heads1, p.seq1, p.seq2 / 8}) return "drop_mask must be [B, N1, S1, S2 / 8]";
+  d.dropKind = 1;
+  d.dropElems = p.batch * p.heads1 * p.seq1 * (p.seq2 / 8);
+  return "";
+}
+
 // flash_attention_score's outputs: softmax_max, softmax_sum [B, N1, S1, 8] (TND: [T1, N1, 8]),
 // attention_out (query's shape).
 inline std::vector<std::vector<int64_t>> FlashAttentionScoreOutShapes(const std::vector<int64_t> &query,

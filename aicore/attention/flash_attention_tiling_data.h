@@ -43,6 +43,13 @@ struct FlashAttentionTilingData {
   TCubeTiling mmNT;  // A x Bᵀ (S = Q Kᵀ, dP = dO Vᵀ)
   TCubeTiling mmNN;  // A x B (O += P V, dQ += dS K)
   TCubeTiling mmTN;  // Aᵀ x B (dV += Pᵀ dO, dK += dSᵀ Q); unused by the forward
+  // Dropout (flash_attention_dropout.h): dropKind 0 none, 1 drop_mask bits (dropElems bytes),
+  // 2 Philox bits from dropout_seed; an element is kept when its draw < dropThreshold, and scaled
+  // by dropScale = 1 / keep_prob.
+  uint64_t dropThreshold;
+  int64_t dropElems;
+  uint32_t dropKind;
+  float dropScale;
 };
 
 namespace ms_ops {

@@ -1,6 +1,6 @@
-"""flash_attention_score's checks of the packed sequence lengths (TND), attn_mask, prefix and
-real_shift against input_layout, sparse_mode and pse_type, and their conversion to the kernels'
-inputs. Static: they run in PyNative and at compile time in GRAPH mode; values inside a Tensor
+"""flash_attention_score's checks of the packed sequence lengths (TND), attn_mask, prefix,
+real_shift and dropout against input_layout, sparse_mode and pse_type, and their conversion to the
+kernels' inputs. Static: they run in PyNative and at compile time in GRAPH mode; values inside a Tensor
 are checked by the kernel.
 """
 import functools
@@ -8,10 +8,22 @@ import functools
 import mindspore as ms
 import numpy as np
 from mindspore import ops
+from mindspore.common.generator import Generator
 
 from ms_ops.ops._validation import known
 
 _OP = "flash_attention_score"
+# Where the kernels' dropout (seed, offset) pairs come from when the caller gives none: seed and
+# offset Parameters that a call advances inside the compiled graph in GRAPH mode, the mechanism of
+# MindSpore's own dropout_ext. That one uses MindSpore's default generator, whose seed inside a
+# graph ignores mindspore.manual_seed in 2.10 (a fresh random seed per process), so ms_ops keeps
+# its own generator and seeds it from ms.set_seed.
+DROPOUT_GENERATOR = Generator()
+# One call takes one offset: the kernels put the offset in its own counter words, so consecutive
+# offsets already give independent bits.
+_DROPOUT_STEP = ms.Tensor(1, ms.int64)
+_applied_seed = []
+
 # The compressed masks of the modes whose mask the kernel does not need to read.
 COMPRESSED_MASKS = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 6: (3072, 2048), 7: (2048, 2048),
                     8: (2048, 2048)}
@@ -170,3 +182,62 @@ def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, n
     if shape == (b, n1, s1, s2) and not compressed:
         return real_shift
     return ops.stop_gradient(real_shift)
+
+
+def _follow_global_seed():
+    """Reseeds DROPOUT_GENERATOR (offset 0) when ms.set_seed has set a global seed other than the
+    last one applied."""
+    seed = ms.get_seed()
+    if seed is not None and _applied_seed != [seed]:
+        DROPOUT_GENERATOR.manual_seed(seed)
+        _applied_seed[:] = [seed]
+
+
+# An lru_cache wrapper (size 0: it calls through every time) is run in Python when GRAPH mode
+# compiles the graph instead of being parsed into it, as ms_ops._custom.custom_op is; PyNative
+# runs it on every call.
+follow_global_seed = functools.lru_cache(maxsize=0)(_follow_global_seed)
+
+
+def fresh_dropout_seed():
+    """dropout_seed (int64 [2]) for one call: the generator's (seed, offset), the offset advancing."""
+    follow_global_seed()
+    seed, offset = DROPOUT_GENERATOR._step(_DROPOUT_STEP)  # pylint: disable=protected-access
+    return ops.concat((seed.reshape((1,)), offset.reshape((1,))))
+
+
+def check_dropout(keep_prob, drop_mask, seed, offset, layout, b, n1, s1, s2):
+    """(drop_mask input, dropout_seed input or None). keep_prob in (0, 1]; below 1 the keep bits
+    come from ``drop_mask`` (uint8 [B, N1, S1, S2 // 8], S2 a multiple of 8, not with TND) or, without
+    it, are drawn in the kernels from (seed, offset): the explicit ints, or, when both are None,
+    None here and the caller takes a fresh pair (``fresh_dropout_seed``)."""
+    if isinstance(keep_prob, bool) or not isinstance(keep_prob, (int, float)):
+        raise TypeError(f"{_OP}: 'keep_prob' must be a float, got {type(keep_prob).__name__}")
+    if not 0.0 < keep_prob <= 1.0:
+        raise ValueError(f"{_OP}: 'keep_prob' must be in (0, 1], got {keep_prob}")
+    for name, x in (("seed", seed), ("offset", offset)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= 0x7FFFFFFFFFFFFFFF):
+            raise TypeError(f"{_OP}: '{name}' must be an int in [0, 2**63 - 1], got {x!r}")
+    if drop_mask is not None:
+        if not isinstance(drop_mask, ms.Tensor):
+            raise TypeError(f"{_OP}: 'drop_mask' must be a Tensor, got {type(drop_mask).__name__}")
+        if drop_mask.dtype != ms.uint8:
+            raise TypeError(f"{_OP}: 'drop_mask' must be uint8 (8 keep bits a byte), got {drop_mask.dtype}")
+    if keep_prob == 1.0:
+        return placeholder(ms.uint8), _int64_tensor((0, 0))
+    if drop_mask is None:
+        if seed is None and offset is None:
+            return placeholder(ms.uint8), None
+        return placeholder(ms.uint8), _int64_tensor((seed or 0, offset or 0))
+    if seed is not None or offset is not None:
+        raise ValueError(f"{_OP}: 'seed'/'offset' draw the keep bits in the kernel: give them or 'drop_mask', not both")
+    if layout == "TND":
+        raise ValueError(f"{_OP}: 'drop_mask' is not supported with input_layout 'TND' (leave it out: the kernel "
+                         f"draws the keep bits from seed and offset)")
+    if known(s2) and s2 % 8 != 0:
+        raise ValueError(f"{_OP}: 'drop_mask' needs S2 a multiple of 8 (8 keys a byte), got S2 = {s2}")
+    want = (b, n1, s1, s2 // 8 if known(s2) else s2)
+    shape = tuple(drop_mask.shape)
+    if len(shape) != 4 or not all(not known(x) or not known(y) or x == y for x, y in zip(want, shape)):
+        raise ValueError(f"{_OP}: 'drop_mask' must be [B, N1, S1, S2 // 8] = {want}, got {shape}")
+    return ops.stop_gradient(drop_mask), _int64_tensor((0, 0))

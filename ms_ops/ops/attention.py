@@ -6,7 +6,8 @@ respect to query, key and value. Signature and defaults are MindSpore's
 from ms_ops._custom import custom_op
 from ms_ops.bprop.attention import make_flash_attention_score_bprop
 from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
-from ms_ops.ops._attention_args import check_mask, check_prefix, check_pse, sequences
+from ms_ops.ops._attention_args import (check_dropout, check_mask, check_prefix, check_pse, fresh_dropout_seed,
+                                        sequences)
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _OP = "flash_attention_score"
@@ -72,7 +73,7 @@ def _check_shapes(query, key, value, head_num, layout):
 def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mask=None, padding_mask=None,
                           attn_mask=None, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, keep_prob=1.0,
                           scalar_value=1.0, pre_tokens=2147483647, next_tokens=2147483647, inner_precise=0,
-                          input_layout="BSH", sparse_mode=0, *, pse_type=1):
+                          input_layout="BSH", sparse_mode=0, *, pse_type=1, seed=None, offset=None):
     r"""Multi-head attention without the ``S1 x S2`` score matrix in memory:
 
     .. math::
@@ -126,8 +127,26 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             1 (default, MindSpore's only form) ``scale * (QKᵀ + pse)``, 2 and 3 the in-kernel ALiBi
             above, added after the scaling.
 
-    Not supported yet (a ValueError names the argument): drop_mask, keep_prob < 1,
-    padding_mask, a full attn_mask with TND, and inner_precise other than 0 or 1.
+        keep_prob (float): dropout on the probabilities, in (0, 1]: ``out = (P ∘ Z / keep_prob) V``
+            with keep bits Z (1 = keep); the softmax statistics are those of the undropped P. Z
+            comes from ``drop_mask`` when given, else from the kernels' counter-based generator
+            (Philox-4x32-10 keyed by (seed, offset) and the element's position (b, n1, i, j);
+            kept when the draw is below keep_prob * 2^32), which the gradient kernel regenerates,
+            so no mask is stored.
+        drop_mask (Tensor, optional): uint8 ``[B, N1, S1, S2 // 8]`` (S2 a multiple of 8; not with
+            TND), MindSpore's form: key j of row i is bit ``j % 8`` (least significant first) of
+            byte ``j // 8``, 1 = keep. Only read when keep_prob < 1.
+        seed, offset (int, keyword-only): the generator's key and stream offset when keep_prob < 1
+            without drop_mask; the same pair gives the same bits every call. When both are None
+            (the default) every call takes a fresh (seed, offset) from ms_ops' generator
+            (``ms_ops.ops._attention_args.DROPOUT_GENERATOR``, MindSpore's Generator: seed and
+            offset Parameters advanced inside the graph in GRAPH mode, as MindSpore's dropout_ext
+            does), so consecutive training steps drop differently; ``ms.set_seed(s)`` reseeds it
+            (offset 0) at the next call, in GRAPH mode at the next graph compilation, so a run
+            that starts with ms.set_seed is reproducible.
+
+    Not supported yet (a ValueError names the argument): padding_mask, a full attn_mask with TND,
+    and inner_precise other than 0 or 1.
 
     Returns:
         Tensor: attention_out, query's shape and dtype. A query row that sees no key (every key
@@ -137,11 +156,8 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
     Gradient: dq, dk, dv (and d real_shift for the full form) by the kernel
     flash_attention_score_grad (deterministic); attn_mask, prefix and the sequence lengths get zeros.
     """
-    for name, value_ in (("drop_mask", drop_mask), ("padding_mask", padding_mask)):
-        if value_ is not None:
-            _unsupported(name, "(any value but None)")
-    if keep_prob != 1.0:
-        _unsupported("keep_prob", f"{keep_prob} (dropout; only 1.0)")
+    if padding_mask is not None:
+        _unsupported("padding_mask", "(any value but None)")
     if input_layout not in _LAYOUTS:
         raise ValueError(f"{_OP}: 'input_layout' must be one of {tuple(_LAYOUTS)}, got {input_layout!r}")
     check_int(_OP, "sparse_mode", sparse_mode)
@@ -167,7 +183,11 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
     mask = check_mask(attn_mask, sparse_mode, input_layout, batch, head_num, s1, s2)
     pse = check_pse(real_shift, pse_type, input_layout, query.dtype, batch, head_num, s1, s2, sparse_mode,
                     next_tokens)
+    drop, dropout_seed = check_dropout(keep_prob, drop_mask, seed, offset, input_layout, batch, head_num, s1, s2)
+    if dropout_seed is None:
+        dropout_seed = fresh_dropout_seed()
     prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=head_num,
                      scale_value=float(scalar_value), pre_tokens=pre_tokens, next_tokens=next_tokens,
-                     input_layout=input_layout, sparse_mode=sparse_mode, pse_type=pse_type)
-    return prim(query, key, value, pse, mask, pre, seq_q, seq_kv)[2]
+                     input_layout=input_layout, sparse_mode=sparse_mode, pse_type=pse_type,
+                     keep_prob=float(keep_prob))
+    return prim(query, key, value, pse, mask, pre, seq_q, seq_kv, drop, dropout_seed)[2]

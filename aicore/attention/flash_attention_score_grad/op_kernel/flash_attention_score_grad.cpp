@@ -10,7 +10,9 @@
 // (pseGrad), the query pass also writes d real_shift = P ∘ (dP - D) (pse_type 0) or its scaled
 // form dS (pse_type 1), row by row, zeros where the row sees no key; otherwise dpse is zeros. Sequences, visible ranges and attn_mask
 // as in the forward (flash_attention_kernel.h).
-#include "../../flash_attention_kernel.h"
+// With dropout (keep bits Z regenerated as the forward drew them, flash_attention_dropout.h):
+// dV = (P ∘ Z / keep_prob)ᵀ dO and dS = P ∘ (dP ∘ Z / keep_prob - D); D = Σ dO ∘ O still holds.
+#include "../../flash_attention_dropout.h"
 #include "lib/matmul_intf.h"
 
 using namespace AscendC;
@@ -29,6 +31,8 @@ struct FagArgs {
   GM_ADDR prefix;
   GM_ADDR cumQ;
   GM_ADDR cumKv;
+  GM_ADDR dropMask;
+  GM_ADDR dropSeed;
   GM_ADDR maxIn;
   GM_ADDR sumIn;
   GM_ADDR attnIn;
@@ -103,6 +107,7 @@ class FlashAttentionScoreGradKernel {
     pipe.InitBuffer(pen_, UbBytes(nT, 4));
     pipe.InitBuffer(keep_, UbBytes(nT, 4));
     FaInitPse(pipe, pse_, a.pse, td);
+    FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, 1);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes_ / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -227,7 +232,16 @@ class FlashAttentionScoreGradKernel {
         Adds(p, p, -rowMax, len);
         Exp(p, p, len);
         Muls(p, p, inv, len);
-        if (writeP) Emit(pGm_[uint64_t(i) * nt + lo], p, len);
+        if (td.dropKind) {
+          FaDropKeep(pipe, drop_, td, sg, n1, q0 + i, 1, k0 + lo, len);
+          FaDropApply(drop_, td, ds, ds, 0, len);
+        }
+        if (writeP && td.dropKind) {
+          FaDropApply(drop_, td, wideA_.Get<float>(), p, 0, len);
+          Emit(pGm_[uint64_t(i) * nt + lo], wideA_.Get<float>(), len);
+        } else if (writeP) {
+          Emit(pGm_[uint64_t(i) * nt + lo], p, len);
+        }
         Adds(ds, ds, -di, len);
         Mul(ds, ds, p, len);
         const bool dpse = !writeP && td.pseGrad;
@@ -329,6 +343,7 @@ class FlashAttentionScoreGradKernel {
   GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, pGm_, dsGm_, dpseGm_;
   FaPseBufs<T> pse_;
+  FaDropout drop_;
   uint64_t dpseElems_ = 0;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_;
   const FlashAttentionTilingData *td_ = nullptr;
@@ -351,7 +366,7 @@ extern "C" __global__ __aicore__ void flash_attention_score_grad(GM_ADDR query, 
                                                                  GM_ADDR dy, GM_ADDR realShift, GM_ADDR attnMask,
                                                                  GM_ADDR prefix,
                                                                  GM_ADDR actualSeqQlen, GM_ADDR actualSeqKvlen,
-                                                                 GM_ADDR softmaxMax, GM_ADDR softmaxSum,
+                                                                 GM_ADDR dropMask, GM_ADDR dropSeed, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
                                                                  GM_ADDR attentionIn, GM_ADDR dq, GM_ADDR dk,
                                                                  GM_ADDR dv, GM_ADDR dpse, GM_ADDR workspace,
                                                                  GM_ADDR tiling) {
@@ -360,7 +375,7 @@ extern "C" __global__ __aicore__ void flash_attention_score_grad(GM_ADDR query, 
   REGISTER_TILING_DEFAULT(FlashAttentionTilingData);
   GET_TILING_DATA(td, tiling);
   const FagArgs a{query,      key,        value,       dy, realShift, attnMask, prefix, actualSeqQlen,
-                  actualSeqKvlen, softmaxMax, softmaxSum, attentionIn, dq,  dk,       dv,     dpse,
+                  actualSeqKvlen, dropMask, dropSeed, softmaxMax, softmaxSum, attentionIn, dq, dk, dv, dpse,
                   workspace};
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {
