@@ -65,8 +65,16 @@ def _check_shapes(query, key, value, head_num, layout):
         raise ValueError(f"{_OP}: 'query' head dim must be 1..512, got {dq}")
     if n2 is not None and known(n2) and (n2 < 1 or n1 % n2 != 0):
         raise ValueError(f"{_OP}: 'key' has {n2} heads, which must divide query's {n1} (GQA/MQA)")
-    if tuple(value.shape) != tuple(key.shape):
-        raise ValueError(f"{_OP}: 'value' must have key's shape {key.shape}, got {value.shape}")
+    for axis in range(rank - 1):
+        if known(value.shape[axis]) and known(key.shape[axis]) and value.shape[axis] != key.shape[axis]:
+            raise ValueError(f"{_OP}: 'value' must have key's shape {key.shape} but for the head dim, got "
+                             f"{value.shape}")
+    hv, hk = value.shape[-1], key.shape[-1]
+    if known(hv) and known(hk) and hv > hk:
+        raise ValueError(f"{_OP}: 'value' head dim must not exceed key's (D_v <= D), got value {value.shape} and "
+                         f"key {key.shape}")
+    if rank == 3 and layout != "TND" and known(hv) and n2 is not None and known(n2) and hv % n2 != 0:
+        raise ValueError(f"{_OP}: 'value' hidden size {hv} is not a multiple of key's {n2} heads")
     return bq, _dims(query, layout)[1], _dims(key, layout)[1]
 
 
@@ -86,8 +94,9 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         query: ``[B, S1, N1*D]`` (BSH), ``[S1, B, N1*D]`` (SBH), ``[B, S1, N1, D]`` (BSND),
             ``[B, N1, S1, D]`` (BNSD) or ``[T1, N1, D]`` (TND: the sequences packed one after
             the other); float32, float16 or bfloat16.
-        key, value: the same layout with S2 (T2) rows and N2 heads (N1 a multiple of N2),
-            query's dtype and head dim D (1..512).
+        key, value: the same layout with S2 (T2) rows and N2 heads (N1 a multiple of N2) and
+            query's dtype; key has query's head dim D (1..512), value a head dim D_v <= D (as CANN
+            allows), which attention_out takes.
         head_num (int): N1.
         real_shift (Tensor, optional): pse_type 0 or 1: a bias of query's dtype, ``[B, N1, S1, S2]``
             (differentiable: d real_shift comes from the gradient kernel), or, not differentiated,
@@ -149,7 +158,7 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
     and inner_precise other than 0 or 1.
 
     Returns:
-        Tensor: attention_out, query's shape and dtype. A query row that sees no key (every key
+        Tensor: attention_out, query's shape (with value's head dim D_v) and dtype. A query row that sees no key (every key
         masked, an empty key sequence, or outside the mode's range) outputs 0 and gets a zero
         gradient.
 

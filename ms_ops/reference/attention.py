@@ -137,13 +137,14 @@ def flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd=_exact, pse=None, p
 
 def varlen(q, k, v, dout, cum_q, cum_kv, scale, sparse_mode=0, pre_tokens=FAR, next_tokens=FAR, prefix=None,
            rnd=_exact):
-    """(out, dq, dk, dv) of packed sequences: q, dout [T1, N1, D], k, v [T2, N2, D], sequence b being
-    rows [cum[b-1], cum[b]). Every sequence alone, with its own sparse mode (7: mode 3 but the last
-    sequence with queries and keys a mode-4 band; 8: mode 2 but the first one a mode-4 band)."""
+    """(out, dq, dk, dv) of packed sequences: q [T1, N1, D], dout [T1, N1, Dv], k [T2, N2, D],
+    v [T2, N2, Dv], sequence b being rows [cum[b-1], cum[b]). Every sequence alone, with its own
+    sparse mode (7: mode 3 but the last sequence with queries and keys a mode-4 band; 8: mode 2 but
+    the first one a mode-4 band)."""
     starts_q, starts_kv = [0] + list(cum_q[:-1]), [0] + list(cum_kv[:-1])
     live = [b for b in range(len(cum_q)) if cum_q[b] > starts_q[b] and cum_kv[b] > starts_kv[b]]
     band = (live[-1] if sparse_mode == 7 else live[0]) if live and sparse_mode in (7, 8) else -1
-    out, dq = np.zeros(q.shape), np.zeros(q.shape)
+    out, dq = np.zeros(q.shape[:-1] + v.shape[-1:]), np.zeros(q.shape)
     dk, dv = np.zeros(k.shape), np.zeros(v.shape)
     for b in range(len(cum_q)):
         rq, rk = slice(starts_q[b], cum_q[b]), slice(starts_kv[b], cum_kv[b])

@@ -36,10 +36,12 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   const Shape stats = packed ? Shape{p.seq1, p.heads1, 8} : Shape{p.batch, p.heads1, p.seq1, 8};
   RequireOutput("softmax_max", 10, ndims, shapes, dtypes, stats, DType::kF32);
   RequireOutput("softmax_sum", 11, ndims, shapes, dtypes, stats, DType::kF32);
-  RequireOutput("attention_out", 12, ndims, shapes, dtypes, a[0].shape, a[0].dtype);
+  RequireOutput("attention_out", 12, ndims, shapes, dtypes, FaOutShape(a[0].shape, a[1].shape, a[2].shape, p.layout, p.heads1),
+                a[0].dtype);
   FlashAttentionTiling t = ComputeFlashAttentionTiling(p, kAtlasA2, false);
   if (!t.error.empty()) Reject("tiling", t.error);
   FaReadDropout(t, p, extra, opt);
+  FaSetValueDim(t.data, p);
   Require(packed || p.seq2 >= 1 || p.seq1 == 0 || p.batch == 0, "key", "needs at least one key row (S2 >= 1)");
   if (t.blockDim == 0) return 0;
   const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
@@ -63,7 +65,8 @@ extern "C" __attribute__((visibility("default"))) std::vector<std::vector<int64_
   int64_t heads;
   std::string layout;
   ms_ops::FaInferAttrs(extra, heads, layout);
-  return ms_ops::FlashAttentionScoreOutShapes(std::vector<int64_t>(shapes[0], shapes[0] + ndims[0]), layout, heads);
+  auto shape = [&](int i) { return std::vector<int64_t>(shapes[i], shapes[i] + ndims[i]); };
+  return ms_ops::FlashAttentionScoreOutShapes(shape(0), shape(1), shape(2), layout, heads);
 }
 
 extern "C" __attribute__((visibility("default"))) std::vector<mindspore::TypeId> FlashAttentionScoreInferType(

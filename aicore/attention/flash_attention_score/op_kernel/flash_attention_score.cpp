@@ -58,8 +58,8 @@ class FlashAttentionScoreKernel {
     const uint64_t qElems = uint64_t(td.qRows) * td.heads1 * d, kElems = uint64_t(td.kRows) * td.heads2 * d;
     qGm_.SetGlobalBuffer((__gm__ T *)a.q, qElems);
     kGm_.SetGlobalBuffer((__gm__ T *)a.k, kElems);
-    vGm_.SetGlobalBuffer((__gm__ T *)a.v, kElems);
-    outGm_.SetGlobalBuffer((__gm__ T *)a.out, qElems);
+    vGm_.SetGlobalBuffer((__gm__ T *)a.v, uint64_t(td.kRows) * td.heads2 * td.dimV);
+    outGm_.SetGlobalBuffer((__gm__ T *)a.out, uint64_t(td.qRows) * td.heads1 * td.dimV);
     const uint64_t stats = uint64_t(td.qRows) * td.heads1 * 8;
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxOut, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumOut, stats);
@@ -115,7 +115,7 @@ class FlashAttentionScoreKernel {
 
   __aicore__ inline void QueryTile(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
-    const int64_t qBase = FaQBase(td, sg, n1) + q0 * td.qRow, kBase = FaKBase(td, sg, n1);
+    const int64_t qBase = FaQBase(td, sg, n1) + q0 * td.qRow, kBase = FaKBase(td, sg, n1), vBase = FaVBase(td, sg, n1);
     // The previous tile's state has left for GM.
     PipeBarrier<PIPE_ALL>();
     Duplicate(St(kRunMax), kFaLowest, mt);
@@ -134,10 +134,10 @@ class FlashAttentionScoreKernel {
       Probabilities(sg, n1, q0, mt, k0, nt);
       // The cube reads P from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      mmNN.SetOrgShape(mt, static_cast<int>(td.kRow), nt, nt);
-      mmNN.SetSingleShape(mt, static_cast<int>(td.dim), nt);
+      mmNN.SetOrgShape(mt, static_cast<int>(td.vRow), nt, nt);
+      mmNN.SetSingleShape(mt, static_cast<int>(td.dimV), nt);
       mmNN.SetTensorA(pGm_);
-      mmNN.SetTensorB(vGm_[kBase + k0 * td.kRow]);
+      mmNN.SetTensorB(vGm_[vBase + k0 * td.vRow]);
       mmNN.IterateAll(pvGm_, 0, true);
       mmNN.End();
       Accumulate(mt, started);
@@ -208,7 +208,7 @@ class FlashAttentionScoreKernel {
 
   // acc = acc * factor + P V (the first visible tile: acc = P V), row by row.
   __aicore__ inline void Accumulate(uint32_t mt, bool started) {
-    const uint32_t d = static_cast<uint32_t>(td_->dim);
+    const uint32_t d = static_cast<uint32_t>(td_->dimV);
     OrderPipes<HardEvent::V_S>(&pipe);
     for (uint32_t i = 0; i < mt; ++i) {
       const float f = St(kFactor).GetValue(i);
@@ -239,13 +239,13 @@ class FlashAttentionScoreKernel {
   // out = acc / sum (0 for a row that saw no key), softmax_max and softmax_sum.
   __aicore__ inline void Finish(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, bool started) {
     const FlashAttentionTilingData &td = *td_;
-    const uint32_t d = static_cast<uint32_t>(td.dim);
-    const int64_t oBase = FaQBase(td, sg, n1) + q0 * td.qRow;
+    const uint32_t d = static_cast<uint32_t>(td.dimV);
+    const int64_t oBase = FaOBase(td, sg, n1) + q0 * td.oRow;
     // The accumulator rows just written are read back.
     PipeBarrier<PIPE_ALL>();
     for (uint32_t i = 0; i < mt; ++i) {
       if (!started) {
-        FaCopyOut(outGm_[oBase + int64_t(i) * td.qRow], zero_.Get<T>(), d);
+        FaCopyOut(outGm_[oBase + int64_t(i) * td.oRow], zero_.Get<T>(), d);
         continue;
       }
       const float sum = St(kSum).GetValue(i);
@@ -260,7 +260,7 @@ class FlashAttentionScoreKernel {
       inQ_.FreeTensor(acc);
       outQ_.EnQue(o);
       o = outQ_.DeQue<T>();
-      FaCopyOut(outGm_[oBase + int64_t(i) * td.qRow], o, d);
+      FaCopyOut(outGm_[oBase + int64_t(i) * td.oRow], o, d);
       outQ_.FreeTensor(o);
     }
     WriteStats(maxGm_, St(kRunMax), sg, n1, q0, mt);

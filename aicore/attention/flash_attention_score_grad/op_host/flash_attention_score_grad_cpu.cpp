@@ -35,9 +35,10 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   const FlashAttentionProblem p = FaReadProblem(extra, a[0], a[1], a[2], opt);
   const bool packed = p.layout == FaLayout::kTND;
   const Shape stats = packed ? Shape{p.seq1, p.heads1, 8} : Shape{p.batch, p.heads1, p.seq1, 8};
-  RequireShape(a[3], a[0].shape, "query's");
+  const Shape out = FaOutShape(a[0].shape, a[1].shape, a[2].shape, p.layout, p.heads1);
+  RequireShape(a[3], out, "attention_out's");
   RequireDType(a[3], a[0].dtype, a[0].dtypeName);
-  RequireShape(a[13], a[0].shape, "query's");
+  RequireShape(a[13], out, "attention_out's");
   RequireDType(a[13], a[0].dtype, a[0].dtypeName);
   for (int i : {11, 12}) {
     RequireShape(a[i], stats, packed ? "[T1, N1, 8]" : "[B, N1, S1, 8]");
@@ -48,13 +49,15 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   FlashAttentionTiling t = ComputeFlashAttentionTiling(p, kAtlasA2, true);
   if (!t.error.empty()) Reject("tiling", t.error);
   FaReadDropout(t, p, extra, opt);
+  FaSetValueDim(t.data, p);
   Require(packed || p.seq2 >= 1 || p.seq1 == 0 || p.batch == 0, "key", "needs at least one key row (S2 >= 1)");
   if (t.blockDim == 0) return 0;
   const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
   return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
     flash_attention_score_grad(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data,
                                a[7].data, a[8].data, a[9].data, a[10].data, a[11].data, a[12].data, a[13].data,
-                               a[14].data, a[15].data, a[16].data, a[17].data, workspace.data(), reinterpret_cast<uint8_t *>(&t.data));
+                               a[14].data, a[15].data, a[16].data, a[17].data, workspace.data(),
+                               reinterpret_cast<uint8_t *>(&t.data));
   });
 }
 
