@@ -1,5 +1,5 @@
 """flash_attention_score with dropout (keep_prob < 1): the user's drop_mask and the kernels' own
-Philox keep bits (explicit seed/offset or MindSpore's default generator), forward and every
+Philox keep bits (explicit seed/offset, or ms_ops' generator that ms.set_seed seeds), forward and every
 gradient against the float64 reference given the same bits, GRAPH and PYNATIVE, three dtypes;
 keep-rate statistics, a finite-difference check, reproducibility, fresh bits per call (also in a
 compiled train step) and the errors."""
@@ -112,14 +112,13 @@ def test_drop_mask(mode, dtype):
 def test_packed_generated_bits():
     """TND: sequence b's element (i, j) draws at [b, n1, i, j] of [B, N1, max S1, max S2]."""
     lens_q, lens_kv, n1, d, scale, kp, seed = [20, 0, 33], [40, 7, 25], 2, 32, 0.2, 0.75, 31
-    cq, ckv = list(np.cumsum(lens_q)), list(np.cumsum(lens_kv))
+    cq, ckv = [int(x) for x in np.cumsum(lens_q)], [int(x) for x in np.cumsum(lens_kv)]
     q = representable((sum(lens_q), n1, d), "fp32")
     k, v = (representable((sum(lens_kv), n1, d), "fp32") for _ in range(2))
     dout = representable((sum(lens_q), n1, d), "fp32")
     keep = dropout_keep(seed, 0, (3, n1, max(lens_q), max(lens_kv)), kp)
-    attention = Call(ms_ops.flash_attention_score, head_num=n1, input_layout="TND", actual_seq_qlen=[int(x) for x in cq],
-                     actual_seq_kvlen=[int(x) for x in ckv], scalar_value=scale, sparse_mode=3, keep_prob=kp,
-                     seed=seed, offset=0)
+    attention = Call(ms_ops.flash_attention_score, head_num=n1, input_layout="TND", actual_seq_qlen=cq,
+                     actual_seq_kvlen=ckv, scalar_value=scale, sparse_mode=3, keep_prob=kp, seed=seed, offset=0)
     args = [to_ms(a, "fp32") for a in (q, k, v)]
     out = attention(*args)
     grads = ms.grad(VjpLoss(attention), grad_position=(0, 1, 2))(*args, ms.Tensor(dout.astype(np.float32)))
@@ -249,7 +248,8 @@ def test_finite_differences():
     ({"keep_prob": 0.5, "seed": -1}, TypeError, "'seed' must be an int"),
     ({"keep_prob": 0.5, "drop_mask": np.zeros((1, 2, 8, 1), np.int32)}, TypeError, "'drop_mask' must be uint8"),
     ({"keep_prob": 0.5, "drop_mask": np.zeros((1, 2, 8, 2), np.uint8)}, ValueError, r"'drop_mask' must be \[B, N1"),
-    ({"keep_prob": 0.5, "drop_mask": np.zeros((1, 2, 8, 1), np.uint8), "seed": 1}, ValueError, "'seed'/'offset' .*not both"),
+    ({"keep_prob": 0.5, "drop_mask": np.zeros((1, 2, 8, 1), np.uint8), "seed": 1}, ValueError,
+     "'seed'/'offset' .*not both"),
 ])
 def test_errors(kwargs, error, match):
     q = ms.Tensor(np.ones((1, 8, 64)), ms.float32)

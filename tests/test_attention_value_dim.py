@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import ms_ops
-from ms_ops.reference.attention import dropout_keep, flash_attention_grad_pse, flash_attention_masked, varlen, visibility
+from ms_ops.reference.attention import (dropout_keep, flash_attention_grad_pse, flash_attention_masked, varlen,
+                                        visibility)
 from tests.test_attention import run
 from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
 

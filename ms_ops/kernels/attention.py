@@ -5,7 +5,8 @@ the gradient wiring in :mod:`ms_ops.bprop.attention`.
 Both kernels take real_shift (query's dtype, or float32 slopes), attn_mask (bool or uint8), prefix,
 actual_seq_qlen and actual_seq_kvlen (int64), drop_mask (uint8) after the data tensors, an absent
 one being a [1] placeholder the kernel does not read, and dropout_seed (int64 [2]: the seed and
-offset of the generated keep bits when keep_prob < 1 without drop_mask). The gradient kernel's dpse has real_shift's shape and dtype.
+offset of the generated keep bits when keep_prob < 1 without drop_mask). The gradient kernel's dpse
+has real_shift's shape and dtype.
 """
 from ms_ops._custom import BF16, BOOL, F16, F32, I64, OpDesc, U8
 

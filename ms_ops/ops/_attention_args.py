@@ -95,6 +95,13 @@ def sequences(layout, actual_seq_qlen, actual_seq_kvlen, t1, t2):
     return batch, lens[0], lens[1]
 
 
+def longest(cumulative):
+    """The longest sequence of cumulative lengths given as a list, None (unknown here) for a Tensor."""
+    if isinstance(cumulative, ms.Tensor):
+        return None
+    return max(b - a for a, b in zip((0,) + tuple(cumulative[:-1]), cumulative))
+
+
 def check_prefix(prefix, sparse_mode, batch, s2):
     """The kernels' prefix input: per-batch prefix lengths for sparse_mode 5 and 6."""
     if sparse_mode not in (5, 6):
@@ -116,7 +123,8 @@ def check_prefix(prefix, sparse_mode, batch, s2):
 
 def check_mask(attn_mask, sparse_mode, layout, b, n1, s1, s2):
     """The kernels' attn_mask input. Modes 0, 1 and 5 read a full mask; the other modes take the
-    compressed form, whose shape is checked and contents not needed."""
+    compressed form, whose shape is checked and contents not needed. With TND s1 and s2 are the
+    longest sequence's lengths (the mask is per sequence, padded)."""
     if attn_mask is None:
         return placeholder(ms.uint8)
     if not isinstance(attn_mask, ms.Tensor):
@@ -129,9 +137,6 @@ def check_mask(attn_mask, sparse_mode, layout, b, n1, s1, s2):
             raise ValueError(f"{_OP}: 'attn_mask' must be the compressed {COMPRESSED_MASKS[sparse_mode]} mask "
                              f"for sparse_mode {sparse_mode}, got shape {shape}")
         return attn_mask
-    if layout == "TND":
-        raise ValueError(f"{_OP}: 'attn_mask' as a full mask with input_layout 'TND' is not supported yet in "
-                         f"ms_ops (use sparse_mode 2, 3, 4, 6, 7 or 8 with the compressed mask)")
     wanted = [(b, n1, s1, s2), (b, 1, s1, s2)]
     if sparse_mode != 5:
         wanted += [(1, 1, s1, s2), (s1, s2)]
@@ -146,7 +151,8 @@ def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, n
     """The kernels' real_shift input. pse_type 0/1: a tensor of query's dtype, [B, N1, S1, S2] (the
     one form with a gradient), [B or 1, N1, S1 or 1, S2], or the ALiBi-compressed
     [B or 1, N1, 1024, S2] (causal, S1 == S2 > 1024); its gradient is stopped but for the full form.
-    pse_type 2/3: float32 slopes [N1] or [B, N1], S1 == S2 (never differentiated)."""
+    pse_type 2/3: float32 slopes [N1] or [B, N1], S1 == S2 (never differentiated). With TND (s1, s2
+    the longest sequence's lengths: per sequence, padded) pse_type 0/1 only, never differentiated."""
     if isinstance(pse_type, bool) or not isinstance(pse_type, int):
         raise TypeError(f"{_OP}: 'pse_type' must be an int, got {type(pse_type).__name__}")
     if pse_type not in (0, 1, 2, 3):
@@ -157,9 +163,10 @@ def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, n
         return placeholder(dtype)
     if not isinstance(real_shift, ms.Tensor):
         raise TypeError(f"{_OP}: 'real_shift' must be a Tensor, got {type(real_shift).__name__}")
-    if layout == "TND":
-        raise ValueError(f"{_OP}: 'real_shift' with input_layout 'TND' is not supported yet in ms_ops")
     shape = tuple(real_shift.shape)
+    packed = layout == "TND"
+    if packed and pse_type >= 2:
+        raise ValueError(f"{_OP}: 'real_shift' slopes (pse_type {pse_type}) are not supported with input_layout 'TND'")
     if pse_type >= 2:
         if real_shift.dtype != ms.float32:
             raise TypeError(f"{_OP}: 'real_shift' (slopes of pse_type {pse_type}) must be float32, "
@@ -173,13 +180,13 @@ def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, n
     if real_shift.dtype != dtype:
         raise TypeError(f"{_OP}: 'real_shift' must have query's dtype {dtype}, got {real_shift.dtype}")
     causal = sparse_mode in (2, 3) or (sparse_mode == 0 and next_tokens <= 0)
-    compressed = len(shape) == 4 and shape[2] == 1024 and causal and known(s1) and s1 > 1024 and s1 == s2
+    compressed = len(shape) == 4 and shape[2] == 1024 and causal and known(s1) and s1 > 1024 and s1 == s2 and not packed
     fits = (len(shape) == 4 and shape[0] in (b, 1) and shape[1] == n1 and shape[3] == s2
             and (shape[2] in (s1, 1) or compressed))
     if not fits:
         raise ValueError(f"{_OP}: 'real_shift' shape {shape} does not fit [B, N1, S1, S2] = {(b, n1, s1, s2)} "
                          f"(B and S1 may be 1; [B, N1, 1024, S2] ALiBi-compressed when causal with S1 == S2 > 1024)")
-    if shape == (b, n1, s1, s2) and not compressed:
+    if shape == (b, n1, s1, s2) and not compressed and not packed:
         return real_shift
     return ops.stop_gradient(real_shift)
 

@@ -7,7 +7,7 @@ from ms_ops._custom import custom_op
 from ms_ops.bprop.attention import make_flash_attention_score_bprop
 from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
 from ms_ops.ops._attention_args import (check_dropout, check_mask, check_prefix, check_pse, fresh_dropout_seed,
-                                        sequences)
+                                        longest, sequences)
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _OP = "flash_attention_score"
@@ -105,10 +105,14 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             sparse_mode 2 or 3, or 0 with next_tokens <= 0, and S1 == S2 > 1024). pse_type 2 or
             3: float32 ALiBi slopes ``[N1]`` or ``[B, N1]`` (S1 == S2), the kernel generating the
             bias ``-slope * |i - j|`` (2) or ``-slope * sqrt(|i - j|)`` (3); not differentiated.
-            Not with TND.
+            With TND (ms_ops' choice, CANN gives no such form): pse_type 0 or 1 only, per sequence
+            padded to the longest one, ``[B, N1, S1, S2]`` with S1, S2 the longest query / key
+            lengths (sequence b's query i and key j read element (b, n1, i, j)) or ``[B, N1, 1,
+            S2]`` / ``[1, N1, S1, S2]``, not differentiated.
         attn_mask (Tensor, optional): bool or uint8, 1 = masked out. sparse_mode 0 and 1:
             ``[B, N1, S1, S2]``, ``[B, 1, S1, S2]``, ``[1, 1, S1, S2]`` or ``[S1, S2]``, applied
-            on top of the mode's visible keys (not with TND); sparse_mode 5: ``[B, N1, S1, S2]``
+            on top of the mode's visible keys (TND: per sequence, S1 and S2 the longest query /
+            key lengths, as real_shift); sparse_mode 5: ``[B, N1, S1, S2]``
             or ``[B, 1, S1, S2]``. The compressed masks of the other modes (``[2048, 2048]`` for
             2, 3, 4, 7, 8 and ``[3072, 2048]`` for 6) are checked for their shape; as in CANN,
             the mode alone defines the visible keys, so their contents are not read.
@@ -154,13 +158,13 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             (offset 0) at the next call, in GRAPH mode at the next graph compilation, so a run
             that starts with ms.set_seed is reproducible.
 
-    Not supported yet (a ValueError names the argument): padding_mask, a full attn_mask with TND,
-    and inner_precise other than 0 or 1.
+    Not supported yet (a ValueError names the argument): padding_mask and inner_precise other
+    than 0 or 1.
 
     Returns:
-        Tensor: attention_out, query's shape (with value's head dim D_v) and dtype. A query row that sees no key (every key
-        masked, an empty key sequence, or outside the mode's range) outputs 0 and gets a zero
-        gradient.
+        Tensor: attention_out, query's shape (with value's head dim D_v) and dtype. A query row
+        that sees no key (every key masked, an empty key sequence, or outside the mode's range)
+        outputs 0 and gets a zero gradient.
 
     Gradient: dq, dk, dv (and d real_shift for the full form) by the kernel
     flash_attention_score_grad (deterministic); attn_mask, prefix and the sequence lengths get zeros.
@@ -186,9 +190,11 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         raise TypeError(f"{_OP}: 'scalar_value' must be a float, got {type(scalar_value).__name__}")
     batch, s1, s2 = _check_shapes(query, key, value, head_num, input_layout)
     packed_batch, seq_q, seq_kv = sequences(input_layout, actual_seq_qlen, actual_seq_kvlen, s1, s2)
+    pre = check_prefix(prefix, sparse_mode, packed_batch if input_layout == "TND" else batch,
+                       None if input_layout == "TND" else s2)
     if input_layout == "TND":
-        batch = packed_batch
-    pre = check_prefix(prefix, sparse_mode, batch, None if input_layout == "TND" else s2)
+        # attn_mask and real_shift are per sequence, padded to the longest one.
+        batch, s1, s2 = packed_batch, longest(actual_seq_qlen), longest(actual_seq_kvlen)
     mask = check_mask(attn_mask, sparse_mode, input_layout, batch, head_num, s1, s2)
     pse = check_pse(real_shift, pse_type, input_layout, query.dtype, batch, head_num, s1, s2, sparse_mode,
                     next_tokens)

@@ -1,4 +1,5 @@
-"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore) and its gradient. The test oracle; never on an op's path.
+"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore) and its gradient.
+The test oracle; never on an op's path.
 
 Tensors are taken in BNSD ([B, N, S, D]); key j is visible to query i when
 i + low <= j <= i + high (``visible_offsets``), or, in general, where a boolean visibility
