@@ -83,7 +83,7 @@ def test_philox_known_answers():
 
 
 @pytest.mark.parametrize("layout,sparse,pre,nxt", [("BSH", 0, 2147483647, 2147483647), ("BNSD", 0, 30, 7),
-                                                   ("SBH", 3, 0, 0)])
+                                                   pytest.param("SBH", 3, 0, 0, marks=pytest.mark.full)])
 def test_generated_bits_fp32(mode, layout, sparse, pre, nxt):
     """The kernels' bits are the reference's Philox bits, forward and backward (GQA, two key tiles,
     rows starting mid-tile in the band)."""

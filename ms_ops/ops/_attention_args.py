@@ -9,6 +9,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import ops
 from mindspore.common.generator import Generator
+from mindspore.common.seed import _get_op_seed, _update_seeds
 
 from ms_ops.ops._validation import known
 
@@ -22,7 +23,10 @@ DROPOUT_GENERATOR = Generator()
 # One call takes one offset: the kernels put the offset in its own counter words, so consecutive
 # offsets already give independent bits.
 _DROPOUT_STEP = ms.Tensor(1, ms.int64)
-_applied_seed = []
+# MindSpore's per-op seed bookkeeping, which every ms.set_seed resets to the op seed (0 here): the
+# way to see a new ms.set_seed call, also one repeating the last seed.
+_SEED_KEY = "ms_ops.flash_attention_score.dropout"
+_randomly_seeded = []
 
 # The compressed masks of the modes whose mask the kernel does not need to read.
 COMPRESSED_MASKS = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 6: (3072, 2048), 7: (2048, 2048),
@@ -192,12 +196,17 @@ def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, n
 
 
 def _follow_global_seed():
-    """Reseeds DROPOUT_GENERATOR (offset 0) when ms.set_seed has set a global seed other than the
-    last one applied."""
+    """Reseeds DROPOUT_GENERATOR (offset 0) with the global seed after each ms.set_seed; without a
+    global seed, seeds it once at random, as MindSpore seeds its default generator."""
     seed = ms.get_seed()
-    if seed is not None and _applied_seed != [seed]:
+    if seed is None:
+        if not _randomly_seeded:
+            DROPOUT_GENERATOR.seed()
+            _randomly_seeded.append(True)
+        return
+    if _get_op_seed(0, _SEED_KEY) == 0:
         DROPOUT_GENERATOR.manual_seed(seed)
-        _applied_seed[:] = [seed]
+        _update_seeds(0, _SEED_KEY)
 
 
 # An lru_cache wrapper (size 0: it calls through every time) is run in Python when GRAPH mode
