@@ -71,6 +71,21 @@ def test_agrees_with_flash_attention_score(mode, causal):
     check_against(got, *reference(q, key, value, dout, 1 / 8, -FAR, 0 if causal else FAR, "fp32"), "fp32")
 
 
+def test_dropout_is_keep_prob():
+    """p drops as flash_attention_score's keep_prob = 1 - p: after the same ms.set_seed both draw the
+    same bits (forward and gradients bitwise equal)."""
+    q, key, value, dout = (representable((1, 24, 2, 32), "fp32") for _ in range(4))
+    ms.set_seed(21)
+    got = run(Call(ms_ops.memory_efficient_attention, p=0.3), q, key, value, dout, "fp32")
+    ms.set_seed(21)
+    same = run(Call(ms_ops.flash_attention_score, head_num=2, scalar_value=32 ** -0.5, input_layout="BSND",
+                    keep_prob=0.7), q, key, value, dout, "fp32")
+    for a, s in zip(got, same):
+        assert np.array_equal(a, s)
+    assert not np.array_equal(got[0], run(Call(ms_ops.memory_efficient_attention, p=0.3), q, key, value, dout,
+                                          "fp32")[0])
+
+
 @pytest.mark.parametrize("m,n", [(40, 70), (70, 40)])
 def test_lower_triangular_is_top_left(mode, m, n):
     """Query i sees keys j <= i whatever M and N (xformers' alignment), as materialize states."""
@@ -240,7 +255,6 @@ def _t(*shape, dtype=ms.float32):
     ((_t(2, 8, 2, 16), _t(2, 8, 2, 16), _t(2, 8, 2, 8)), {}, ValueError, "'value' head dim 8"),
     ((_t(1, 8, 2, 3, 16), _t(1, 8, 2, 2, 16), _t(1, 8, 2, 2, 16)), {}, ValueError, "'key' must have 1 or 3"),
     ((_t(1, 8, 2, 3, 16), _t(1, 8, 4, 1, 16), _t(1, 8, 4, 1, 16)), {}, ValueError, "'key' group count"),
-    ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16)), {"p": 0.1}, ValueError, "'p' = 0.1: dropout not supported"),
     ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16)), {"p": 1.0}, ValueError, "'p'"),
     ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16)), {"scale": "x"}, TypeError, "'scale'"),
     ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16, dtype=ms.float16)), {}, TypeError, "'value' must have the"),

@@ -104,12 +104,14 @@ def test_statistics_layout():
     q = representable((sum(lens_q), n1, d), "fp32")
     k = representable((sum(lens_kv), n1, d), "fp32")
     prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=n1, scale_value=scale,
-                     pre_tokens=2147483647, next_tokens=2147483647, input_layout="TND", sparse_mode=0, pse_type=1)
+                     pre_tokens=2147483647, next_tokens=2147483647, input_layout="TND", sparse_mode=0, pse_type=1,
+                     keep_prob=1.0)
     cq, ckv = cumulative(lens_q), cumulative(lens_kv)
     mx, sm, _ = prim(*(to_ms(a, "fp32") for a in (q, k, k)), ms.Tensor(np.zeros(1, np.float32)),
                      ms.Tensor(np.zeros(1, np.uint8)),
                      ms.Tensor(np.zeros(1, np.int64)), ms.Tensor(np.array(cq, np.int64)),
-                     ms.Tensor(np.array(ckv, np.int64)))
+                     ms.Tensor(np.array(ckv, np.int64)), ms.Tensor(np.zeros(1, np.uint8)),
+                     ms.Tensor(np.zeros(2, np.int64)))
     mx, sm = to_np(mx), to_np(sm)
     assert mx.shape == (7, n1, 8)
     for rows, keys in ((slice(0, 3), slice(0, 5)), (slice(3, 7), slice(7, 13))):
@@ -135,12 +137,8 @@ def _tnd(t1=8, t2=8):
     ({"actual_seq_qlen": [8], "actual_seq_kvlen": [8], "sparse_mode": 5, "prefix": [1]}, ValueError,
      "'sparse_mode' 5 is not defined for input_layout 'TND'"),
     ({"actual_seq_qlen": [8], "actual_seq_kvlen": [8], "sparse_mode": 6}, ValueError, "'prefix' is required"),
-    ({"actual_seq_qlen": [8], "actual_seq_kvlen": [8], "attn_mask": "full"}, ValueError,
-     "'attn_mask' as a full mask with input_layout 'TND' is not supported yet"),
 ])
 def test_bad_lengths(kwargs, error, match):
-    if kwargs.get("attn_mask") == "full":
-        kwargs["attn_mask"] = ms.Tensor(np.zeros((8, 8)), ms.uint8)
     with pytest.raises(error, match=rf"flash_attention_score: {match}"):
         ms_ops.flash_attention_score(*_tnd(), 2, input_layout="TND", **kwargs)
 

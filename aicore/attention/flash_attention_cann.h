@@ -16,7 +16,7 @@
 namespace ms_ops {
 
 // Attribute order of both OpDefs.
-enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode, kFaPseType };
+enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode, kFaPseType, kFaKeepProb };
 
 inline matmul_tiling::DataType FaMatmulType(ge::DataType d) {
   return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
@@ -48,8 +48,8 @@ inline std::vector<int64_t> FaValues(gert::TilingContext *context, size_t index)
   return out;
 }
 
-// optBase: the index of real_shift, followed by attn_mask, prefix, actual_seq_qlen and
-// actual_seq_kvlen.
+// optBase: the index of real_shift, followed by attn_mask, prefix, actual_seq_qlen,
+// actual_seq_kvlen, drop_mask and dropout_seed.
 inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op, bool grad, size_t optBase) {
   const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
   const PlatformInfo plat = ReadPlatformInfo(ascendc);
@@ -75,6 +75,11 @@ inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op
     FaDims(p.layout, Dims(context->GetInputShape(1)->GetStorageShape()), 0, p.dim, b2, s2, p.heads2, d2);
     p.seq2 = s2;
     if (p.heads1 != heads || d2 != p.dim || b2 != p.batch) error = "query/key shapes do not match head_num and layout";
+    int64_t b3 = -1, s3 = -1, n3 = -1;
+    FaDims(p.layout, Dims(context->GetInputShape(2)->GetStorageShape()), FaRank(p.layout) == 3 && !packed ? p.heads2 : 0,
+           0, b3, s3, n3, p.dimV);
+    if (b3 != b2 || s3 != s2 || n3 != p.heads2 || p.dimV < 1 || p.dimV > p.dim)
+      error = "value must have key's batch, length and heads and a head dim 1..D";
     if (packed) {
       p.cumQ = FaValues(context, optBase + 3);
       p.cumKv = FaValues(context, optBase + 4);
@@ -86,15 +91,27 @@ inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op
     if (p.hasPrefix && int64_t(FaValues(context, optBase + 2).size()) != p.batch) error = "prefix needs one entry per batch";
     const std::vector<int64_t> mask = Dims(context->GetInputShape(optBase + 1)->GetStorageShape());
     const bool fullMask = p.sparseMode == 0 || p.sparseMode == 1 || p.sparseMode == 5;
-    if (mask.size() != 1 && fullMask && (packed || !FaSetMask(p, mask))) error = "attn_mask shape does not fit sparse_mode";
+    // TND: attn_mask and real_shift are per sequence, padded to the longest one.
+    const int64_t t1 = p.seq1, t2 = p.seq2;
+    if (packed) {
+      p.seq1 = FaLongest(p.cumQ);
+      p.seq2 = FaLongest(p.cumKv);
+    }
+    if (mask.size() != 1 && fullMask && !FaSetMask(p, mask)) error = "attn_mask shape does not fit sparse_mode";
     const std::string pseError = FaSetPse(p, Dims(context->GetInputShape(optBase)->GetStorageShape()),
                                           *attrs->GetAttrPointer<int64_t>(kFaPseType));
     if (!pseError.empty()) error = "real_shift " + pseError;
+    p.seq1 = t1;
+    p.seq2 = t2;
   }
   FlashAttentionTiling t;
   if (error.empty()) {
     t = ComputeFlashAttentionTiling(p, plat, grad);
     error = t.error;
+    const std::string dropError = FaSetDropout(t.data, p, *attrs->GetAttrPointer<float>(kFaKeepProb),
+                                               Dims(context->GetInputShape(optBase + 5)->GetStorageShape()));
+    if (error.empty() && !dropError.empty()) error = dropError;
+    FaSetValueDim(t.data, p);
   }
   if (error.empty() && t.blockDim > 0) {
     const int64_t m = t.data.mTile, n = t.data.nTile, d = t.data.dim;

@@ -12,9 +12,10 @@
 
 namespace ms_ops {
 
-// The optional inputs of both kernels; an absent one is a [1] placeholder.
+// The optional inputs of both kernels; an absent one is a [1] placeholder (dropout_seed is
+// always int64 [2]: seed, offset).
 struct FaOptional {
-  const Arg *pse, *mask, *prefix, *cumQ, *cumKv;
+  const Arg *pse, *mask, *prefix, *cumQ, *cumKv, *drop, *seed;
 };
 
 // Cumulative lengths: `batch` non-decreasing values from >= 0 ending at `total`.
@@ -33,7 +34,8 @@ inline std::vector<int64_t> FaCumulative(const Arg &a, int64_t batch, int64_t to
   return out;
 }
 
-// attn_mask: read per element in modes 0, 1 and 5 (full shapes), only checked in the compressed
+// attn_mask: read per element in modes 0, 1 and 5 (full shapes; TND: per sequence, padded to the
+// longest, p.seq1 / p.seq2 being its lengths here), only checked in the compressed
 // modes (2, 3, 4, 7, 8: [2048, 2048]; 6: [3072, 2048]), whose contents the kernel does not need.
 inline void FaReadMask(FlashAttentionProblem &p, const Arg &m) {
   if (m.shape.size() == 1) return;  // the placeholder: no mask
@@ -44,7 +46,6 @@ inline void FaReadMask(FlashAttentionProblem &p, const Arg &m) {
     RequireShape(m, want, "the compressed mask of sparse_mode " + std::to_string(mode));
     return;
   }
-  Require(p.layout != FaLayout::kTND, "attn_mask", "a full mask is not supported with input_layout TND");
   Require(FaSetMask(p, m.shape), "attn_mask",
           "shape " + ShapeStr(m.shape) + " does not fit sparse_mode " + std::to_string(mode) + " (B=" +
               std::to_string(p.batch) + ", N1=" + std::to_string(p.heads1) + ", S1=" + std::to_string(p.seq1) +
@@ -83,13 +84,16 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
               " heads (or a hidden size not a multiple of it)");
   Require(d1 >= 1 && d1 <= 512, "query", "head dim must be 1..512, got " + std::to_string(d1));
   FaDims(p.layout, k.shape, 0, d1, b2, s2, n2, d2);
-  FaDims(p.layout, v.shape, 0, d1, b3, s3, n3, d3);
   Require(d2 == d1 && n2 >= 1, "key",
           "must have head dim " + std::to_string(d1) + " (query's), got shape " + ShapeStr(k.shape));
   Require(b2 == b1, "key", "batch " + std::to_string(b2) + " differs from query's " + std::to_string(b1));
   Require(n1 % n2 == 0, "key",
           "heads " + std::to_string(n2) + " must divide query's " + std::to_string(n1) + " (GQA/MQA)");
-  Require(v.shape == k.shape, "value", "must have key's shape " + ShapeStr(k.shape) + ", got " + ShapeStr(v.shape));
+  FaDims(p.layout, v.shape, rank == 3 && !packed ? n2 : 0, 0, b3, s3, n3, d3);
+  Require(b3 == b2 && s3 == s2 && n3 == n2 && d3 >= 1 && d3 <= d1, "value",
+          "must have key's batch, length and heads and a head dim 1.." + std::to_string(d1) + " (key " +
+              ShapeStr(k.shape) + "), got " + ShapeStr(v.shape));
+  p.dimV = d3;
   p.batch = b1;
   p.heads1 = n1;
   p.heads2 = n2;
@@ -111,13 +115,33 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
     for (int64_t i = 0; i < p.batch; ++i) Require(v[i] >= 0, "prefix", "entries must be >= 0");
     p.hasPrefix = true;
   }
+  // TND: attn_mask and real_shift are per sequence, padded to the longest one.
+  if (packed) {
+    p.seq1 = FaLongest(p.cumQ);
+    p.seq2 = FaLongest(p.cumKv);
+  }
   FaReadMask(p, *opt.mask);
   const Arg &pse = *opt.pse;
   const std::string pseError = FaSetPse(p, pse.shape, pseType);
   Require(pseError.empty(), "real_shift", ShapeStr(pse.shape) + " " + pseError);
+  p.seq1 = s1;
+  p.seq2 = s2;
   if (p.pseKind == 1) Require(pse.dtype == q.dtype, "real_shift", std::string("must have query's dtype ") + q.dtypeName);
   if (p.pseKind >= 2) Require(pse.dtype == DType::kF32, "real_shift", "slopes must be float32");
   return p;
+}
+
+// Dropout (keep_prob, drop_mask, dropout_seed) into the tiling data of problem p.
+inline void FaReadDropout(FlashAttentionTiling &t, const FlashAttentionProblem &p, mindspore::AotExtra *extra,
+                          const FaOptional &opt) {
+  const float keepProb = ReadAttr<float>(extra, "keep_prob");
+  const Arg &drop = *opt.drop, &seed = *opt.seed;
+  Require(seed.dtype == DType::kI64 && seed.shape == Shape{2}, "dropout_seed",
+          "must be int64 [2] (seed, offset), got " + std::string(seed.dtypeName) + " " + ShapeStr(seed.shape));
+  if (drop.shape.size() != 1) Require(drop.dtype == DType::kU8, "drop_mask", std::string("must be uint8, got ") + drop.dtypeName);
+  const std::string error = FaSetDropout(t.data, p, keepProb, drop.shape);
+  Require(error.empty(), keepProb > 0.0f && keepProb <= 1.0f ? "drop_mask" : "keep_prob",
+          error + (drop.shape.size() == 1 ? "" : ", got " + ShapeStr(drop.shape)));
 }
 
 // head_num and input_layout for an infer hook, which never throws: unknown values give 0 / "".

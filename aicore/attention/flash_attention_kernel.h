@@ -127,6 +127,15 @@ __aicore__ inline int64_t FaKBase(const FlashAttentionTilingData &td, const FaSe
   return sg.b * td.kStrideB + sg.kStart * td.kRow + (n1 / (td.heads1 / td.heads2)) * td.kStrideN;
 }
 
+// Head n1's value rows (GQA: its key/value head's) and attention_out rows, dimV elements each.
+__aicore__ inline int64_t FaVBase(const FlashAttentionTilingData &td, const FaSeg &sg, int64_t n1) {
+  return sg.b * td.vStrideB + sg.kStart * td.vRow + (n1 / (td.heads1 / td.heads2)) * td.vStrideN;
+}
+
+__aicore__ inline int64_t FaOBase(const FlashAttentionTilingData &td, const FaSeg &sg, int64_t n1) {
+  return sg.b * td.oStrideB + sg.qStart * td.oRow + n1 * td.oStrideN;
+}
+
 // Row q0 of head n1's softmax_max / softmax_sum (8 floats a row, statRow apart).
 __aicore__ inline int64_t FaStatBase(const FlashAttentionTilingData &td, const FaSeg &sg, int64_t n1, int64_t q0) {
   return sg.b * td.statStrideB + (sg.qStart + q0) * td.statRow + n1 * td.statStrideN;

@@ -21,6 +21,7 @@ enum class FaFloat { kF32, kF16, kBF16 };
 
 struct FlashAttentionProblem {
   int64_t batch = 0, heads1 = 0, heads2 = 0, seq1 = 0, seq2 = 0, dim = 0;
+  int64_t dimV = 0;  // value's head dim (<= dim); FaSetValueDim puts it into the tiling data
   FaLayout layout = FaLayout::kBSH;
   FaFloat dataType = FaFloat::kF32;
   float scale = 1.0f;

@@ -14,8 +14,10 @@ struct FlashAttentionTilingData {
   // seq1/seq2: every sequence's length, or with TND (packed != 0) the longest one.
   int64_t batch, heads1, heads2, seq1, seq2, dim;
   int64_t qRows, kRows;  // rows of all sequences: B*S1 and B*S2, or T1 and T2
-  int64_t qStrideB, qStrideN, qRow;   // query, attention_out and its gradient
-  int64_t kStrideB, kStrideN, kRow;   // key and value
+  int64_t qStrideB, qStrideN, qRow;   // query
+  int64_t kStrideB, kStrideN, kRow;   // key
+  // value (head dim dimV <= dim), and attention_out and its gradient (dimV too).
+  int64_t dimV, vStrideB, vStrideN, vRow, oStrideB, oStrideN, oRow;
   // softmax_max/softmax_sum: [B, N1, S1, 8] or, packed, [T1, N1, 8].
   int64_t statStrideB, statStrideN, statRow;
   // The visible keys of a sequence follow from sparse_mode, pre/next_tokens (clamped to +-2^40),
@@ -43,6 +45,13 @@ struct FlashAttentionTilingData {
   TCubeTiling mmNT;  // A x Bᵀ (S = Q Kᵀ, dP = dO Vᵀ)
   TCubeTiling mmNN;  // A x B (O += P V, dQ += dS K)
   TCubeTiling mmTN;  // Aᵀ x B (dV += Pᵀ dO, dK += dSᵀ Q); unused by the forward
+  // Dropout (flash_attention_dropout.h): dropKind 0 none, 1 drop_mask bits (dropElems bytes),
+  // 2 Philox bits from dropout_seed; an element is kept when its draw < dropThreshold, and scaled
+  // by dropScale = 1 / keep_prob.
+  uint64_t dropThreshold;
+  int64_t dropElems;
+  uint32_t dropKind;
+  float dropScale;
 };
 
 namespace ms_ops {

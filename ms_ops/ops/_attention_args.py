@@ -1,6 +1,6 @@
-"""flash_attention_score's checks of the packed sequence lengths (TND), attn_mask, prefix and
-real_shift against input_layout, sparse_mode and pse_type, and their conversion to the kernels'
-inputs. Static: they run in PyNative and at compile time in GRAPH mode; values inside a Tensor
+"""flash_attention_score's checks of the packed sequence lengths (TND), attn_mask, prefix,
+real_shift and dropout against input_layout, sparse_mode and pse_type, and their conversion to the
+kernels' inputs. Static: they run in PyNative and at compile time in GRAPH mode; values inside a Tensor
 are checked by the kernel.
 """
 import functools
@@ -8,10 +8,26 @@ import functools
 import mindspore as ms
 import numpy as np
 from mindspore import ops
+from mindspore.common.generator import Generator
+from mindspore.common.seed import _get_op_seed, _update_seeds
 
 from ms_ops.ops._validation import known
 
 _OP = "flash_attention_score"
+# Where the kernels' dropout (seed, offset) pairs come from when the caller gives none: seed and
+# offset Parameters that a call advances inside the compiled graph in GRAPH mode, the mechanism of
+# MindSpore's own dropout_ext. That one uses MindSpore's default generator, whose seed inside a
+# graph ignores mindspore.manual_seed in 2.10 (a fresh random seed per process), so ms_ops keeps
+# its own generator and seeds it from ms.set_seed.
+DROPOUT_GENERATOR = Generator()
+# One call takes one offset: the kernels put the offset in its own counter words, so consecutive
+# offsets already give independent bits.
+_DROPOUT_STEP = ms.Tensor(1, ms.int64)
+# MindSpore's per-op seed bookkeeping, which every ms.set_seed resets to the op seed (0 here): the
+# way to see a new ms.set_seed call, also one repeating the last seed.
+_SEED_KEY = "ms_ops.flash_attention_score.dropout"
+_randomly_seeded = []
+
 # The compressed masks of the modes whose mask the kernel does not need to read.
 COMPRESSED_MASKS = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 6: (3072, 2048), 7: (2048, 2048),
                     8: (2048, 2048)}
@@ -83,6 +99,13 @@ def sequences(layout, actual_seq_qlen, actual_seq_kvlen, t1, t2):
     return batch, lens[0], lens[1]
 
 
+def longest(cumulative):
+    """The longest sequence of cumulative lengths given as a list, None (unknown here) for a Tensor."""
+    if isinstance(cumulative, ms.Tensor):
+        return None
+    return max(b - a for a, b in zip((0,) + tuple(cumulative[:-1]), cumulative))
+
+
 def check_prefix(prefix, sparse_mode, batch, s2):
     """The kernels' prefix input: per-batch prefix lengths for sparse_mode 5 and 6."""
     if sparse_mode not in (5, 6):
@@ -104,7 +127,8 @@ def check_prefix(prefix, sparse_mode, batch, s2):
 
 def check_mask(attn_mask, sparse_mode, layout, b, n1, s1, s2):
     """The kernels' attn_mask input. Modes 0, 1 and 5 read a full mask; the other modes take the
-    compressed form, whose shape is checked and contents not needed."""
+    compressed form, whose shape is checked and contents not needed. With TND s1 and s2 are the
+    longest sequence's lengths (the mask is per sequence, padded)."""
     if attn_mask is None:
         return placeholder(ms.uint8)
     if not isinstance(attn_mask, ms.Tensor):
@@ -117,9 +141,6 @@ def check_mask(attn_mask, sparse_mode, layout, b, n1, s1, s2):
             raise ValueError(f"{_OP}: 'attn_mask' must be the compressed {COMPRESSED_MASKS[sparse_mode]} mask "
                              f"for sparse_mode {sparse_mode}, got shape {shape}")
         return attn_mask
-    if layout == "TND":
-        raise ValueError(f"{_OP}: 'attn_mask' as a full mask with input_layout 'TND' is not supported yet in "
-                         f"ms_ops (use sparse_mode 2, 3, 4, 6, 7 or 8 with the compressed mask)")
     wanted = [(b, n1, s1, s2), (b, 1, s1, s2)]
     if sparse_mode != 5:
         wanted += [(1, 1, s1, s2), (s1, s2)]
@@ -134,7 +155,8 @@ def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, n
     """The kernels' real_shift input. pse_type 0/1: a tensor of query's dtype, [B, N1, S1, S2] (the
     one form with a gradient), [B or 1, N1, S1 or 1, S2], or the ALiBi-compressed
     [B or 1, N1, 1024, S2] (causal, S1 == S2 > 1024); its gradient is stopped but for the full form.
-    pse_type 2/3: float32 slopes [N1] or [B, N1], S1 == S2 (never differentiated)."""
+    pse_type 2/3: float32 slopes [N1] or [B, N1], S1 == S2 (never differentiated). With TND (s1, s2
+    the longest sequence's lengths: per sequence, padded) pse_type 0/1 only, never differentiated."""
     if isinstance(pse_type, bool) or not isinstance(pse_type, int):
         raise TypeError(f"{_OP}: 'pse_type' must be an int, got {type(pse_type).__name__}")
     if pse_type not in (0, 1, 2, 3):
@@ -145,9 +167,10 @@ def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, n
         return placeholder(dtype)
     if not isinstance(real_shift, ms.Tensor):
         raise TypeError(f"{_OP}: 'real_shift' must be a Tensor, got {type(real_shift).__name__}")
-    if layout == "TND":
-        raise ValueError(f"{_OP}: 'real_shift' with input_layout 'TND' is not supported yet in ms_ops")
     shape = tuple(real_shift.shape)
+    packed = layout == "TND"
+    if packed and pse_type >= 2:
+        raise ValueError(f"{_OP}: 'real_shift' slopes (pse_type {pse_type}) are not supported with input_layout 'TND'")
     if pse_type >= 2:
         if real_shift.dtype != ms.float32:
             raise TypeError(f"{_OP}: 'real_shift' (slopes of pse_type {pse_type}) must be float32, "
@@ -161,12 +184,76 @@ def check_pse(real_shift, pse_type, layout, dtype, b, n1, s1, s2, sparse_mode, n
     if real_shift.dtype != dtype:
         raise TypeError(f"{_OP}: 'real_shift' must have query's dtype {dtype}, got {real_shift.dtype}")
     causal = sparse_mode in (2, 3) or (sparse_mode == 0 and next_tokens <= 0)
-    compressed = len(shape) == 4 and shape[2] == 1024 and causal and known(s1) and s1 > 1024 and s1 == s2
+    compressed = len(shape) == 4 and shape[2] == 1024 and causal and known(s1) and s1 > 1024 and s1 == s2 and not packed
     fits = (len(shape) == 4 and shape[0] in (b, 1) and shape[1] == n1 and shape[3] == s2
             and (shape[2] in (s1, 1) or compressed))
     if not fits:
         raise ValueError(f"{_OP}: 'real_shift' shape {shape} does not fit [B, N1, S1, S2] = {(b, n1, s1, s2)} "
                          f"(B and S1 may be 1; [B, N1, 1024, S2] ALiBi-compressed when causal with S1 == S2 > 1024)")
-    if shape == (b, n1, s1, s2) and not compressed:
+    if shape == (b, n1, s1, s2) and not compressed and not packed:
         return real_shift
     return ops.stop_gradient(real_shift)
+
+
+def _follow_global_seed():
+    """Reseeds DROPOUT_GENERATOR (offset 0) with the global seed after each ms.set_seed; without a
+    global seed, seeds it once at random, as MindSpore seeds its default generator."""
+    seed = ms.get_seed()
+    if seed is None:
+        if not _randomly_seeded:
+            DROPOUT_GENERATOR.seed()
+            _randomly_seeded.append(True)
+        return
+    if _get_op_seed(0, _SEED_KEY) == 0:
+        DROPOUT_GENERATOR.manual_seed(seed)
+        _update_seeds(0, _SEED_KEY)
+
+
+# An lru_cache wrapper (size 0: it calls through every time) is run in Python when GRAPH mode
+# compiles the graph instead of being parsed into it, as ms_ops._custom.custom_op is; PyNative
+# runs it on every call.
+follow_global_seed = functools.lru_cache(maxsize=0)(_follow_global_seed)
+
+
+def fresh_dropout_seed():
+    """dropout_seed (int64 [2]) for one call: the generator's (seed, offset), the offset advancing."""
+    follow_global_seed()
+    seed, offset = DROPOUT_GENERATOR._step(_DROPOUT_STEP)  # pylint: disable=protected-access
+    return ops.concat((seed.reshape((1,)), offset.reshape((1,))))
+
+
+def check_dropout(keep_prob, drop_mask, seed, offset, layout, b, n1, s1, s2):
+    """(drop_mask input, dropout_seed input or None). keep_prob in (0, 1]; below 1 the keep bits
+    come from ``drop_mask`` (uint8 [B, N1, S1, S2 // 8], S2 a multiple of 8, not with TND) or, without
+    it, are drawn in the kernels from (seed, offset): the explicit ints, or, when both are None,
+    None here and the caller takes a fresh pair (``fresh_dropout_seed``)."""
+    if isinstance(keep_prob, bool) or not isinstance(keep_prob, (int, float)):
+        raise TypeError(f"{_OP}: 'keep_prob' must be a float, got {type(keep_prob).__name__}")
+    if not 0.0 < keep_prob <= 1.0:
+        raise ValueError(f"{_OP}: 'keep_prob' must be in (0, 1], got {keep_prob}")
+    for name, x in (("seed", seed), ("offset", offset)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= 0x7FFFFFFFFFFFFFFF):
+            raise TypeError(f"{_OP}: '{name}' must be an int in [0, 2**63 - 1], got {x!r}")
+    if drop_mask is not None:
+        if not isinstance(drop_mask, ms.Tensor):
+            raise TypeError(f"{_OP}: 'drop_mask' must be a Tensor, got {type(drop_mask).__name__}")
+        if drop_mask.dtype != ms.uint8:
+            raise TypeError(f"{_OP}: 'drop_mask' must be uint8 (8 keep bits a byte), got {drop_mask.dtype}")
+    if keep_prob == 1.0:
+        return placeholder(ms.uint8), _int64_tensor((0, 0))
+    if drop_mask is None:
+        if seed is None and offset is None:
+            return placeholder(ms.uint8), None
+        return placeholder(ms.uint8), _int64_tensor((seed or 0, offset or 0))
+    if seed is not None or offset is not None:
+        raise ValueError(f"{_OP}: 'seed'/'offset' draw the keep bits in the kernel: give them or 'drop_mask', not both")
+    if layout == "TND":
+        raise ValueError(f"{_OP}: 'drop_mask' is not supported with input_layout 'TND' (leave it out: the kernel "
+                         f"draws the keep bits from seed and offset)")
+    if known(s2) and s2 % 8 != 0:
+        raise ValueError(f"{_OP}: 'drop_mask' needs S2 a multiple of 8 (8 keys a byte), got S2 = {s2}")
+    want = (b, n1, s1, s2 // 8 if known(s2) else s2)
+    shape = tuple(drop_mask.shape)
+    if len(shape) != 4 or not all(not known(x) or not known(y) or x == y for x, y in zip(want, shape)):
+        raise ValueError(f"{_OP}: 'drop_mask' must be [B, N1, S1, S2 // 8] = {want}, got {shape}")
+    return ops.stop_gradient(drop_mask), _int64_tensor((0, 0))

@@ -6,7 +6,8 @@ respect to query, key and value. Signature and defaults are MindSpore's
 from ms_ops._custom import custom_op
 from ms_ops.bprop.attention import make_flash_attention_score_bprop
 from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
-from ms_ops.ops._attention_args import check_mask, check_prefix, check_pse, sequences
+from ms_ops.ops._attention_args import (check_dropout, check_mask, check_prefix, check_pse, fresh_dropout_seed,
+                                        longest, sequences)
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _OP = "flash_attention_score"
@@ -64,15 +65,23 @@ def _check_shapes(query, key, value, head_num, layout):
         raise ValueError(f"{_OP}: 'query' head dim must be 1..512, got {dq}")
     if n2 is not None and known(n2) and (n2 < 1 or n1 % n2 != 0):
         raise ValueError(f"{_OP}: 'key' has {n2} heads, which must divide query's {n1} (GQA/MQA)")
-    if tuple(value.shape) != tuple(key.shape):
-        raise ValueError(f"{_OP}: 'value' must have key's shape {key.shape}, got {value.shape}")
+    for axis in range(rank - 1):
+        if known(value.shape[axis]) and known(key.shape[axis]) and value.shape[axis] != key.shape[axis]:
+            raise ValueError(f"{_OP}: 'value' must have key's shape {key.shape} but for the head dim, got "
+                             f"{value.shape}")
+    hv, hk = value.shape[-1], key.shape[-1]
+    if known(hv) and known(hk) and hv > hk:
+        raise ValueError(f"{_OP}: 'value' head dim must not exceed key's (D_v <= D), got value {value.shape} and "
+                         f"key {key.shape}")
+    if rank == 3 and layout != "TND" and known(hv) and n2 is not None and known(n2) and hv % n2 != 0:
+        raise ValueError(f"{_OP}: 'value' hidden size {hv} is not a multiple of key's {n2} heads")
     return bq, _dims(query, layout)[1], _dims(key, layout)[1]
 
 
 def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mask=None, padding_mask=None,
                           attn_mask=None, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, keep_prob=1.0,
                           scalar_value=1.0, pre_tokens=2147483647, next_tokens=2147483647, inner_precise=0,
-                          input_layout="BSH", sparse_mode=0, *, pse_type=1):
+                          input_layout="BSH", sparse_mode=0, *, pse_type=1, seed=None, offset=None):
     r"""Multi-head attention without the ``S1 x S2`` score matrix in memory:
 
     .. math::
@@ -85,8 +94,9 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         query: ``[B, S1, N1*D]`` (BSH), ``[S1, B, N1*D]`` (SBH), ``[B, S1, N1, D]`` (BSND),
             ``[B, N1, S1, D]`` (BNSD) or ``[T1, N1, D]`` (TND: the sequences packed one after
             the other); float32, float16 or bfloat16.
-        key, value: the same layout with S2 (T2) rows and N2 heads (N1 a multiple of N2),
-            query's dtype and head dim D (1..512).
+        key, value: the same layout with S2 (T2) rows and N2 heads (N1 a multiple of N2) and
+            query's dtype; key has query's head dim D (1..512), value a head dim D_v <= D (as CANN
+            allows), which attention_out takes.
         head_num (int): N1.
         real_shift (Tensor, optional): pse_type 0 or 1: a bias of query's dtype, ``[B, N1, S1, S2]``
             (differentiable: d real_shift comes from the gradient kernel), or, not differentiated,
@@ -95,10 +105,14 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             sparse_mode 2 or 3, or 0 with next_tokens <= 0, and S1 == S2 > 1024). pse_type 2 or
             3: float32 ALiBi slopes ``[N1]`` or ``[B, N1]`` (S1 == S2), the kernel generating the
             bias ``-slope * |i - j|`` (2) or ``-slope * sqrt(|i - j|)`` (3); not differentiated.
-            Not with TND.
+            With TND (ms_ops' choice, CANN gives no such form): pse_type 0 or 1 only, per sequence
+            padded to the longest one, ``[B, N1, S1, S2]`` with S1, S2 the longest query / key
+            lengths (sequence b's query i and key j read element (b, n1, i, j)) or ``[B, N1, 1,
+            S2]`` / ``[1, N1, S1, S2]``, not differentiated.
         attn_mask (Tensor, optional): bool or uint8, 1 = masked out. sparse_mode 0 and 1:
             ``[B, N1, S1, S2]``, ``[B, 1, S1, S2]``, ``[1, 1, S1, S2]`` or ``[S1, S2]``, applied
-            on top of the mode's visible keys (not with TND); sparse_mode 5: ``[B, N1, S1, S2]``
+            on top of the mode's visible keys (TND: per sequence, S1 and S2 the longest query /
+            key lengths, as real_shift); sparse_mode 5: ``[B, N1, S1, S2]``
             or ``[B, 1, S1, S2]``. The compressed masks of the other modes (``[2048, 2048]`` for
             2, 3, 4, 7, 8 and ``[3072, 2048]`` for 6) are checked for their shape; as in CANN,
             the mode alone defines the visible keys, so their contents are not read.
@@ -126,22 +140,37 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             1 (default, MindSpore's only form) ``scale * (QKᵀ + pse)``, 2 and 3 the in-kernel ALiBi
             above, added after the scaling.
 
-    Not supported yet (a ValueError names the argument): drop_mask, keep_prob < 1,
-    padding_mask, a full attn_mask with TND, and inner_precise other than 0 or 1.
+        keep_prob (float): dropout on the probabilities, in (0, 1]: ``out = (P ∘ Z / keep_prob) V``
+            with keep bits Z (1 = keep); the softmax statistics are those of the undropped P. Z
+            comes from ``drop_mask`` when given, else from the kernels' counter-based generator
+            (Philox-4x32-10 keyed by (seed, offset) and the element's position (b, n1, i, j);
+            kept when the draw is below keep_prob * 2^32), which the gradient kernel regenerates,
+            so no mask is stored.
+        drop_mask (Tensor, optional): uint8 ``[B, N1, S1, S2 // 8]`` (S2 a multiple of 8; not with
+            TND), MindSpore's form: key j of row i is bit ``j % 8`` (least significant first) of
+            byte ``j // 8``, 1 = keep. Only read when keep_prob < 1.
+        seed, offset (int, keyword-only): the generator's key and stream offset when keep_prob < 1
+            without drop_mask; the same pair gives the same bits every call. When both are None
+            (the default) every call takes a fresh (seed, offset) from ms_ops' generator
+            (``ms_ops.ops._attention_args.DROPOUT_GENERATOR``, MindSpore's Generator: seed and
+            offset Parameters advanced inside the graph in GRAPH mode, as MindSpore's dropout_ext
+            does), so consecutive training steps drop differently; ``ms.set_seed(s)`` reseeds it
+            (offset 0) at the next call, in GRAPH mode at the next graph compilation, so a run
+            that starts with ms.set_seed is reproducible.
+
+    Not supported yet (a ValueError names the argument): padding_mask and inner_precise other
+    than 0 or 1.
 
     Returns:
-        Tensor: attention_out, query's shape and dtype. A query row that sees no key (every key
-        masked, an empty key sequence, or outside the mode's range) outputs 0 and gets a zero
-        gradient.
+        Tensor: attention_out, query's shape (with value's head dim D_v) and dtype. A query row
+        that sees no key (every key masked, an empty key sequence, or outside the mode's range)
+        outputs 0 and gets a zero gradient.
 
     Gradient: dq, dk, dv (and d real_shift for the full form) by the kernel
     flash_attention_score_grad (deterministic); attn_mask, prefix and the sequence lengths get zeros.
     """
-    for name, value_ in (("drop_mask", drop_mask), ("padding_mask", padding_mask)):
-        if value_ is not None:
-            _unsupported(name, "(any value but None)")
-    if keep_prob != 1.0:
-        _unsupported("keep_prob", f"{keep_prob} (dropout; only 1.0)")
+    if padding_mask is not None:
+        _unsupported("padding_mask", "(any value but None)")
     if input_layout not in _LAYOUTS:
         raise ValueError(f"{_OP}: 'input_layout' must be one of {tuple(_LAYOUTS)}, got {input_layout!r}")
     check_int(_OP, "sparse_mode", sparse_mode)
@@ -161,13 +190,19 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         raise TypeError(f"{_OP}: 'scalar_value' must be a float, got {type(scalar_value).__name__}")
     batch, s1, s2 = _check_shapes(query, key, value, head_num, input_layout)
     packed_batch, seq_q, seq_kv = sequences(input_layout, actual_seq_qlen, actual_seq_kvlen, s1, s2)
+    pre = check_prefix(prefix, sparse_mode, packed_batch if input_layout == "TND" else batch,
+                       None if input_layout == "TND" else s2)
     if input_layout == "TND":
-        batch = packed_batch
-    pre = check_prefix(prefix, sparse_mode, batch, None if input_layout == "TND" else s2)
+        # attn_mask and real_shift are per sequence, padded to the longest one.
+        batch, s1, s2 = packed_batch, longest(actual_seq_qlen), longest(actual_seq_kvlen)
     mask = check_mask(attn_mask, sparse_mode, input_layout, batch, head_num, s1, s2)
     pse = check_pse(real_shift, pse_type, input_layout, query.dtype, batch, head_num, s1, s2, sparse_mode,
                     next_tokens)
+    drop, dropout_seed = check_dropout(keep_prob, drop_mask, seed, offset, input_layout, batch, head_num, s1, s2)
+    if dropout_seed is None:
+        dropout_seed = fresh_dropout_seed()
     prim = custom_op(FLASH_ATTENTION_SCORE, make_flash_attention_score_bprop, head_num=head_num,
                      scale_value=float(scalar_value), pre_tokens=pre_tokens, next_tokens=next_tokens,
-                     input_layout=input_layout, sparse_mode=sparse_mode, pse_type=pse_type)
-    return prim(query, key, value, pse, mask, pre, seq_q, seq_kv)[2]
+                     input_layout=input_layout, sparse_mode=sparse_mode, pse_type=pse_type,
+                     keep_prob=float(keep_prob))
+    return prim(query, key, value, pse, mask, pre, seq_q, seq_kv, drop, dropout_seed)[2]

@@ -84,8 +84,6 @@ def _check_scalars(p, scale):
         raise TypeError(f"{_OP}: 'p' must be a float, got {type(p).__name__}")
     if not 0.0 <= p < 1.0:
         raise ValueError(f"{_OP}: 'p' (dropout probability) must be in [0, 1), got {p}")
-    if p > 0.0:
-        raise ValueError(f"{_OP}: 'p' = {p}: dropout not supported yet in ms_ops")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
         raise TypeError(f"{_OP}: 'scale' must be a float or None, got {type(scale).__name__}")
 
@@ -119,7 +117,7 @@ def _packed(t):
     return ops.squeeze(_movable(t), 0).astype(t.dtype)
 
 
-def _block_diagonal(q, k, v, bias, heads, scale, sparse_mode):
+def _block_diagonal(q, k, v, bias, heads, scale, sparse_mode, keep_prob):
     """Packed sequences [1, T, N, K] as one TND call: each sequence attends within itself."""
     if known(q.shape[0]) and q.shape[0] != 1:
         raise ValueError(f"{_OP}: 'attn_bias' {type(bias).__name__} needs batch size 1 (sequences packed "
@@ -131,7 +129,7 @@ def _block_diagonal(q, k, v, bias, heads, scale, sparse_mode):
     out = flash_attention_score(_packed(q), _packed(k), _packed(v), heads,
                                 actual_seq_qlen=list(bias.q_seqinfo.seqstart_py[1:]),
                                 actual_seq_kvlen=list(bias.k_seqinfo.seqstart_py[1:]), scalar_value=scale,
-                                input_layout="TND", sparse_mode=sparse_mode)
+                                input_layout="TND", sparse_mode=sparse_mode, keep_prob=keep_prob)
     return ops.expand_dims(_movable(out), 0).astype(out.dtype)
 
 
@@ -160,7 +158,9 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
             additive bias of query's dtype, ``[B or 1, H, M, N]`` (``[B or 1, M, N]``,
             ``[B or 1, G, H, M, N]``), added after the scaling (``-inf`` hides a key); its
             gradient is computed when its batch is B, zeros for a batch of 1.
-        p (float): dropout probability; only 0 is supported yet.
+        p (float): dropout probability in [0, 1): flash_attention_score's ``keep_prob = 1 - p``, the
+            keep bits drawn in the kernels with a fresh seed per call (``ms.set_seed`` makes a run
+            reproducible).
         scale (float, optional): the scale of ``Q K^T``. Default ``1 / sqrt(K)``.
 
     Returns:
@@ -177,17 +177,18 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
             raise ValueError(f"{_OP}: 'scale' must be given when the head dim of query {query.shape} is dynamic")
         scale = 1.0 / math.sqrt(query.shape[-1])
     q, k, v = _to_bsnd(query), _to_bsnd(key), _to_bsnd(value)
-    heads = q.shape[2]
+    heads, keep_prob = q.shape[2], 1.0 - float(p)
     if attn_bias is None:
-        out = flash_attention_score(q, k, v, heads, scalar_value=float(scale), input_layout="BSND")
+        out = flash_attention_score(q, k, v, heads, scalar_value=float(scale), input_layout="BSND", keep_prob=keep_prob)
     elif isinstance(attn_bias, ab.BlockDiagonalMask):
         sparse_mode = 2 if isinstance(attn_bias, ab.BlockDiagonalCausalMask) else 0
-        out = _block_diagonal(q, k, v, attn_bias, heads, float(scale), sparse_mode)
+        out = _block_diagonal(q, k, v, attn_bias, heads, float(scale), sparse_mode, keep_prob)
     elif isinstance(attn_bias, ab.LowerTriangularMask):
-        out = flash_attention_score(q, k, v, heads, scalar_value=float(scale), input_layout="BSND", sparse_mode=2)
+        out = flash_attention_score(q, k, v, heads, scalar_value=float(scale), input_layout="BSND", sparse_mode=2,
+                                    keep_prob=keep_prob)
     elif isinstance(attn_bias, ms.Tensor):
         out = flash_attention_score(q, k, v, heads, real_shift=_dense_bias(attn_bias, query, key),
-                                    scalar_value=float(scale), input_layout="BSND", pse_type=0)
+                                    scalar_value=float(scale), input_layout="BSND", pse_type=0, keep_prob=keep_prob)
     else:
         raise TypeError(f"{_OP}: 'attn_bias' must be None, an ms_ops.attn_bias mask or a Tensor, got "
                         f"{type(attn_bias).__name__}")

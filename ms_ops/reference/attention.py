@@ -1,12 +1,14 @@
-"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore without dropout)
-and its gradient. The test oracle; never on an op's path.
+"""float64 numpy statement of flash_attention_score (CANN FlashAttentionScore) and its gradient.
+The test oracle; never on an op's path.
 
 Tensors are taken in BNSD ([B, N, S, D]); key j is visible to query i when
 i + low <= j <= i + high (``visible_offsets``), or, in general, where a boolean visibility
 array broadcastable to [B, N1, S1, S2] is true (``visibility``: sparse modes, prefix, attn_mask);
 packed sequences (TND) go through ``varlen``. A query row with no visible key outputs 0 and
 gets no gradient. ``rnd`` is applied after every operation: the identity gives the reference, a
-rounding to fp16/bf16/fp32 the same math done naively in that precision.
+rounding to fp16/bf16/fp32 the same math done naively in that precision. Dropout enters as
+``drop``, the multiplier Z / keep_prob (broadcastable to [B, N1, S1, S2]) of the probabilities in
+P V, with Z from ``dropout_keep`` (the kernels' generator) or a user mask (``unpack_drop_mask``).
 """
 import numpy as np
 
@@ -93,10 +95,12 @@ def alibi(slopes, s, sqrt=False):
     return -slopes[..., None, None] * (np.sqrt(dist) if sqrt else dist)
 
 
-def flash_attention_masked(q, k, v, scale, mask, rnd=_exact, pse=None, pse_first=False):
-    """attention_out [B, N1, S1, D] with ``mask`` (true = visible) broadcastable to [B, N1, S1, S2]
-    and an optional bias ``pse`` (see ``_probs``)."""
+def flash_attention_masked(q, k, v, scale, mask, rnd=_exact, pse=None, pse_first=False, drop=None):
+    """attention_out [B, N1, S1, D] with ``mask`` (true = visible) broadcastable to [B, N1, S1, S2],
+    an optional bias ``pse`` (see ``_probs``) and dropout multiplier ``drop``."""
     p, group = _probs(q, k, scale, mask, rnd, pse, pse_first)
+    if drop is not None:
+        p = rnd(p * drop)
     return _matmul(p, np.repeat(v, group, axis=1), rnd)
 
 
@@ -110,13 +114,16 @@ def flash_attention_grad_masked(q, k, v, dout, scale, mask, rnd=_exact, pse=None
     return flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd, pse, pse_first)[:3]
 
 
-def flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd=_exact, pse=None, pse_first=False):
+def flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd=_exact, pse=None, pse_first=False, drop=None):
     """(dq, dk, dv, d pse) of ``flash_attention_masked``; d pse [B, N1, S1, S2] (the full form's)."""
     p, group = _probs(q, k, scale, mask, rnd, pse, pse_first)
     kk, vv = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-    out = _matmul(p, vv, rnd)
-    dv = _matmul(p.transpose(0, 1, 3, 2), dout, rnd)
+    pd = p if drop is None else rnd(p * drop)
+    out = _matmul(pd, vv, rnd)
+    dv = _matmul(pd.transpose(0, 1, 3, 2), dout, rnd)
     dp = _matmul(dout, vv.transpose(0, 1, 3, 2), rnd)
+    if drop is not None:
+        dp = rnd(dp * drop)
     d = _rowsum(rnd(dout * out), rnd)
     ds = rnd(p * rnd(dp - d))
     dq = rnd(_matmul(ds, kk, rnd) * scale)
@@ -131,13 +138,14 @@ def flash_attention_grad_pse(q, k, v, dout, scale, mask, rnd=_exact, pse=None, p
 
 def varlen(q, k, v, dout, cum_q, cum_kv, scale, sparse_mode=0, pre_tokens=FAR, next_tokens=FAR, prefix=None,
            rnd=_exact):
-    """(out, dq, dk, dv) of packed sequences: q, dout [T1, N1, D], k, v [T2, N2, D], sequence b being
-    rows [cum[b-1], cum[b]). Every sequence alone, with its own sparse mode (7: mode 3 but the last
-    sequence with queries and keys a mode-4 band; 8: mode 2 but the first one a mode-4 band)."""
+    """(out, dq, dk, dv) of packed sequences: q [T1, N1, D], dout [T1, N1, Dv], k [T2, N2, D],
+    v [T2, N2, Dv], sequence b being rows [cum[b-1], cum[b]). Every sequence alone, with its own
+    sparse mode (7: mode 3 but the last sequence with queries and keys a mode-4 band; 8: mode 2 but
+    the first one a mode-4 band)."""
     starts_q, starts_kv = [0] + list(cum_q[:-1]), [0] + list(cum_kv[:-1])
     live = [b for b in range(len(cum_q)) if cum_q[b] > starts_q[b] and cum_kv[b] > starts_kv[b]]
     band = (live[-1] if sparse_mode == 7 else live[0]) if live and sparse_mode in (7, 8) else -1
-    out, dq = np.zeros(q.shape), np.zeros(q.shape)
+    out, dq = np.zeros(q.shape[:-1] + v.shape[-1:]), np.zeros(q.shape)
     dk, dv = np.zeros(k.shape), np.zeros(v.shape)
     for b in range(len(cum_q)):
         rq, rk = slice(starts_q[b], cum_q[b]), slice(starts_kv[b], cum_kv[b])
@@ -152,3 +160,44 @@ def varlen(q, k, v, dout, cum_q, cum_kv, scale, sparse_mode=0, pre_tokens=FAR, n
         for full, g, r in ((dq, grads[0], rq), (dk, grads[1], rk), (dv, grads[2], rk)):
             full[r] = g[0].transpose(1, 0, 2)
     return out, dq, dk, dv
+
+
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+def philox4x32_10(counter, key):
+    """Philox-4x32-10 (Salmon et al., SC'11): uint32 counters [..., 4] under the key (k0, k1) into
+    four uint32 draws each, [..., 4]."""
+    c = [np.asarray(counter, np.uint64)[..., i] for i in range(4)]
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+    for _ in range(10):
+        p0, p1 = np.uint64(0xD2511F53) * c[0], np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & _U32, (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & _U32]
+        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & _U32, (k1 + np.uint64(0xBB67AE85)) & _U32
+    return np.stack(c, axis=-1).astype(np.uint32)
+
+
+def dropout_keep(seed, offset, shape, keep_prob):
+    """[B, N1, S1, S2] booleans (true = keep) the kernels draw for (seed, offset): element index
+    e = ((b * N1 + n1) * S1 + i) * S2 + j (TND: S1, S2 the longest sequence's lengths, i and j within
+    the sequence) takes draw e % 4 of Philox with counter (e // 4, offset) and key seed, kept when
+    below keep_prob (as float32) * 2^32."""
+    n = int(np.prod(shape))
+    blocks = np.arange((n + 3) // 4, dtype=np.uint64)
+    seed, offset = np.uint64(seed), np.uint64(offset)
+    counter = np.stack([blocks & _U32, blocks >> np.uint64(32), np.full_like(blocks, offset & _U32),
+                        np.full_like(blocks, offset >> np.uint64(32))], axis=-1)
+    draws = philox4x32_10(counter, (seed & _U32, seed >> np.uint64(32))).reshape(-1)[:n]
+    threshold = int(float(np.float32(keep_prob)) * 2.0 ** 32)
+    return (draws.astype(np.uint64) < threshold).reshape(shape)
+
+
+def pack_drop_mask(keep):
+    """MindSpore's drop_mask [B, N1, S1, S2 // 8] uint8 of keep bits [B, N1, S1, S2]: key j is bit
+    j % 8 of byte j // 8, least significant first, 1 = keep."""
+    return np.packbits(np.asarray(keep, bool), axis=-1, bitorder="little")
+
+
+def unpack_drop_mask(mask):
+    """The keep bits [B, N1, S1, S2] of a drop_mask."""
+    return np.unpackbits(np.asarray(mask, np.uint8), axis=-1, bitorder="little").astype(bool)

@@ -1,7 +1,7 @@
 // MindSpore CPU entry of flash_attention_score: checks shapes, dtypes and attributes, tiles for
 // Atlas A2 and runs the kernel on the twin with the blocks' tile workspaces.
-// Inputs: query, key, value, real_shift, attn_mask, prefix, actual_seq_qlen, actual_seq_kvlen (the
-// last five [1] placeholders when absent); outputs: softmax_max, softmax_sum, attention_out.
+// Inputs: query, key, value, real_shift, attn_mask, prefix, actual_seq_qlen, actual_seq_kvlen, drop_mask
+// ([1] placeholders when absent), dropout_seed (int64 [2]); outputs: softmax_max, softmax_sum, attention_out.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,6 +15,7 @@
 extern "C" void flash_attention_score(uint8_t *query, uint8_t *key, uint8_t *value, uint8_t *realShift,
                                       uint8_t *attnMask,
                                       uint8_t *prefix, uint8_t *actualSeqQlen, uint8_t *actualSeqKvlen,
+                                      uint8_t *dropMask, uint8_t *dropSeed,
                                       uint8_t *softmaxMax, uint8_t *softmaxSum, uint8_t *attentionOut,
                                       uint8_t *workspace, uint8_t *tiling);
 
@@ -23,26 +24,30 @@ namespace {
 
 constexpr const char *kOp = "flash_attention_score";
 const char *const kNames[] = {"query", "key", "value", "real_shift", "attn_mask", "prefix",
-                              "actual_seq_qlen", "actual_seq_kvlen", "softmax_max", "softmax_sum", "attention_out"};
+                              "actual_seq_qlen", "actual_seq_kvlen", "drop_mask", "dropout_seed", "softmax_max", "softmax_sum", "attention_out"};
 
 int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extraPtr) {
-  Require(nparam == 11, "params", "expected 8 inputs and 3 outputs, got " + std::to_string(nparam) + " tensors");
+  Require(nparam == 13, "params", "expected 10 inputs and 3 outputs, got " + std::to_string(nparam) + " tensors");
   const std::vector<Arg> a = Args(nparam, params, ndims, shapes, dtypes, kNames);
-  const FlashAttentionProblem p =
-      FaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr), a[0], a[1], a[2], {&a[3], &a[4], &a[5], &a[6], &a[7]});
+  mindspore::AotExtra *extra = static_cast<mindspore::AotExtra *>(extraPtr);
+  const FaOptional opt{&a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]};
+  const FlashAttentionProblem p = FaReadProblem(extra, a[0], a[1], a[2], opt);
   const bool packed = p.layout == FaLayout::kTND;
   const Shape stats = packed ? Shape{p.seq1, p.heads1, 8} : Shape{p.batch, p.heads1, p.seq1, 8};
-  RequireOutput("softmax_max", 8, ndims, shapes, dtypes, stats, DType::kF32);
-  RequireOutput("softmax_sum", 9, ndims, shapes, dtypes, stats, DType::kF32);
-  RequireOutput("attention_out", 10, ndims, shapes, dtypes, a[0].shape, a[0].dtype);
+  RequireOutput("softmax_max", 10, ndims, shapes, dtypes, stats, DType::kF32);
+  RequireOutput("softmax_sum", 11, ndims, shapes, dtypes, stats, DType::kF32);
+  RequireOutput("attention_out", 12, ndims, shapes, dtypes, FaOutShape(a[0].shape, a[1].shape, a[2].shape, p.layout, p.heads1),
+                a[0].dtype);
   FlashAttentionTiling t = ComputeFlashAttentionTiling(p, kAtlasA2, false);
   if (!t.error.empty()) Reject("tiling", t.error);
+  FaReadDropout(t, p, extra, opt);
+  FaSetValueDim(t.data, p);
   Require(packed || p.seq2 >= 1 || p.seq1 == 0 || p.batch == 0, "key", "needs at least one key row (S2 >= 1)");
   if (t.blockDim == 0) return 0;
   const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
   return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
     flash_attention_score(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data, a[7].data,
-                          a[8].data, a[9].data, a[10].data, workspace.data(), reinterpret_cast<uint8_t *>(&t.data));
+                          a[8].data, a[9].data, a[10].data, a[11].data, a[12].data, workspace.data(), reinterpret_cast<uint8_t *>(&t.data));
   });
 }
 
@@ -60,7 +65,8 @@ extern "C" __attribute__((visibility("default"))) std::vector<std::vector<int64_
   int64_t heads;
   std::string layout;
   ms_ops::FaInferAttrs(extra, heads, layout);
-  return ms_ops::FlashAttentionScoreOutShapes(std::vector<int64_t>(shapes[0], shapes[0] + ndims[0]), layout, heads);
+  auto shape = [&](int i) { return std::vector<int64_t>(shapes[i], shapes[i] + ndims[i]); };
+  return ms_ops::FlashAttentionScoreOutShapes(shape(0), shape(1), shape(2), layout, heads);
 }
 
 extern "C" __attribute__((visibility("default"))) std::vector<mindspore::TypeId> FlashAttentionScoreInferType(

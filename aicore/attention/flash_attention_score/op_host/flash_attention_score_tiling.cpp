@@ -27,6 +27,8 @@ static ge::graphStatus FlashAttentionScoreInferShape(gert::InferShapeContext *co
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
   const char *layout = attrs->GetStr(ms_ops::kFaLayout);
   const auto shapes = ms_ops::FlashAttentionScoreOutShapes(ms_ops::Dims(*context->GetInputShape(0)),
+                                                           ms_ops::Dims(*context->GetInputShape(1)),
+                                                           ms_ops::Dims(*context->GetInputShape(2)),
                                                            layout == nullptr ? "" : layout,
                                                            *attrs->GetAttrPointer<int64_t>(ms_ops::kFaHeadNum));
   for (size_t o = 0; o < shapes.size(); ++o) ms_ops::SetDims(context->GetOutputShape(o), shapes[o]);

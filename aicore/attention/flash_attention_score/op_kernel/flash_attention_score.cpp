@@ -1,16 +1,18 @@
-// flash_attention_score (CANN FlashAttentionScore without dropout): per sequence and head,
+// flash_attention_score (CANN FlashAttentionScore): per sequence and head,
 // out = softmax(scale * Q Kᵀ (+ real_shift or ALiBi, FaLogits) restricted to the visible keys) V, with GQA (query head n
 // reads key/value head n / (N1 / N2)); softmax_max / softmax_sum are the rows' max of the scaled
 // scores and Σ exp(score - max), 8 equal copies per row. The visible keys are a range per row
 // (sparse_mode, pre/next_tokens, prefix; flash_attention_kernel.h), minus those attn_mask marks.
 // A row with no visible key outputs 0. Sequences are a batch of equal lengths or packed (TND).
+// With dropout, P V takes P with its dropped elements zeroed and the kept ones scaled by
+// 1 / keep_prob (flash_attention_dropout.h), while softmax_sum is the sum of the undropped P.
 //
 // A work item is (query head, tile of mTile query rows of one sequence). For each tile of nTile keys that
 // any of its rows sees, the cube computes S = Q Kᵀ into the block's fp32 workspace; the vector
 // pass turns each row into P = exp(scale S - new max) over its visible keys (0 elsewhere), kept as
 // T for the cube, and updates the running max and sum; the cube computes P V and the vector pass
 // folds it into the fp32 accumulator: acc = acc * exp(old max - new max) + P V. No S1 x S2 buffer.
-#include "../../flash_attention_kernel.h"
+#include "../../flash_attention_dropout.h"
 #include "lib/matmul_intf.h"
 
 using namespace AscendC;
@@ -28,6 +30,8 @@ struct FaArgs {
   GM_ADDR prefix;
   GM_ADDR cumQ;
   GM_ADDR cumKv;
+  GM_ADDR dropMask;
+  GM_ADDR dropSeed;
   GM_ADDR maxOut;
   GM_ADDR sumOut;
   GM_ADDR out;
@@ -54,8 +58,8 @@ class FlashAttentionScoreKernel {
     const uint64_t qElems = uint64_t(td.qRows) * td.heads1 * d, kElems = uint64_t(td.kRows) * td.heads2 * d;
     qGm_.SetGlobalBuffer((__gm__ T *)a.q, qElems);
     kGm_.SetGlobalBuffer((__gm__ T *)a.k, kElems);
-    vGm_.SetGlobalBuffer((__gm__ T *)a.v, kElems);
-    outGm_.SetGlobalBuffer((__gm__ T *)a.out, qElems);
+    vGm_.SetGlobalBuffer((__gm__ T *)a.v, uint64_t(td.kRows) * td.heads2 * td.dimV);
+    outGm_.SetGlobalBuffer((__gm__ T *)a.out, uint64_t(td.qRows) * td.heads1 * td.dimV);
     const uint64_t stats = uint64_t(td.qRows) * td.heads1 * 8;
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxOut, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumOut, stats);
@@ -83,6 +87,7 @@ class FlashAttentionScoreKernel {
     pipe.InitBuffer(pen_, UbBytes(nT, 4));
     pipe.InitBuffer(keep_, UbBytes(nT, 4));
     FaInitPse(pipe, pse_, a.pse, td);
+    FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, 1);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -110,7 +115,7 @@ class FlashAttentionScoreKernel {
 
   __aicore__ inline void QueryTile(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
-    const int64_t qBase = FaQBase(td, sg, n1) + q0 * td.qRow, kBase = FaKBase(td, sg, n1);
+    const int64_t qBase = FaQBase(td, sg, n1) + q0 * td.qRow, kBase = FaKBase(td, sg, n1), vBase = FaVBase(td, sg, n1);
     // The previous tile's state has left for GM.
     PipeBarrier<PIPE_ALL>();
     Duplicate(St(kRunMax), kFaLowest, mt);
@@ -129,10 +134,10 @@ class FlashAttentionScoreKernel {
       Probabilities(sg, n1, q0, mt, k0, nt);
       // The cube reads P from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      mmNN.SetOrgShape(mt, static_cast<int>(td.kRow), nt, nt);
-      mmNN.SetSingleShape(mt, static_cast<int>(td.dim), nt);
+      mmNN.SetOrgShape(mt, static_cast<int>(td.vRow), nt, nt);
+      mmNN.SetSingleShape(mt, static_cast<int>(td.dimV), nt);
       mmNN.SetTensorA(pGm_);
-      mmNN.SetTensorB(vGm_[kBase + k0 * td.kRow]);
+      mmNN.SetTensorB(vGm_[vBase + k0 * td.vRow]);
       mmNN.IterateAll(pvGm_, 0, true);
       mmNN.End();
       Accumulate(mt, started);
@@ -171,6 +176,10 @@ class FlashAttentionScoreKernel {
         // A row whose keys so far are all masked has max kFaLowest: exp(0) must not count them.
         if (td.hasMask) Mul(s, s, keep_.Get<float>(), len);
         ReduceSum(red[8], s, tmp, len);
+        if (td.dropKind) {
+          FaDropKeep(pipe, drop_, td, sg, n1, q0 + i, 1, k0 + lo, len);
+          FaDropApply(drop_, td, s, s, 0, len);
+        }
         LocalTensor<T> p = outQ_.AllocTensor<T>();
         FaNarrow(p, s, len);
         inQ_.FreeTensor(s);
@@ -199,7 +208,7 @@ class FlashAttentionScoreKernel {
 
   // acc = acc * factor + P V (the first visible tile: acc = P V), row by row.
   __aicore__ inline void Accumulate(uint32_t mt, bool started) {
-    const uint32_t d = static_cast<uint32_t>(td_->dim);
+    const uint32_t d = static_cast<uint32_t>(td_->dimV);
     OrderPipes<HardEvent::V_S>(&pipe);
     for (uint32_t i = 0; i < mt; ++i) {
       const float f = St(kFactor).GetValue(i);
@@ -230,13 +239,13 @@ class FlashAttentionScoreKernel {
   // out = acc / sum (0 for a row that saw no key), softmax_max and softmax_sum.
   __aicore__ inline void Finish(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, bool started) {
     const FlashAttentionTilingData &td = *td_;
-    const uint32_t d = static_cast<uint32_t>(td.dim);
-    const int64_t oBase = FaQBase(td, sg, n1) + q0 * td.qRow;
+    const uint32_t d = static_cast<uint32_t>(td.dimV);
+    const int64_t oBase = FaOBase(td, sg, n1) + q0 * td.oRow;
     // The accumulator rows just written are read back.
     PipeBarrier<PIPE_ALL>();
     for (uint32_t i = 0; i < mt; ++i) {
       if (!started) {
-        FaCopyOut(outGm_[oBase + int64_t(i) * td.qRow], zero_.Get<T>(), d);
+        FaCopyOut(outGm_[oBase + int64_t(i) * td.oRow], zero_.Get<T>(), d);
         continue;
       }
       const float sum = St(kSum).GetValue(i);
@@ -251,7 +260,7 @@ class FlashAttentionScoreKernel {
       inQ_.FreeTensor(acc);
       outQ_.EnQue(o);
       o = outQ_.DeQue<T>();
-      FaCopyOut(outGm_[oBase + int64_t(i) * td.qRow], o, d);
+      FaCopyOut(outGm_[oBase + int64_t(i) * td.oRow], o, d);
       outQ_.FreeTensor(o);
     }
     WriteStats(maxGm_, St(kRunMax), sg, n1, q0, mt);
@@ -281,6 +290,7 @@ class FlashAttentionScoreKernel {
   TBuf<TPosition::VECCALC> zero_, tmp_, red_, state_, stats_, halfRow_, pen_, keep_;
   FaSeqGm seq_;
   FaPseBufs<T> pse_;
+  FaDropout drop_;
   GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, outGm_, pGm_;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, pvGm_, accGm_;
@@ -302,15 +312,16 @@ __aicore__ inline void Run(const FaArgs &a, const FlashAttentionTilingData &td) 
 
 extern "C" __global__ __aicore__ void flash_attention_score(GM_ADDR query, GM_ADDR key, GM_ADDR value,
                                                             GM_ADDR realShift, GM_ADDR attnMask, GM_ADDR prefix, GM_ADDR actualSeqQlen,
-                                                            GM_ADDR actualSeqKvlen, GM_ADDR softmaxMax,
+                                                            GM_ADDR actualSeqKvlen, GM_ADDR dropMask, GM_ADDR dropSeed,
+                                                            GM_ADDR softmaxMax,
                                                             GM_ADDR softmaxSum, GM_ADDR attentionOut,
                                                             GM_ADDR workspace, GM_ADDR tiling) {
   // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1);
   REGISTER_TILING_DEFAULT(FlashAttentionTilingData);
   GET_TILING_DATA(td, tiling);
-  const FaArgs a{query, key, value, realShift, attnMask, prefix, actualSeqQlen, actualSeqKvlen, softmaxMax, softmaxSum,
-                 attentionOut, workspace};
+  const FaArgs a{query, key, value, realShift, attnMask, prefix, actualSeqQlen, actualSeqKvlen, dropMask, dropSeed,
+                 softmaxMax, softmaxSum, attentionOut, workspace};
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {
     Run<float>(a, td);

@@ -26,6 +26,11 @@ class FlashAttentionScoreGradMsops : public OpDef {
     this->Input("attn_mask").ParamType(REQUIRED).DataType(masks).Format(nd).UnknownShapeFormat(nd);
     for (const char *in : {"prefix", "actual_seq_qlen", "actual_seq_kvlen"})
       this->Input(in).ParamType(REQUIRED).ValueDepend(REQUIRED).DataType(i64).Format(nd).UnknownShapeFormat(nd);
+    // keep_prob < 1: drop_mask's bits, or with its [1] placeholder bits drawn from dropout_seed
+    // ([2]: seed, offset; read by the kernel).
+    const std::vector<ge::DataType> u8(data.size(), ge::DT_UINT8);
+    this->Input("drop_mask").ParamType(REQUIRED).DataType(u8).Format(nd).UnknownShapeFormat(nd);
+    this->Input("dropout_seed").ParamType(REQUIRED).DataType(i64).Format(nd).UnknownShapeFormat(nd);
     this->Input("softmax_max").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Input("softmax_sum").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Input("attention_in").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
@@ -40,6 +45,7 @@ class FlashAttentionScoreGradMsops : public OpDef {
     this->Attr("input_layout").AttrType(OPTIONAL).String("BSH");
     this->Attr("sparse_mode").AttrType(OPTIONAL).Int(0);
     this->Attr("pse_type").AttrType(OPTIONAL).Int(1);
+    this->Attr("keep_prob").AttrType(OPTIONAL).Float(1.0f);
 
     ms_ops::AddAiCoreConfig(*this, "flash_attention_score_grad");
   }

@@ -10,7 +10,9 @@
 // (pseGrad), the query pass also writes d real_shift = P ∘ (dP - D) (pse_type 0) or its scaled
 // form dS (pse_type 1), row by row, zeros where the row sees no key; otherwise dpse is zeros. Sequences, visible ranges and attn_mask
 // as in the forward (flash_attention_kernel.h).
-#include "../../flash_attention_kernel.h"
+// With dropout (keep bits Z regenerated as the forward drew them, flash_attention_dropout.h):
+// dV = (P ∘ Z / keep_prob)ᵀ dO and dS = P ∘ (dP ∘ Z / keep_prob - D); D = Σ dO ∘ O still holds.
+#include "../../flash_attention_dropout.h"
 #include "lib/matmul_intf.h"
 
 using namespace AscendC;
@@ -29,6 +31,8 @@ struct FagArgs {
   GM_ADDR prefix;
   GM_ADDR cumQ;
   GM_ADDR cumKv;
+  GM_ADDR dropMask;
+  GM_ADDR dropSeed;
   GM_ADDR maxIn;
   GM_ADDR sumIn;
   GM_ADDR attnIn;
@@ -58,14 +62,15 @@ class FlashAttentionScoreGradKernel {
     td_ = &td;
     const int64_t mT = td.mTile, nT = td.nTile, d = td.dim, big = mT > nT ? mT : nT;
     const uint64_t qElems = uint64_t(td.qRows) * td.heads1 * d, kElems = uint64_t(td.kRows) * td.heads2 * d;
+    const uint64_t oElems = uint64_t(td.qRows) * td.heads1 * td.dimV, vElems = uint64_t(td.kRows) * td.heads2 * td.dimV;
     qGm_.SetGlobalBuffer((__gm__ T *)a.q, qElems);
     kGm_.SetGlobalBuffer((__gm__ T *)a.k, kElems);
-    vGm_.SetGlobalBuffer((__gm__ T *)a.v, kElems);
-    dyGm_.SetGlobalBuffer((__gm__ T *)a.dy, qElems);
-    oGm_.SetGlobalBuffer((__gm__ T *)a.attnIn, qElems);
+    vGm_.SetGlobalBuffer((__gm__ T *)a.v, vElems);
+    dyGm_.SetGlobalBuffer((__gm__ T *)a.dy, oElems);
+    oGm_.SetGlobalBuffer((__gm__ T *)a.attnIn, oElems);
     dqGm_.SetGlobalBuffer((__gm__ T *)a.dq, qElems);
     dkGm_.SetGlobalBuffer((__gm__ T *)a.dk, kElems);
-    dvGm_.SetGlobalBuffer((__gm__ T *)a.dv, kElems);
+    dvGm_.SetGlobalBuffer((__gm__ T *)a.dv, vElems);
     // d real_shift has real_shift's shape: the [1] placeholder when there is none.
     // (slopes are fp32 whatever T: counted in T-sized units, zero bytes being 0 in every type).
     dpseElems_ = td.pseKind == 0 ? 1 : td.pseKind == 1 ? uint64_t(td.pseElems) : uint64_t(td.pseElems) * 4 / sizeof(T);
@@ -103,6 +108,7 @@ class FlashAttentionScoreGradKernel {
     pipe.InitBuffer(pen_, UbBytes(nT, 4));
     pipe.InitBuffer(keep_, UbBytes(nT, 4));
     FaInitPse(pipe, pse_, a.pse, td);
+    FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, 1);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes_ / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -139,17 +145,19 @@ class FlashAttentionScoreGradKernel {
       for (int64_t q0 = 0; q0 < sg.s1; q0 += td.mTile) {
         const uint32_t mt = static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0));
         if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
-        const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow;
+        const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow, oOff = FaOBase(td, sg, n1) + q0 * td.oRow;
         Rebuild(sg, n1, q0, mt, k0, nt, true);
         // The cube reads P and dS from GM: the copies out must have landed.
         PipeBarrier<PIPE_ALL>();
         const uint8_t add = started ? 1 : 0;
-        mmTN.SetOrgShape(nt, static_cast<int>(td.qRow), mt, mt);
-        mmTN.SetSingleShape(nt, d, mt);
+        mmTN.SetOrgShape(nt, static_cast<int>(td.oRow), mt, mt);
+        mmTN.SetSingleShape(nt, static_cast<int32_t>(td.dimV), mt);
         mmTN.SetTensorA(pGm_, true);
-        mmTN.SetTensorB(dyGm_[qOff]);
+        mmTN.SetTensorB(dyGm_[oOff]);
         mmTN.IterateAll(accAGm_, add, true);
         mmTN.End();
+        mmTN.SetOrgShape(nt, static_cast<int>(td.qRow), mt, mt);
+        mmTN.SetSingleShape(nt, d, mt);
         mmTN.SetTensorA(dsGm_, true);
         mmTN.SetTensorB(qGm_[qOff]);
         mmTN.IterateAll(accBGm_, add, true);
@@ -157,9 +165,9 @@ class FlashAttentionScoreGradKernel {
         started = true;
       }
     }
-    const int64_t kOff = FaKBase(td, sg, n2 * group) + k0 * td.kRow;
-    WriteRows(dvGm_[kOff], accAGm_, nt, td.kRow, started);
-    WriteRows(dkGm_[kOff], accBGm_, nt, td.kRow, started);
+    const int64_t kOff = FaKBase(td, sg, n2 * group) + k0 * td.kRow, vOff = FaVBase(td, sg, n2 * group) + k0 * td.vRow;
+    WriteRows(dvGm_[vOff], accAGm_, nt, td.vRow, td.dimV, started);
+    WriteRows(dkGm_[kOff], accBGm_, nt, td.kRow, td.dim, started);
   }
 
   // dQ of query rows [q0, q0 + mt) of head n1, over the key tiles in order.
@@ -182,7 +190,7 @@ class FlashAttentionScoreGradKernel {
       mmNN.End();
       started = true;
     }
-    WriteRows(dqGm_[FaQBase(td, sg, n1) + q0 * td.qRow], accAGm_, mt, td.qRow, started);
+    WriteRows(dqGm_[FaQBase(td, sg, n1) + q0 * td.qRow], accAGm_, mt, td.qRow, td.dim, started);
   }
 
   // The tile's dS (and, with writeP, P) into the workspace, T, zero where the row sees no key.
@@ -190,6 +198,7 @@ class FlashAttentionScoreGradKernel {
                                  bool writeP) {
     const FlashAttentionTilingData &td = *td_;
     const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow, kOff = FaKBase(td, sg, n1) + k0 * td.kRow;
+    const int64_t oOff = FaOBase(td, sg, n1) + q0 * td.oRow, vOff = FaVBase(td, sg, n1) + k0 * td.vRow;
     RowStats(sg, n1, q0, mt);
     // The previous tile's rows have been read from the workspace.
     PipeBarrier<PIPE_ALL>();
@@ -199,8 +208,10 @@ class FlashAttentionScoreGradKernel {
     mmNT.SetTensorB(kGm_[kOff], true);
     mmNT.IterateAll(sGm_, 0, true);
     mmNT.End();
-    mmNT.SetTensorA(dyGm_[qOff]);
-    mmNT.SetTensorB(vGm_[kOff], true);
+    mmNT.SetOrgShape(mt, nt, static_cast<int>(td.oRow), static_cast<int>(td.vRow));
+    mmNT.SetSingleShape(mt, nt, static_cast<int>(td.dimV));
+    mmNT.SetTensorA(dyGm_[oOff]);
+    mmNT.SetTensorB(vGm_[vOff], true);
     mmNT.IterateAll(dpGm_, 0, true);
     mmNT.End();
     const LocalTensor<float> mx = statMax_.Get<float>(), sm = statSum_.Get<float>(), dr = dRow_.Get<float>();
@@ -227,7 +238,16 @@ class FlashAttentionScoreGradKernel {
         Adds(p, p, -rowMax, len);
         Exp(p, p, len);
         Muls(p, p, inv, len);
-        if (writeP) Emit(pGm_[uint64_t(i) * nt + lo], p, len);
+        if (td.dropKind) {
+          FaDropKeep(pipe, drop_, td, sg, n1, q0 + i, 1, k0 + lo, len);
+          FaDropApply(drop_, td, ds, ds, 0, len);
+        }
+        if (writeP && td.dropKind) {
+          FaDropApply(drop_, td, wideA_.Get<float>(), p, 0, len);
+          Emit(pGm_[uint64_t(i) * nt + lo], wideA_.Get<float>(), len);
+        } else if (writeP) {
+          Emit(pGm_[uint64_t(i) * nt + lo], p, len);
+        }
         Adds(ds, ds, -di, len);
         Mul(ds, ds, p, len);
         const bool dpse = !writeP && td.pseGrad;
@@ -268,8 +288,8 @@ class FlashAttentionScoreGradKernel {
   // softmax_max and softmax_sum of the rows into UB, and D_i = Σ dO ∘ O per row.
   __aicore__ inline void RowStats(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
-    const uint32_t d = static_cast<uint32_t>(td.dim);
-    const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow, sOff = FaStatBase(td, sg, n1, q0);
+    const uint32_t d = static_cast<uint32_t>(td.dimV);
+    const int64_t oOff = FaOBase(td, sg, n1) + q0 * td.oRow, sOff = FaStatBase(td, sg, n1, q0);
     // The previous tile's scalar and vector reads of these buffers are done.
     PipeBarrier<PIPE_ALL>();
     FaStatsIn(statMax_.Get<float>(), maxGm_[sOff], mt, td.statRow);
@@ -277,11 +297,11 @@ class FlashAttentionScoreGradKernel {
     LocalTensor<float> red = red_.Get<float>(), dr = dRow_.Get<float>();
     for (uint32_t i = 0; i < mt; ++i) {
       LocalTensor<T> dy = inQ_.AllocTensor<T>();
-      FaCopyIn(dy, dyGm_[qOff + int64_t(i) * td.qRow], d);
+      FaCopyIn(dy, dyGm_[oOff + int64_t(i) * td.oRow], d);
       inQ_.EnQue(dy);
       dy = inQ_.DeQue<T>();
       LocalTensor<T> o = addQ_.AllocTensor<T>();
-      FaCopyIn(o, oGm_[qOff + int64_t(i) * td.qRow], d);
+      FaCopyIn(o, oGm_[oOff + int64_t(i) * td.oRow], d);
       addQ_.EnQue(o);
       o = addQ_.DeQue<T>();
       LocalTensor<float> a = ToFloat(dy, wideA_, d), c = ToFloat(o, wideB_, d);
@@ -296,10 +316,11 @@ class FlashAttentionScoreGradKernel {
     OrderPipes<HardEvent::MTE2_S>(&pipe);
   }
 
-  // rows of the fp32 accumulator into GM as T (rowStride apart), or zeros when nothing added.
+  // rows of `dim` elements of the fp32 accumulator into GM as T (rowStride apart), or zeros when
+  // nothing added.
   __aicore__ inline void WriteRows(const GlobalTensor<T> &dst, const GlobalTensor<float> &acc, uint32_t rows,
-                                   int64_t rowStride, bool started) {
-    const uint32_t d = static_cast<uint32_t>(td_->dim);
+                                   int64_t rowStride, int64_t dim, bool started) {
+    const uint32_t d = static_cast<uint32_t>(dim);
     PipeBarrier<PIPE_ALL>();
     for (uint32_t i = 0; i < rows; ++i) {
       if (!started) {
@@ -329,6 +350,7 @@ class FlashAttentionScoreGradKernel {
   GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, pGm_, dsGm_, dpseGm_;
   FaPseBufs<T> pse_;
+  FaDropout drop_;
   uint64_t dpseElems_ = 0;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_;
   const FlashAttentionTilingData *td_ = nullptr;
@@ -351,7 +373,7 @@ extern "C" __global__ __aicore__ void flash_attention_score_grad(GM_ADDR query, 
                                                                  GM_ADDR dy, GM_ADDR realShift, GM_ADDR attnMask,
                                                                  GM_ADDR prefix,
                                                                  GM_ADDR actualSeqQlen, GM_ADDR actualSeqKvlen,
-                                                                 GM_ADDR softmaxMax, GM_ADDR softmaxSum,
+                                                                 GM_ADDR dropMask, GM_ADDR dropSeed, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
                                                                  GM_ADDR attentionIn, GM_ADDR dq, GM_ADDR dk,
                                                                  GM_ADDR dv, GM_ADDR dpse, GM_ADDR workspace,
                                                                  GM_ADDR tiling) {
@@ -360,7 +382,7 @@ extern "C" __global__ __aicore__ void flash_attention_score_grad(GM_ADDR query, 
   REGISTER_TILING_DEFAULT(FlashAttentionTilingData);
   GET_TILING_DATA(td, tiling);
   const FagArgs a{query,      key,        value,       dy, realShift, attnMask, prefix, actualSeqQlen,
-                  actualSeqKvlen, softmaxMax, softmaxSum, attentionIn, dq,  dk,       dv,     dpse,
+                  actualSeqKvlen, dropMask, dropSeed, softmaxMax, softmaxSum, attentionIn, dq, dk, dv, dpse,
                   workspace};
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {
