@@ -34,10 +34,6 @@ def from_layout(x, layout, n):
     return x.reshape(s, b, n, h // n).transpose(1, 2, 0, 3)
 
 
-
-
-
-
 def run(q, k, v, dout, n1, layout, dtype, mode, **kwargs):
     """(out, dq, dk, dv) as float64 [B, N, S, D] arrays."""
     n2 = k.shape[1]
@@ -163,3 +159,26 @@ def test_bad_dtypes():
         ms_ops.flash_attention_score(q, k.astype(ms.float16), v, 2)
     with pytest.raises(TypeError, match="flash_attention_score: 'query' must have dtype"):
         ms_ops.flash_attention_score(*(t.astype(ms.int32) for t in (q, k, v)), 2)
+
+
+def test_return_softmax_lse(mode):
+    """return_softmax_lse=True adds the kernel's row statistics, 8 copies per row in CANN's
+    [B, N1, S1, 8]: the largest scaled logit among the visible keys and the sum of exp(logit -
+    max) over them; GQA, causal."""
+    q, k, v = (representable(shape, "fp32") for shape in ((1, 4, 37, 32), (1, 2, 37, 32), (1, 2, 37, 32)))
+    call = Call(ms_ops.flash_attention_score, head_num=4, input_layout="BNSD", scalar_value=0.3, sparse_mode=2,
+                return_softmax_lse=True)
+    out, row_max, row_sum = call(*(ms.Tensor(a.astype(np.float32)) for a in (q, k, v)))
+    logits = 0.3 * np.einsum("bnid,bnjd->bnij", q, np.repeat(k, 2, 1))
+    logits = np.where(np.tril(np.ones((37, 37), bool)), logits, -np.inf)
+    ref_max = logits.max(-1)
+    ref_sum = np.exp(logits - ref_max[..., None]).sum(-1)
+    assert row_max.shape == row_sum.shape == (1, 4, 37, 8)
+    np.testing.assert_allclose(to_np(row_max), np.repeat(ref_max[..., None], 8, -1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_np(row_sum), np.repeat(ref_sum[..., None], 8, -1), rtol=1e-5)
+    low, high = visible_offsets(37, 37, 0, 0, 2)
+    np.testing.assert_allclose(to_np(out), flash_attention(q, np.repeat(k, 2, 1), np.repeat(v, 2, 1), 0.3, low, high),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match="flash_attention_score: 'return_softmax_lse' must be a bool"):
+        ms_ops.flash_attention_score(*(ms.Tensor(a.astype(np.float32)) for a in (q, k, v)), 4,
+                                     input_layout="BNSD", return_softmax_lse=1)

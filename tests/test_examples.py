@@ -49,6 +49,15 @@ def test_train_tiny_llm_example_learns_resumes_and_generates(tmp_path):
     assert "copy-on-write copies: 4" in gen.stdout
     diff = float(gen.stdout.split("logits: max abs difference ")[1].split()[0])
     assert diff < 1e-4
+    # examples/pynative_debug.py steps through block 0 of the same checkpoint in PYNATIVE mode.
+    dbg = run_script("examples/pynative_debug.py", "--seq-len", "32", "--out-dir", str(out), cwd=cwd, timeout=900)
+    assert "loaded" in dbg.stdout and "(trained 45 steps)" in dbg.stdout
+    figure = lambda label: float(dbg.stdout.split(label)[1].split()[0])  # noqa: E731
+    assert figure("attention_out vs float64 reference: max abs difference") < 1e-4
+    assert figure("unrolled MoE vs the MoE Cell: max abs difference") < 1e-5
+    assert figure("stepped op by op vs the Block Cell: max abs difference") < 1e-5
+    norms = [float(line.split()[-1]) for line in dbg.stdout.splitlines() if line.startswith("  blocks.0.")]
+    assert len(norms) == 8 and all(n > 0 for n in norms)
     assert not any(cwd.iterdir())
 
 def test_paged_kv_cache_example(tmp_path):

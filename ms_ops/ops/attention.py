@@ -81,7 +81,8 @@ def _check_shapes(query, key, value, head_num, layout):
 def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mask=None, padding_mask=None,
                           attn_mask=None, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, keep_prob=1.0,
                           scalar_value=1.0, pre_tokens=2147483647, next_tokens=2147483647, inner_precise=0,
-                          input_layout="BSH", sparse_mode=0, *, pse_type=1, seed=None, offset=None):
+                          input_layout="BSH", sparse_mode=0, *, pse_type=1, seed=None, offset=None,
+                          return_softmax_lse=False):
     r"""Multi-head attention without the ``S1 x S2`` score matrix in memory:
 
     .. math::
@@ -157,6 +158,7 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             does), so consecutive training steps drop differently; ``ms.set_seed(s)`` reseeds it
             (offset 0) at the next call, in GRAPH mode at the next graph compilation, so a run
             that starts with ms.set_seed is reproducible.
+        return_softmax_lse (bool, keyword-only): also return the kernel's softmax statistics.
 
     Not supported yet (a ValueError names the argument): padding_mask and inner_precise other
     than 0 or 1.
@@ -165,6 +167,11 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         Tensor: attention_out, query's shape (with value's head dim D_v) and dtype. A query row
         that sees no key (every key masked, an empty key sequence, or outside the mode's range)
         outputs 0 and gets a zero gradient.
+        With ``return_softmax_lse``: ``(attention_out, softmax_max, softmax_sum)``, the
+        statistics float32 ``[B, N1, S1, 8]`` (TND: ``[T1, N1, 8]``; the 8 copies of a row's
+        value are CANN's layout): each row's maximum scaled logit and the sum of
+        ``exp(logit - max)`` over its visible keys (max the lowest float32 and sum 0 for a row
+        that sees no key). The statistics carry no gradient.
 
     Gradient: dq, dk, dv (and d real_shift for the full form) by the kernel
     flash_attention_score_grad (deterministic); attn_mask, prefix and the sequence lengths get zeros.
@@ -205,4 +212,9 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
                      scale_value=float(scalar_value), pre_tokens=pre_tokens, next_tokens=next_tokens,
                      input_layout=input_layout, sparse_mode=sparse_mode, pse_type=pse_type,
                      keep_prob=float(keep_prob))
-    return prim(query, key, value, pse, mask, pre, seq_q, seq_kv, drop, dropout_seed)[2]
+    if not isinstance(return_softmax_lse, bool):
+        raise TypeError(f"{_OP}: 'return_softmax_lse' must be a bool, got {type(return_softmax_lse).__name__}")
+    softmax_max, softmax_sum, out = prim(query, key, value, pse, mask, pre, seq_q, seq_kv, drop, dropout_seed)
+    if return_softmax_lse:
+        return out, softmax_max, softmax_sum
+    return out
