@@ -47,14 +47,18 @@ struct FlceGradInForwardTiling {
   std::string error;            // why the problem cannot run; empty when it can
 };
 
-// Row chunks of at most 128 tokens: each (tile, chunk) logits product is mt x nt x H, and so is
-// every weight_grad step (K = mt), whatever the token block; the default 16 MiB block at V = 32000
-// is one chunk. V tiles of up to 1024 columns (the gradient kernel's 256 bound its per-block
-// workspace; here the logits live in the token block's workspace anyway): with one-chunk token
-// blocks the wider tiles make each input_grad step's K and each logits product's N four times
-// larger, about 8% of the time on the CPU twin at BT = 4096, H = 1024, V = 32000. input_grad
-// products are cut into H slices of at most 512 columns.
-constexpr int64_t kFlceGifMaxChunkRows = 128;
+// Row chunks of up to 512 tokens, as many as the budget holds (at least 16): each (tile, chunk)
+// logits product is mt x nt x H, each weight_grad step nt x H x mt and each input_grad unit
+// mt x hs x V. Each of those streams a whole [V, H] operand per chunk (the weight read twice, the
+// fp32 weight_grad read and written), so the chunk sets how often the token loop passes over
+// them: at BT = 4096, H = 2048, V = 32000 on the CPU twin, 128-row chunks spent a fifth of the time
+// re-packing the weight for the input_grad products. V tiles of up to 1024 columns (the gradient
+// kernel's 256 bound its per-block workspace; here the logits live in the token block's workspace
+// anyway): each input_grad step's K and each logits product's N four times larger, about 8% of the
+// time on the CPU twin at BT = 4096, H = 1024, V = 32000. input_grad products are cut into H
+// slices of at most 512 columns.
+constexpr int64_t kFlceGifMaxChunkRows = 512;
+constexpr int64_t kFlceGifMinChunkRows = 16;
 constexpr int64_t kFlceGifMaxTileCols = 1024;
 constexpr int64_t kFlceGifMaxSliceCols = 512;
 constexpr uint32_t kFlceGifStats = 4;        // per-(tile, row) partials: max, exp-sum, target logit, sum
@@ -91,9 +95,11 @@ inline FlceGradInForwardTiling ComputeFlceGradInForwardTiling(const FlceGradInFo
   const uint64_t tiles0 = CeilDiv(vocab, kFlceGifMaxTileCols);
   const uint64_t nt = AlignUp(CeilDiv(vocab, tiles0), 16);
   const uint64_t tiles = CeilDiv(vocab, nt);
-  const uint64_t mt = std::min<uint64_t>(kFlceGifMaxChunkRows, AlignUp(std::max<uint64_t>(rows, 1), 16));
+  const uint64_t budgetRows = p.blockBytes / (vocab * 4);
+  const uint64_t mt = std::min<uint64_t>({kFlceGifMaxChunkRows, AlignUp(std::max<uint64_t>(rows, 1), 16),
+                                          std::max<uint64_t>(kFlceGifMinChunkRows, budgetRows / 16 * 16)});
   const uint64_t chunks = CeilDiv(rows, mt);
-  const uint64_t fit = p.blockBytes / (mt * vocab * 4);
+  const uint64_t fit = budgetRows / mt;
   const uint64_t blockChunks = std::clamp<uint64_t>(fit, 1, std::max<uint64_t>(chunks, 1));
   const uint64_t blockRows = blockChunks * mt;
   const uint64_t tokenBlocks = CeilDiv(rows, blockRows);

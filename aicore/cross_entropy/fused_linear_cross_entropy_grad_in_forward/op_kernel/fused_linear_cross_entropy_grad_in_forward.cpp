@@ -20,8 +20,8 @@
 //     the chunks in order; (row chunk, H slice) units round-robin the other way round, each
 //     input_grad slice = sum over the tiles in order of G[chunk, tile] W[tile, slice].
 // Every output element has one writer per token block and a fixed order of contributions: the
-// results are bitwise reproducible, and do not depend on block_bytes either (every sum runs over
-// the same parts in the same global order). The loss-grad kernel recomputes the logits and so
+// results are bitwise reproducible, and for one chunk size do not depend on the chunks per token
+// block (every sum runs over the same parts in the same global order). The loss-grad kernel recomputes the logits and so
 // pairs V tiles with rotating row chunks, step by step; here G is stored, so each output region
 // gets one owner and the parallelism is not bound to the chunks of a token block. weight_grad accumulates over the token blocks in place (fp32)
 // or in fp32 accumulators (fp16/bf16) rounded into it after the last token block; fp16/bf16
