@@ -87,11 +87,11 @@ def test_upstream_gradient(mode, reduction):
     assert not np.any(dx[target == 7])
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_block_budget_does_not_change_results(dtype):
+def test_block_budget_does_not_change_results():
     """Without a group the kernel sums over the same parts in the same order whatever the token
     blocks, for one chunk size: the default (one block of three 512-row chunks here) and blocks of
-    one chunk give the same bits."""
+    one chunk give the same fp32 bits (fp16/bf16 round their weight_grad pair per token block)."""
+    dtype = "fp32"
     x, w, target = make_case(1100, 40, 1000, dtype)
     results = []
     for block_bytes in (None, budget(512, 1000)):

@@ -88,7 +88,7 @@ SIZES = {
     "single_token": (1, 16, 50, DEFAULT_BLOCK),
     "three_token_blocks_tail": (300, 40, 1000, budget(128, 1000)),  # blocks of 128, 128, 44 rows
     "budget_below_one_chunk": (200, 24, 300, 1),                    # still one chunk per block
-    "five_blocks_of_two_chunks": (1200, 32, 2100, budget(256, 2100)),  # and 3 V tiles
+    "three_blocks_of_two_chunks": (2200, 32, 2100, budget(1024, 2100)),  # 512-row chunks, 3 V tiles
     "many_tiles": (40, 24, 20003, DEFAULT_BLOCK),                   # 20 V tiles, an 851-column tail
 }
 
@@ -123,12 +123,11 @@ def test_large_logits():
     check(make_case(97, 64, 1000, "fp32", scale=40.0), 0.1, budget(32, 1000))
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_block_budget_does_not_matter(dtype):
-    """For one chunk size, every sum runs over the same chunks and V tiles in the same global order
-    whatever the token block boundaries: 512-row chunks in blocks of one chunk or of two give
-    bitwise equal results."""
-    c = make_case(1100, 24, 300, dtype)
+def test_block_budget_does_not_matter():
+    """For one chunk size, every fp32 sum runs over the same chunks and V tiles in the same global
+    order whatever the token block boundaries: 512-row chunks in blocks of one chunk or of two give
+    bitwise equal results. (fp16/bf16 weight_grad rounds its hi/lo pair once per token block.)"""
+    c = make_case(1100, 24, 300, "fp32")
     one = check(c, 0.1, budget(512, 300))
     two = check(c, 0.1, budget(1024, 300))
     for a, b in zip(one, two):

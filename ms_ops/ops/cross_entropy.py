@@ -95,14 +95,15 @@ def _function(op, vocab_local, group, vocab_start_index, ignore_index, label_smo
 
 
 def default_block_bytes(vocab_local, hidden):
-    """grad_in_forward's default token block budget: float32 logits of at most ``H / 4`` rows (up
-    to 512), i.e. at most a quarter of the bytes of a float32 ``[V_local, H]`` weight gradient, and
-    at least 16 MiB. Each token block passes over the whole weight and weight gradient, so larger
-    blocks take fewer passes, while the block's memory stays a fraction of the gradient's own
-    (``hidden`` None, unknown at compile time: 16 MiB)."""
+    """grad_in_forward's default token block budget: float32 logits of ``3 H / 16`` rows (at most
+    512), i.e. 3/16 of the bytes of a float32 ``[V_local, H]`` weight gradient, and at least 16 MiB.
+    Each token block passes over the whole weight and weight gradient, so larger blocks take fewer
+    passes; 3/16 keeps the step's extra memory (the block and the kernel's other workspaces) under
+    a quarter of what PyTorch's chunked ``linear_cross_entropy`` takes beyond the gradients, which
+    is more than a float32 weight gradient (``hidden`` None, unknown at compile time: 16 MiB)."""
     if hidden is None:
         return MIN_DEFAULT_BLOCK_BYTES
-    return max(MIN_DEFAULT_BLOCK_BYTES, vocab_local * min(hidden, 4 * MAX_DEFAULT_BLOCK_ROWS))
+    return max(MIN_DEFAULT_BLOCK_BYTES, vocab_local * min(3 * hidden // 4, 4 * MAX_DEFAULT_BLOCK_ROWS))
 
 
 def _block_bounds(rows, vocab_local, block_bytes):
@@ -176,8 +177,9 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
       without its ``[N, V]`` softmax), and the backward only scales them by the upstream
       gradient (kernel cross_entropy_grad_scale). A token block holds the rows whose float32
       logits fit ``block_bytes``. Extra memory: one block of logits plus small per-row
-      statistics (fp16/bf16 with several blocks: also a float32 ``[V, H]`` weight-gradient
-      accumulator), and the input and weight gradients, held from the forward to the backward
+      statistics (fp16/bf16 with several blocks: also a ``[V, H]`` weight-gradient remainder in
+      the input dtype, which with the output carries the running sum at about twice the dtype's
+      precision), and the input and weight gradients, held from the forward to the backward
       (which writes scaled copies). The stored gradients are those of the sum over the tokens,
       before the backward's 1 / count of "mean": in float16 they must fit its range (65504).
       For a scalar loss (``reduction`` "mean" or "sum"); with ``reduction="none"`` it falls
@@ -228,9 +230,9 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
         block_bytes (int, optional): grad_in_forward's budget of one token block's float32
             logits, in bytes; a block has at least one row (without a group: one chunk of 16 to
             512 rows, as many as the budget holds) whatever the budget. Default
-            :func:`default_block_bytes`: ``V_local * min(H, 2048)`` bytes, at least 16 MiB
-            (``H / 4`` rows: 256 at H = 1024, 512 at H = 2048), so that the block's logits take
-            at most a quarter of the memory of a float32 weight gradient. Each token block passes
+            :func:`default_block_bytes`: ``V_local * min(3 H / 4, 2048)`` bytes, at least 16 MiB
+            (``3 H / 16`` rows: 192 at H = 1024, 384 at H = 2048), so that the block's logits
+            take 3/16 of the memory of a float32 weight gradient. Each token block passes
             over the whole weight and its gradient: larger blocks are faster. The results depend
             on it through the chunk size only.
 
