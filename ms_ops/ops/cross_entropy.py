@@ -23,7 +23,9 @@ from ms_ops.ops._validation import (FLOAT_DTYPES, check_choice, check_dim, check
 TARGET_DTYPES = (ms.int32, ms.int64)
 MODES = ("auto", "grad_in_forward", "memory_saving", "high_performance")
 REDUCTIONS = ("mean", "sum", "none")
-DEFAULT_BLOCK_BYTES = 16 << 20
+MIN_DEFAULT_BLOCK_BYTES = 16 << 20
+# The kernel's largest row chunk: beyond it a larger default block would only add memory.
+MAX_DEFAULT_BLOCK_ROWS = 512
 # MindSpore's CPU collectives run only on this group (the world group of init() under msrun).
 CPU_WORLD_GROUP = "mccl_world_group"
 
@@ -90,6 +92,18 @@ def _function(op, vocab_local, group, vocab_start_index, ignore_index, label_smo
     start, vocab_size = _group_layout(op, group, vocab_local, vocab_start_index)
     return FusedLinearCrossEntropyFunction(start, start + vocab_local, vocab_size, ignore_index,
                                            label_smoothing, high_performance, group)
+
+
+def default_block_bytes(vocab_local, hidden):
+    """grad_in_forward's default token block budget: float32 logits of ``3 H / 16`` rows (at most
+    512), i.e. 3/16 of the bytes of a float32 ``[V_local, H]`` weight gradient, and at least 16 MiB.
+    Each token block passes over the whole weight and weight gradient, so larger blocks take fewer
+    passes; 3/16 keeps the step's extra memory (the block and the kernel's other workspaces) under
+    a quarter of what PyTorch's chunked ``linear_cross_entropy`` takes beyond the gradients, which
+    is more than a float32 weight gradient (``hidden`` None, unknown at compile time: 16 MiB)."""
+    if hidden is None:
+        return MIN_DEFAULT_BLOCK_BYTES
+    return max(MIN_DEFAULT_BLOCK_BYTES, vocab_local * min(3 * hidden // 4, 4 * MAX_DEFAULT_BLOCK_ROWS))
 
 
 def _block_bounds(rows, vocab_local, block_bytes):
@@ -163,8 +177,9 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
       without its ``[N, V]`` softmax), and the backward only scales them by the upstream
       gradient (kernel cross_entropy_grad_scale). A token block holds the rows whose float32
       logits fit ``block_bytes``. Extra memory: one block of logits plus small per-row
-      statistics (fp16/bf16 with several blocks: also a float32 ``[V, H]`` weight-gradient
-      accumulator), and the input and weight gradients, held from the forward to the backward
+      statistics (fp16/bf16 with several blocks: also a ``[V, H]`` weight-gradient remainder in
+      the input dtype, which with the output carries the running sum at about twice the dtype's
+      precision), and the input and weight gradients, held from the forward to the backward
       (which writes scaled copies). The stored gradients are those of the sum over the tokens,
       before the backward's 1 / count of "mean": in float16 they must fit its range (65504).
       For a scalar loss (``reduction`` "mean" or "sum"); with ``reduction="none"`` it falls
@@ -213,10 +228,13 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
         mode (str): ``"auto"``, ``"grad_in_forward"``, ``"memory_saving"`` or
             ``"high_performance"``. Default ``"auto"``.
         block_bytes (int, optional): grad_in_forward's budget of one token block's float32
-            logits, in bytes; a block has at least one row (without a group: one chunk of up to
-            128 rows) whatever the budget. Default 16 MiB (one 128-row chunk at V = 32000): the
-            gradient products run chunk by chunk whatever the block, so larger blocks buy
-            little speed. Without a group the results do not depend on it.
+            logits, in bytes; a block has at least one row (without a group: one chunk of 16 to
+            512 rows, as many as the budget holds) whatever the budget. Default
+            :func:`default_block_bytes`: ``V_local * min(3 H / 4, 2048)`` bytes, at least 16 MiB
+            (``3 H / 16`` rows: 192 at H = 1024, 384 at H = 2048), so that the block's logits
+            take 3/16 of the memory of a float32 weight gradient. Each token block passes
+            over the whole weight and its gradient: larger blocks are faster. The results depend
+            on it through the chunk size only.
 
     Returns:
         Tensor, float32: a scalar, or ``[N]`` for ``reduction="none"``. Differentiable w.r.t.
@@ -233,7 +251,8 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
     check_choice(op, "reduction", reduction, REDUCTIONS)
     check_choice(op, "mode", mode, MODES)
     check_float(op, "label_smoothing", label_smoothing, 0.0, 1.0)
-    block_bytes = DEFAULT_BLOCK_BYTES if block_bytes is None else block_bytes
+    if block_bytes is None:
+        block_bytes = default_block_bytes(vocab_local, input.shape[1] if known(input.shape[1]) else None)
     check_int(op, "block_bytes", block_bytes, low=1)
     kernel_mode = resolve_mode(mode, reduction, gradients_expected(input))
     if kernel_mode == "grad_in_forward":

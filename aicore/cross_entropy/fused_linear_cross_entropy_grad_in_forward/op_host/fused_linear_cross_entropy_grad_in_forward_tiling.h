@@ -10,10 +10,9 @@
 // Workspace: the token block's logits [tiles][tileRows][tile cols] fp32 (each (tile, chunk) part
 // contiguous, so that G can replace it in place in the input dtype), the per-(tile, row) partials
 // [tiles][4][tileRows] and the row max / exp-sum [2][tileRows]; for fp16/bf16 also an fp32
-// [tileRows, H] input_grad accumulator and the fp32 weight_grad accumulators. With more than one
-// token block every weight_grad element gets contributions from several of them, and holding its
-// partial sum in fp32 takes an fp32 [V, H] accumulator (the fp16/bf16 output cannot hold it);
-// with one token block a [nt, H] accumulator per block suffices. fp32 accumulates in the outputs.
+// [tileRows, H] input_grad accumulator, an fp32 [rs, H] weight_grad product scratch per block and,
+// with more than one token block, the [V, H] remainders lo of the hi/lo running sums (input dtype;
+// see the kernel): half the bytes of an fp32 [V, H] accumulator. fp32 accumulates in the outputs.
 #ifndef MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD_TILING_H_
 #define MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_GRAD_IN_FORWARD_TILING_H_
 
@@ -47,16 +46,25 @@ struct FlceGradInForwardTiling {
   std::string error;            // why the problem cannot run; empty when it can
 };
 
-// Row chunks of at most 128 tokens: each (tile, chunk) logits product is mt x nt x H, and so is
-// every weight_grad step (K = mt), whatever the token block; the default 16 MiB block at V = 32000
-// is one chunk. V tiles of up to 1024 columns (the gradient kernel's 256 bound its per-block
-// workspace; here the logits live in the token block's workspace anyway): with one-chunk token
-// blocks the wider tiles make each input_grad step's K and each logits product's N four times
-// larger, about 8% of the time on the CPU twin at BT = 4096, H = 1024, V = 32000. input_grad
-// products are cut into H slices of at most 512 columns.
-constexpr int64_t kFlceGifMaxChunkRows = 128;
+// Row chunks of up to 512 tokens, as many as the budget holds (at least 16): each (tile, chunk)
+// logits product is mt x nt x H, each weight_grad step nt x H x mt and each input_grad unit
+// mt x hs x V. Each of those streams a whole [V, H] operand per chunk (the weight read twice, the
+// fp32 weight_grad read and written), so the chunk sets how often the token loop passes over
+// them: at BT = 4096, H = 2048, V = 32000 on the CPU twin, 128-row chunks spent a fifth of the time
+// re-packing the weight for the input_grad products. V tiles of up to 1024 columns (the gradient
+// kernel's 256 bound its per-block workspace; here the logits live in the token block's workspace
+// anyway): each input_grad step's K and each logits product's N four times larger, about 8% of the
+// time on the CPU twin at BT = 4096, H = 1024, V = 32000. input_grad products are cut into H
+// slices of at most 512 columns.
+constexpr int64_t kFlceGifMaxChunkRows = 512;
+constexpr int64_t kFlceGifMinChunkRows = 16;
 constexpr int64_t kFlceGifMaxTileCols = 1024;
 constexpr int64_t kFlceGifMaxSliceCols = 512;
+// fp16/bf16 weight_grad units of at most 256 rows of a V tile: the scratch of all blocks is
+// blocks * 256 * H * 4 bytes (24 MiB at H = 1024 on 24 blocks), and 1024-column tiles give 4
+// units each. Each unit reads its chunks of X again, so larger units read X less often; 256 keeps
+// the extra memory of bf16 at BT = 4096, H = 1024, V = 32000 under a quarter of PyTorch's.
+constexpr int64_t kFlceGifWeightPartRows = 256;
 constexpr uint32_t kFlceGifStats = 4;        // per-(tile, row) partials: max, exp-sum, target logit, sum
 constexpr uint32_t kFlceGifReduceSlots = 3;  // reduction results, one 32-byte block each
 
@@ -91,9 +99,11 @@ inline FlceGradInForwardTiling ComputeFlceGradInForwardTiling(const FlceGradInFo
   const uint64_t tiles0 = CeilDiv(vocab, kFlceGifMaxTileCols);
   const uint64_t nt = AlignUp(CeilDiv(vocab, tiles0), 16);
   const uint64_t tiles = CeilDiv(vocab, nt);
-  const uint64_t mt = std::min<uint64_t>(kFlceGifMaxChunkRows, AlignUp(std::max<uint64_t>(rows, 1), 16));
+  const uint64_t budgetRows = p.blockBytes / (vocab * 4);
+  const uint64_t mt = std::min<uint64_t>({kFlceGifMaxChunkRows, AlignUp(std::max<uint64_t>(rows, 1), 16),
+                                          std::max<uint64_t>(kFlceGifMinChunkRows, budgetRows / 16 * 16)});
   const uint64_t chunks = CeilDiv(rows, mt);
-  const uint64_t fit = p.blockBytes / (mt * vocab * 4);
+  const uint64_t fit = budgetRows / mt;
   const uint64_t blockChunks = std::clamp<uint64_t>(fit, 1, std::max<uint64_t>(chunks, 1));
   const uint64_t blockRows = blockChunks * mt;
   const uint64_t tokenBlocks = CeilDiv(rows, blockRows);
@@ -113,7 +123,7 @@ inline FlceGradInForwardTiling ComputeFlceGradInForwardTiling(const FlceGradInFo
 
   FusedLinearCrossEntropyGradInForwardTilingData &d = t.data;
   const bool f32 = p.dataType == CeFloat::kF32;
-  const bool accPerTile = !f32 && tokenBlocks > 1;
+  const uint64_t rs = std::min<uint64_t>(kFlceGifWeightPartRows, nt);
   uint64_t ws = 0;
   d.logitsOffset = ws;
   ws += AlignUp(tileRows * vocab * 4, kFlceWorkspaceAlign);
@@ -124,7 +134,9 @@ inline FlceGradInForwardTiling ComputeFlceGradInForwardTiling(const FlceGradInFo
   d.inputAccOffset = ws;
   if (!f32) ws += AlignUp(tileRows * hidden * 4, kFlceWorkspaceAlign);
   d.weightAccOffset = ws;
-  if (!f32 && rows > 0) ws += AlignUp((accPerTile ? vocab : blocks * nt) * hidden * 4, kFlceWorkspaceAlign);
+  if (!f32 && rows > 0) ws += AlignUp(blocks * rs * hidden * 4, kFlceWorkspaceAlign);
+  d.weightLoOffset = ws;
+  if (!f32 && tokenBlocks > 1) ws += AlignUp(vocab * hidden * elemBytes, kFlceWorkspaceAlign);
 
   d.rows = p.rows;
   d.hidden = p.hidden;
@@ -139,13 +151,15 @@ inline FlceGradInForwardTiling ComputeFlceGradInForwardTiling(const FlceGradInFo
   d.tileRows = int64_t(tileRows);
   d.sliceCols = int64_t(hs);
   d.slices = int64_t(CeilDiv(hidden, hs));
-  d.weightAccPerTile = accPerTile ? 1 : 0;
+  d.weightPartRows = int64_t(rs);
   d.targetWeight = 1.0f - p.labelSmoothing;
   d.smoothPerClass = static_cast<float>(double(p.labelSmoothing) / double(p.vocab));
   d.ubChunkBytes = static_cast<uint32_t>(ubChunk);
   d.batchRows = static_cast<uint32_t>(std::min<uint64_t>(mt, ubChunk / ubRow));
+  // Per pass the fp32 part, the hi/lo pair, the fp32 sum and the output pair: a buffer each.
+  d.pairElems = static_cast<uint32_t>(ubChunk / 4 / 16 * 16);
   d.mmLogits = FlceCube(int64_t(mt), int64_t(nt), p.hidden, elemBytes, uint32_t(blocks));
-  d.mmWeight = FlceCube(int64_t(nt), p.hidden, int64_t(mt), elemBytes, uint32_t(blocks));
+  d.mmWeight = FlceCube(int64_t(f32 ? nt : rs), p.hidden, int64_t(mt), elemBytes, uint32_t(blocks));
   d.mmInput = FlceCube(int64_t(mt), int64_t(hs), int64_t(nt), elemBytes, uint32_t(blocks));
   t.blockDim = static_cast<uint32_t>(blocks);
   t.tilingKey = CrossEntropyKey(p.dataType, p.int64Target);

@@ -20,12 +20,18 @@
 //     the chunks in order; (row chunk, H slice) units round-robin the other way round, each
 //     input_grad slice = sum over the tiles in order of G[chunk, tile] W[tile, slice].
 // Every output element has one writer per token block and a fixed order of contributions: the
-// results are bitwise reproducible, and do not depend on block_bytes either (every sum runs over
-// the same parts in the same global order). The loss-grad kernel recomputes the logits and so
+// results are bitwise reproducible, and for one chunk size do not depend on the chunks per token
+// block (every sum runs over the same parts in the same global order). The loss-grad kernel recomputes the logits and so
 // pairs V tiles with rotating row chunks, step by step; here G is stored, so each output region
-// gets one owner and the parallelism is not bound to the chunks of a token block. weight_grad accumulates over the token blocks in place (fp32)
-// or in fp32 accumulators (fp16/bf16) rounded into it after the last token block; fp16/bf16
-// input_grad rows are rounded from their fp32 accumulator after their token block.
+// gets one owner and the parallelism is not bound to the chunks of a token block.
+// fp32 weight_grad accumulates over the token blocks in place. fp16/bf16 weight_grad goes in
+// (V tile, row part) units: a part's product over the token block's chunks into an fp32 scratch
+// of the block, then a vector pass adds it to the running sum, held as a pair hi + lo of the
+// input dtype: hi is the output itself (rounded to nearest from the fp32 sum a = hi + lo + part)
+// and lo the rounded remainder a - hi, so the pair carries about twice the dtype's precision (the
+// final rounding's error stays far above what the pair loses over the token blocks) at half the
+// bytes of an fp32 [V, H] accumulator. fp16/bf16 input_grad rows are rounded from their fp32
+// accumulator after their token block.
 #include "../../flce_grad_common.h"
 #include "fused_linear_cross_entropy_grad_in_forward_tiling_data.h"
 #include "lib/matmul_intf.h"
@@ -81,7 +87,7 @@ class FlceGifKernel {
   // Registered by Run with REGIST_MATMUL_OBJ before Init's InitBuffer calls.
   TPipe pipe;
   Matmul<ND, NDTrans, Acc> mmLogits;  // logits of a part = X[chunk] W[tile]^T
-  Matmul<NDTrans, ND, Acc> mmWeight;  // weight_grad tile (+)= G[chunk, tile]^T X[chunk]
+  Matmul<NDTrans, ND, Acc> mmWeight;  // weight_grad tile or part (+)= G[chunk, tile]^T X[chunk]
   Matmul<ND, ND, Acc> mmInput;        // input_grad slice (+)= G[chunk, tile] W[tile, slice]
 
   __aicore__ inline void Init(const FlceGifArgs &a, const TilingData &td) {
@@ -113,8 +119,9 @@ class FlceGifKernel {
       weightAccGm_.SetGlobalBuffer((__gm__ float *)a.weightGrad, wv);
     } else {
       inputAccGm_.SetGlobalBuffer((__gm__ float *)(user + td.inputAccOffset), uint64_t(tileRows_) * hidden_);
-      const uint64_t accRows = td.weightAccPerTile != 0 ? uint64_t(vocab_) : uint64_t(blocks_) * nt_;
-      weightAccGm_.SetGlobalBuffer((__gm__ float *)(user + td.weightAccOffset), accRows * hidden_);
+      const uint64_t part = uint64_t(td.weightPartRows) * hidden_;
+      weightAccGm_.SetGlobalBuffer((__gm__ float *)(user + td.weightAccOffset) + block_ * part, part);
+      if (td_->tokenBlocks > 1) weightLoGm_.SetGlobalBuffer((__gm__ T *)(user + td.weightLoOffset), wv);
     }
 
     // Same sizes as FlceGifUbFixed and ubChunkBytes in the host tiling.
@@ -380,16 +387,21 @@ class FlceGifKernel {
     const int64_t chunks = CeilDiv64(rows, mt_), slices = td_->slices;
     // The cube reads G from GM: the vector cores' copies out must have landed.
     PipeBarrier<PIPE_ALL>();
-    for (int64_t tile = block_; tile < td_->tiles; tile += blocks_) WeightTile(kb, b0, rows, chunks, tile);
+    if constexpr (kF32) {
+      for (int64_t tile = block_; tile < td_->tiles; tile += blocks_) WeightTile(kb, b0, rows, chunks, tile);
+    } else {
+      const int64_t parts = CeilDiv64(nt_, td_->weightPartRows);
+      for (int64_t u = block_; u < td_->tiles * parts; u += blocks_) WeightPart(kb, b0, rows, chunks, u / parts, u % parts);
+    }
     // From the last block down, so that blocks with one V tile more get fewer of these.
     for (int64_t u = blocks_ - 1 - block_; u < chunks * slices; u += blocks_) InputSlice(b0, rows, u / slices, u % slices);
   }
 
+  // fp32: weight_grad tile (+)= G[chunk, tile]^T X[chunk] over the chunks, in place.
   __aicore__ inline void WeightTile(int64_t kb, int64_t b0, int64_t rows, int64_t chunks, int64_t tile) {
     const int64_t n0 = tile * nt_;
     const int32_t cols = static_cast<int32_t>(Min64(nt_, vocab_ - n0)), h = static_cast<int32_t>(hidden_);
-    const int64_t accRow = kF32 || td_->weightAccPerTile != 0 ? n0 : block_ * nt_;
-    const GlobalTensor<float> acc = weightAccGm_[accRow * hidden_];
+    const GlobalTensor<float> acc = weightAccGm_[n0 * hidden_];
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       const Part p = MakePart(tile, chunk, rows);
       mmWeight.SetOrgShape(cols, h, p.rows);
@@ -399,9 +411,73 @@ class FlceGifKernel {
       mmWeight.IterateAll(acc, kb == 0 && chunk == 0 ? 0 : 1);
       mmWeight.End();
     }
-    if constexpr (!kF32) {
-      if (kb == td_->tokenBlocks - 1)
-        CastGm(weightGradGm_[n0 * hidden_], acc, uint64_t(cols) * hidden_, inQ_, outQ_, td_->ubChunkBytes);
+  }
+
+  // fp16/bf16: weight_grad rows [n, n + prow) of V tile `tile` (row part `part`): the token block's
+  // product into this block's fp32 scratch, then into the hi/lo pair.
+  __aicore__ inline void WeightPart(int64_t kb, int64_t b0, int64_t rows, int64_t chunks, int64_t tile, int64_t part) {
+    const int64_t rs = td_->weightPartRows, j0 = part * rs;
+    const int32_t cols = static_cast<int32_t>(Min64(nt_, vocab_ - tile * nt_)), h = static_cast<int32_t>(hidden_);
+    if (j0 >= cols) return;
+    const int32_t prow = static_cast<int32_t>(Min64(rs, cols - j0));
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const Part p = MakePart(tile, chunk, rows);
+      // A = columns [j0, j0 + prow) of G[chunk, tile] (row stride cols), transposed.
+      mmWeight.SetOrgShape(cols, h, p.rows);
+      mmWeight.SetSingleShape(prow, h, p.rows);
+      mmWeight.SetTensorA(gGm_[p.offset * kGScale + j0], true);
+      mmWeight.SetTensorB(xGm_[(b0 + p.m0) * hidden_]);
+      mmWeight.IterateAll(weightAccGm_, chunk == 0 ? 0 : 1);
+      mmWeight.End();
+    }
+    AddToPair(kb == 0, kb == td_->tokenBlocks - 1, (tile * nt_ + j0) * hidden_, uint64_t(prow) * hidden_);
+  }
+
+  // hi/lo at element e of weight_grad (count elements) += the scratch. The first token block has
+  // no pair yet; the last one needs no remainder.
+  __aicore__ inline void AddToPair(bool first, bool last, uint64_t e, uint64_t count) {
+    const uint32_t n = td_->pairElems;
+    for (uint64_t i = 0; i < count; i += n) {
+      const uint32_t k = static_cast<uint32_t>(Min64(n, count - i));
+      LocalTensor<float> s = inQ_.template AllocTensor<float>();
+      CopyIn(s, weightAccGm_[i], k);
+      inQ_.EnQue(s);
+      LocalTensor<T> pair;
+      if (!first) {
+        pair = inQ_.template AllocTensor<T>();
+        CopyIn(pair, weightGradGm_[e + i], k);
+        CopyIn(pair[n], weightLoGm_[e + i], k);
+        inQ_.EnQue(pair);
+      }
+      s = inQ_.template DeQue<float>();
+      // Outputs: hi at [0, n), lo at [n, 2n); before them the float lo (first 4k bytes).
+      LocalTensor<T> out = outQ_.template AllocTensor<T>();
+      LocalTensor<float> t = outQ_.template AllocTensor<float>();
+      LocalTensor<float> a = s, spare = t;
+      if (!first) {
+        pair = inQ_.template DeQue<T>();
+        const LocalTensor<float> lo = out.template ReinterpretCast<float>();
+        Cast(t, pair, RoundMode::CAST_NONE, k);
+        Cast(lo, pair[n], RoundMode::CAST_NONE, k);
+        Add(t, t, lo, k);  // exact: lo is at most half an ulp of hi
+        Add(t, t, s, k);
+        a = t;
+        spare = s;
+        inQ_.FreeTensor(pair);
+      }
+      Cast(out, a, RoundMode::CAST_RINT, k);
+      if (!last) {
+        Cast(spare, out, RoundMode::CAST_NONE, k);
+        Sub(spare, a, spare, k);
+        Cast(out[n], spare, RoundMode::CAST_RINT, k);
+      }
+      inQ_.FreeTensor(s);
+      outQ_.FreeTensor(t);
+      outQ_.EnQue(out);
+      out = outQ_.template DeQue<T>();
+      CopyOut(weightGradGm_[e + i], out, k);
+      if (!last) CopyOut(weightLoGm_[e + i], out[n], k);
+      outQ_.FreeTensor(out);
     }
   }
 
@@ -433,7 +509,7 @@ class FlceGifKernel {
   TQue<QuePosition::VECOUT, 2> outQ_;
   TBuf<TPosition::VECCALC> rowBuf_, targetBuf_, tmpBuf_, reduceTmp_, reduceOut_;
 
-  GlobalTensor<T> xGm_, wGm_, inputGradGm_, weightGradGm_, gGm_;
+  GlobalTensor<T> xGm_, wGm_, inputGradGm_, weightGradGm_, gGm_, weightLoGm_;
   GlobalTensor<TI> targetGm_;
   GlobalTensor<float> lossGm_, logitsGm_, statsGm_, rowStatsGm_, inputAccGm_, weightAccGm_;
 

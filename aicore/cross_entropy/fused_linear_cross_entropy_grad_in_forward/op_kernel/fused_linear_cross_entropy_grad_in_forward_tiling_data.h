@@ -25,15 +25,16 @@ struct FusedLinearCrossEntropyGradInForwardTilingData {
   uint64_t statsOffset;      // fp32 per-(V tile, row) partials [tiles][4][tileRows]
   uint64_t rowStatsOffset;   // fp32 row max and exp-sum of the token block [2][tileRows]
   uint64_t inputAccOffset;   // fp32 [tileRows, H] input_grad rows of the token block (fp16/bf16 only)
-  uint64_t weightAccOffset;  // fp32 weight_grad accumulators (fp16/bf16 only), see weightAccPerTile
-  uint32_t weightAccPerTile; // 1: one [cols, H] accumulator per V tile ([V, H] in all), kept across
-                             // token blocks; 0 (one token block): one [nt, H] per AscendC block
+  uint64_t weightAccOffset;  // fp16/bf16: fp32 [weightPartRows, H] product scratch per AscendC block
+  uint64_t weightLoOffset;   // fp16/bf16 with several token blocks: the [V, H] remainders lo
+  int64_t weightPartRows;    // fp16/bf16: weight_grad rows per (V tile, row part) unit (a multiple of 16)
   float targetWeight;        // 1 - label_smoothing
   float smoothPerClass;      // label_smoothing / V
   uint32_t ubChunkBytes;     // bytes of each of the four UB row buffers (two in, two out)
   uint32_t batchRows;        // logits rows per UB pass
+  uint32_t pairElems;        // weight_grad elements per hi/lo UB pass (a multiple of 16)
   TCubeTiling mmLogits;  // logits [mt, nt] = X[chunk] W[tile]^T, K = H
-  TCubeTiling mmWeight;  // weight_grad tile [nt, H] (+)= G^T X[chunk], K = mt
+  TCubeTiling mmWeight;  // weight_grad tile [nt, H] (fp16/bf16: part [weightPartRows, H]) (+)= G^T X[chunk], K = mt
   TCubeTiling mmInput;  // input_grad slice [mt, hs] (+)= G W[tile, slice], K = nt
 };
 
