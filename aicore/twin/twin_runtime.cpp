@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "platform.h"
+#include "twin_gm_writes.h"
 #include "twin_memory.h"
 #include "twin_races.h"
 
@@ -134,6 +135,12 @@ Races *ThreadRaces() {
   return pages.as<Races>();
 }
 
+// The GM write log of the block this thread runs (twin_gm_writes.h).
+std::vector<GmWrite> &ThreadGmLog() {
+  static thread_local std::vector<GmWrite> log;
+  return log;
+}
+
 thread_local std::string tlsLastFailure;
 
 std::string Describe(const char *kernel, int64_t block, const char *call, const char *what) {
@@ -163,6 +170,7 @@ struct Grid {
   const std::function<void()> &body;
   Barrier *aivBarrier = nullptr;
   CrossCore *cross = nullptr;
+  GmWrites *gm = nullptr;  // while tracking races
   std::atomic<bool> failed{false};
   std::string firstError{};  // written once, by the block whose exchange set `failed`
 
@@ -173,6 +181,12 @@ struct Grid {
   }
   // The launching thread, after every block has ended.
   int Result() {
+    int64_t block;
+    std::string call, what;
+    if (!failed.load() && gm != nullptr && gm->Conflict(block, call, what)) {
+      failed = true;
+      firstError = Describe(kernel, block, call.c_str(), what.c_str());
+    }
     if (!failed.load()) return 0;
     tlsLastFailure = firstError;
     return 1;
@@ -199,7 +213,12 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
     try {
       blk.ub = ThreadArena();
       blk.races = ThreadRaces();
-      blk.races->Reset(blk.ub, TrackRaces(g.strict));
+      blk.races->Reset(blk.ub, g.gm != nullptr);
+      if (g.gm != nullptr) {
+        blk.gmMine = &ThreadGmLog();
+        blk.gmMine->clear();
+        blk.gmAll = g.gm;
+      }
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB
       // it never wrote gets visibly wrong results instead of lucky zeros.
       std::memset(blk.ub, 0xFF, kUbBytes);
@@ -209,6 +228,8 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
       if (blk.liveTensors != 0)
         Fail("kernel end", std::to_string(blk.liveTensors) + " tensor(s) still allocated (AllocTensor without "
                                                               "FreeTensor)");
+      blk.races->AtEnd();
+      if (blk.gmAll != nullptr) blk.gmAll->Take(*blk.gmMine);
       ok = true;
     } catch (const AicServed &) {
       ok = true;
@@ -232,6 +253,8 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
 int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body) {
   if (!ValidBlockDim(kernel, "Launch", blockDim)) return 1;
   Grid g{kernel, blockDim, tilingKey, Strict(), nullptr, body};
+  GmWrites gm;
+  if (TrackRaces(g.strict)) g.gm = &gm;
   const int threads = static_cast<int>(std::min<int64_t>(blockDim, omp_get_max_threads()));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) RunBlock(g, b);
@@ -242,6 +265,8 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
   if (!ValidBlockDim(kernel, "LaunchCooperative", blockDim)) return 1;
   Barrier barrier(blockDim);
   Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body};
+  GmWrites gm;
+  if (TrackRaces(g.strict)) g.gm = &gm;
   std::vector<std::thread> threads;
   threads.reserve(blockDim);
   for (uint32_t b = 0; b < blockDim; ++b) {
@@ -265,6 +290,8 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
   Barrier barrier(threads), aivBarrier(2 * blockDim);
   std::unique_ptr<CrossCore, void (*)(CrossCore *)> cross(NewCrossCore(blockDim), DeleteCrossCore);
   Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body, &aivBarrier, cross.get()};
+  GmWrites gm;
+  if (TrackRaces(g.strict)) g.gm = &gm;
   std::vector<std::thread> pool;
   pool.reserve(threads);
   for (uint32_t t = 0; t < threads; ++t) {
@@ -287,8 +314,18 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
 
 const std::string &LastFailure() { return tlsLastFailure; }
 
+void GmWritten(const char *call, const void *base, const void *gm, uint64_t bytes, bool atomic) {
+  Block &b = Current();
+  if (b.gmMine == nullptr) return;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(gm);
+  GmWrites::Log(*b.gmMine, GmWrite{lo, lo + bytes, reinterpret_cast<uintptr_t>(base), call, b.idx, b.epoch, atomic});
+}
+
 void SyncAllBlocks(bool aivOnly) {
   Block &b = Current();
+  // SyncAll begins with PipeBarrier<PIPE_ALL> on the NPU; writes before it and after it never race.
+  b.races->BarrierAll();
+  ++b.epoch;
   if (b.cross != nullptr) {
     // A mixed launch: SyncAll<true> joins its AIVs, SyncAll<false> every core.
     if (aivOnly && b.coreType == kAic) Fail("SyncAll", "SyncAll<true> (AIV only) called on the AIC");
