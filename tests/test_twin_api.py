@@ -29,6 +29,7 @@ SIGNATURES = {
     "twin_buf_pool": [V, V, U, I],
     "twin_cast_pair": [I, I, V, V, U],
     "twin_softmax": [I, V, V, V, U, U, U],
+    "twin_logic_axpy": [I, I, V, V, V, U, U64, U, ctypes.c_float],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -565,3 +566,53 @@ static_assert(MDL.doMultiDataLoad && !MDL.doNorm && MDL.enUnitFlag && NORM.doNor
 def test_kernel_task_type_tokens(tmp_path, token, ok):
     code = '#include "kernel_operator.h"\nvoid k() { KERNEL_TASK_TYPE_DEFAULT(%s); }\n' % token
     assert syntax_ok(tmp_path, code) == ok
+
+
+# ---- And / Or / Axpy (twin_logic_axpy) ----
+
+def logic_axpy(lib, types, op, x, y, mask=0, repeat=0, s=0.0):
+    z = np.zeros_like(y)
+    assert lib.twin_logic_axpy(types, op, P(x), P(y), P(z), x.size, mask, repeat, s) == 0
+    return z
+
+
+@pytest.mark.parametrize("op,ref", [(0, np.bitwise_and), (1, np.bitwise_or)])
+def test_and_or_count(lib, op, ref):
+    rng = np.random.default_rng(30)
+    x, y = (rng.integers(0, 2 ** 16, 272).astype(np.uint16) for _ in range(2))
+    np.testing.assert_array_equal(logic_axpy(lib, 0, op, x, y), ref(x, y))
+
+
+def test_and_level0_first_lanes(lib):
+    rng = np.random.default_rng(31)
+    x, y = (rng.integers(0, 2 ** 16, 512).astype(np.uint16) for _ in range(2))
+    z = logic_axpy(lib, 0, 2, x, y, mask=100, repeat=3).reshape(4, 128)
+    xr, yr = x.reshape(4, 128), y.reshape(4, 128)
+    np.testing.assert_array_equal(z[:3, :100], xr[:3, :100] & yr[:3, :100])
+    np.testing.assert_array_equal(z[:3, 100:], yr[:3, 100:])  # masked-off lanes keep the old value
+    np.testing.assert_array_equal(z[3], yr[3])
+
+
+@pytest.mark.parametrize("types,dst,src", [(1, np.float32, np.float32), (2, np.float16, np.float16),
+                                           (3, np.float32, np.float16)])
+def test_axpy_count(lib, types, dst, src):
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal(400).astype(src)
+    y = rng.standard_normal(400).astype(dst)
+    s = 0.375
+    z = logic_axpy(lib, types, 3, x, y, s=s)
+    ref = (x.astype(np.float64) * s + y.astype(np.float64)).astype(np.float32).astype(dst)
+    np.testing.assert_array_equal(z, ref)
+
+
+@pytest.mark.parametrize("types,dst,src", [(1, np.float32, np.float32), (3, np.float32, np.float16)])
+def test_axpy_level0(lib, types, dst, src):
+    rng = np.random.default_rng(33)
+    x = rng.standard_normal(256).astype(src)
+    y = rng.standard_normal(256).astype(dst)
+    z = logic_axpy(lib, types, 4, x, y, mask=40, repeat=2, s=-2.0).reshape(4, 64)
+    # repeat r covers dst floats [64 r, 64 r + 64) and src elements [64 r, 64 r + 64) either way
+    xr, yr = x.reshape(4, 64).astype(np.float64), y.reshape(4, 64)
+    np.testing.assert_array_equal(z[:2, :40], (xr[:2, :40] * -2.0 + yr[:2, :40]).astype(np.float32))
+    np.testing.assert_array_equal(z[:2, 40:], yr[:2, 40:])
+    np.testing.assert_array_equal(z[2:], yr[2:])

@@ -20,5 +20,7 @@
 #include "twin_advanced.h"
 #include "twin_sort.h"
 #include "twin_softmax.h"
+#include "twin_logic.h"
+#include "twin_compound.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

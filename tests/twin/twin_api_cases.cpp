@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <type_traits>
 
 #include "kernel_operator.h"
 #include "twin_runtime.h"
@@ -513,4 +514,55 @@ TWIN_EXPORT int twin_softmax(int which, float *x, float *z, float *stats, uint32
     StoreOut(qo, o, Gm<float>(z, n), n);
     StoreOut(qt, st, Gm<float>(stats, 3 * sn), 3 * sn);
   });
+}
+
+// ---- And / Or (uint16) and Axpy ----
+
+namespace {
+
+// x (U, n) and y (T, n, z's old contents) into UB; z = op: 0 And, 1 Or, 2 level-0 And of the
+// first `mask` lanes of `repeat` repeats, 3 Axpy(y, x, s) count form, 4 Axpy level-0 (mask,
+// repeat, default strides).
+template <typename T, typename U>
+int LogicAxpy(int op, void *x, void *y, void *z, uint32_t n, uint64_t mask, uint32_t repeat, float s) {
+  return Run("twin_logic_axpy", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qy;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qy, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const GlobalTensor<T> zg = Gm<T>(z, n);
+    LocalTensor<U> a = LoadIn(qx, Gm<U>(x, n), n);
+    LocalTensor<T> b = LoadIn(qy, Gm<T>(y, n), n);
+    LocalTensor<T> out = qo.AllocTensor<T>();
+    DataCopy(out, b, n);
+    if constexpr (std::is_same_v<T, U> && std::is_same_v<T, uint16_t>) {
+      if (op == 0) And(out, a, b, static_cast<int32_t>(n));
+      if (op == 1) Or(out, a, b, static_cast<int32_t>(n));
+      if (op == 2) And(out, a, b, mask, static_cast<uint8_t>(repeat), BinaryRepeatParams(1, 1, 1, 8, 8, 8));
+    } else {
+      if (op == 3) Axpy(out, a, static_cast<U>(s), static_cast<int32_t>(n));
+      // A repeat of half into float reads 128 bytes of the source: its repeat stride is 4 blocks.
+      const uint8_t srcRep = sizeof(U) < sizeof(T) ? 4 : 8;
+      if (op == 4)
+        Axpy(out, a, static_cast<U>(s), mask, static_cast<uint8_t>(repeat), UnaryRepeatParams(1, 1, 8, srcRep));
+    }
+    qx.FreeTensor(a);
+    qy.FreeTensor(b);
+    StoreOut(qo, out, zg, n);
+  });
+}
+
+}  // namespace
+
+// types: 0 uint16, 1 float, 2 half, 3 half into float.
+TWIN_EXPORT int twin_logic_axpy(int types, int op, void *x, void *y, void *z, uint32_t n, uint64_t mask,
+                                uint32_t repeat, float s) {
+  switch (types) {
+    case 0: return LogicAxpy<uint16_t, uint16_t>(op, x, y, z, n, mask, repeat, s);
+    case 1: return LogicAxpy<float, float>(op, x, y, z, n, mask, repeat, s);
+    case 2: return LogicAxpy<half, half>(op, x, y, z, n, mask, repeat, s);
+    default: return LogicAxpy<float, half>(op, x, y, z, n, mask, repeat, s);
+  }
 }
