@@ -30,6 +30,7 @@ SIGNATURES = {
     "twin_cast_pair": [I, I, V, V, U],
     "twin_softmax": [I, V, V, V, U, U, U],
     "twin_logic_axpy": [I, I, V, V, V, U, U64, U, ctypes.c_float],
+    "twin_gather_mask": [I, I, V, V, V, U, U, U, U, U, U, V],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -616,3 +617,46 @@ def test_axpy_level0(lib, types, dst, src):
     np.testing.assert_array_equal(z[:2, :40], (xr[:2, :40] * -2.0 + yr[:2, :40]).astype(np.float32))
     np.testing.assert_array_equal(z[:2, 40:], yr[:2, 40:])
     np.testing.assert_array_equal(z[2:], yr[2:])
+
+
+# ---- GatherMask (twin_gather_mask) ----
+
+def gather_mask_model(x, keep, repeat, per_repeat, src0_rep):
+    """The kept elements of each repeat (src0 repeat stride src0_rep blocks of 8 floats), packed."""
+    out = []
+    for r in range(repeat):
+        row = x[r * src0_rep * 8:][:per_repeat]
+        out += [v for e, v in enumerate(row) if keep(r, e)]
+    return np.array(out, np.float32)
+
+
+def gather_mask(lib, pattern, counter, x, bits, mask, repeat, src0_rep, src1_rep):
+    z = np.full(x.size, -7.0, np.float32)
+    cnt = np.zeros(1, np.uint64)
+    assert lib.twin_gather_mask(pattern, counter, P(x), P(bits), P(z), x.size, bits.size, mask, repeat, src0_rep,
+                                src1_rep, P(cnt)) == 0
+    return z, int(cnt[0])
+
+
+@pytest.mark.parametrize("pattern", [1, 2, 3, 6, 7])
+def test_gather_mask_builtin_normal(lib, pattern):
+    x = np.arange(256, dtype=np.float32)
+    z, cnt = gather_mask(lib, pattern, 0, x, np.zeros(8, np.uint32), 0, 3, 10, 0)
+    keep = {1: lambda r, e: e % 2 == 0, 2: lambda r, e: e % 2 == 1, 3: lambda r, e: e % 4 == 0,
+            6: lambda r, e: e % 4 == 3, 7: lambda r, e: True}[pattern]
+    ref = gather_mask_model(x, keep, 3, 64, 10)
+    assert cnt == ref.size
+    np.testing.assert_array_equal(z[:cnt], ref)
+    assert (z[cnt:] == -7.0).all()
+
+
+def test_gather_mask_tensor_counter(lib):
+    rng = np.random.default_rng(34)
+    x = rng.standard_normal(512).astype(np.float32)
+    bits = rng.integers(0, 2 ** 32, 16, dtype=np.uint64).astype(np.uint32)
+    # counter mode: 70 elements a repeat, 2 repeats 16 blocks apart; pattern rows 8 words (1 block) apart
+    z, cnt = gather_mask(lib, 0, 1, x, bits, 70, 2, 16, 1)
+    words = bits.reshape(2, 8)
+    ref = gather_mask_model(x, lambda r, e: (int(words[r, e // 32]) >> (e % 32)) & 1, 2, 70, 16)
+    assert cnt == ref.size
+    np.testing.assert_array_equal(z[:cnt], ref)

@@ -17,6 +17,7 @@
 #include "twin_vector_repeat.h"
 #include "twin_reduce.h"
 #include "twin_gather.h"
+#include "twin_gather_mask.h"
 #include "twin_advanced.h"
 #include "twin_sort.h"
 #include "twin_softmax.h"

@@ -121,7 +121,7 @@ uintptr_t Races::GmWritten::Hit(uintptr_t a, uintptr_t b) const {
   // The row starting at or before a, else the next one.
   const uint64_t k = a > lo ? (a - lo) / pitch : 0;
   const uintptr_t start = lo + k * pitch;
-  if (k < rows && start + rowBytes > a) return std::max(start, a);
+  if (k < rows && start < b && start + rowBytes > a) return std::max(start, a);
   if (k + 1 < rows && start + pitch < b) return start + pitch;
   return 0;
 }

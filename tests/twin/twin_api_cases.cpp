@@ -566,3 +566,36 @@ TWIN_EXPORT int twin_logic_axpy(int types, int op, void *x, void *y, void *z, ui
     default: return LogicAxpy<float, half>(op, x, y, z, n, mask, repeat, s);
   }
 }
+
+// ---- GatherMask (float, uint32 pattern) ----
+
+// pattern 0: the bits in `bits` (nb words), else built-in pattern 1..7; counter: reduceMode with
+// `mask` elements a repeat. z receives dst (its old contents in), cnt rsvdCnt.
+TWIN_EXPORT int twin_gather_mask(int pattern, int counter, float *x, uint32_t *bits, float *z, uint32_t n,
+                                 uint32_t nb, uint32_t mask, uint32_t repeat, uint32_t src0Rep, uint32_t src1Rep,
+                                 uint64_t *cnt) {
+  return Run("twin_gather_mask", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qb, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qb, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const GlobalTensor<float> zg = Gm<float>(z, n);
+    LocalTensor<float> a = LoadIn(qx, Gm<float>(x, n), n), old = LoadIn(qz, zg, n);
+    LocalTensor<uint32_t> m = LoadIn(qb, Gm<uint32_t>(bits, nb), nb);
+    LocalTensor<float> out = qo.AllocTensor<float>();
+    DataCopy(out, old, n);
+    const GatherMaskParams params(1, static_cast<uint16_t>(repeat), static_cast<uint16_t>(src0Rep),
+                                  static_cast<uint8_t>(src1Rep));
+    uint64_t kept = 0;
+    if (pattern == 0) GatherMask(out, a, m, counter != 0, mask, params, kept);
+    else GatherMask(out, a, static_cast<uint8_t>(pattern), counter != 0, mask, params, kept);
+    cnt[0] = kept;
+    qx.FreeTensor(a);
+    qb.FreeTensor(m);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, zg, n);
+  });
+}
