@@ -23,5 +23,6 @@
 #include "twin_softmax.h"
 #include "twin_logic.h"
 #include "twin_compound.h"
+#include "twin_broadcast.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

@@ -314,6 +314,11 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
 
 const std::string &LastFailure() { return tlsLastFailure; }
 
+void RunAsAic() {
+  Block &b = Current();
+  if (b.cross == nullptr) b.coreType = kAic;
+}
+
 void GmWritten(const char *call, const void *base, const void *gm, uint64_t bytes, bool atomic) {
   Block &b = Current();
   if (b.gmMine == nullptr) return;

@@ -113,6 +113,10 @@ void CrossCoreWait(int flag);
 // logged while tracking so that the launch can find blocks writing the same bytes.
 void GmWritten(const char *call, const void *base, const void *gm, uint64_t bytes, bool atomic);
 
+// KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY): the running block is a cube core. Only outside a
+// mixed launch, whose cores have their types already.
+void RunAsAic();
+
 // The first error of the last failed launch started from this thread, as
 // `<kernel>: block <b>: <call>: <what>`.
 const std::string &LastFailure();
