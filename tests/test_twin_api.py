@@ -31,6 +31,8 @@ SIGNATURES = {
     "twin_softmax": [I, V, V, V, U, U, U],
     "twin_logic_axpy": [I, I, V, V, V, U, U64, U, ctypes.c_float],
     "twin_gather_mask": [I, I, V, V, V, U, U, U, U, U, U, V],
+    "twin_broadcast": [I, V, V, U, U],
+    "twin_task_type": [I, V],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -660,3 +662,29 @@ def test_gather_mask_tensor_counter(lib):
     ref = gather_mask_model(x, lambda r, e: (int(words[r, e // 32]) >> (e % 32)) & 1, 2, 70, 16)
     assert cnt == ref.size
     np.testing.assert_array_equal(z[:cnt], ref)
+
+
+# ---- Broadcast (twin_broadcast) ----
+
+def test_broadcast(lib, capfd):
+    rows, cols = 6, 24
+    x = np.arange(1, 25, dtype=np.float32)
+    z = np.zeros(rows * cols, np.float32)
+    assert lib.twin_broadcast(0, P(x), P(z), rows, cols) == 0
+    np.testing.assert_array_equal(z.reshape(rows, cols), np.broadcast_to(x[:rows, None], (rows, cols)))
+    assert lib.twin_broadcast(1, P(x), P(z), rows, cols) == 0
+    np.testing.assert_array_equal(z.reshape(rows, cols), np.broadcast_to(x[None, :cols], (rows, cols)))
+    z = np.zeros(cols, np.float32)
+    assert lib.twin_broadcast(2, P(x), P(z), 1, cols) == 0
+    np.testing.assert_array_equal(z, np.full(cols, x[0]))
+    z = np.zeros(rows * cols, np.float32)
+    assert lib.twin_broadcast(3, P(x), P(z), rows, cols) == 1
+    assert ("ms_ops twin_broadcast: block 0: Broadcast: srcShape[1] = 2 does not broadcast to dstShape[1] = 24 "
+            "along axis 1") in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("aic", [0, 1])
+def test_aic_only_kernel_runs_on_cube_cores(lib, aic):
+    out = np.full(2, -1, np.int32)
+    assert lib.twin_task_type(aic, P(out)) == 0
+    assert list(out) == [aic, aic]

@@ -599,3 +599,46 @@ TWIN_EXPORT int twin_gather_mask(int pattern, int counter, float *x, uint32_t *b
     StoreOut(qo, out, zg, n);
   });
 }
+
+// ---- Broadcast ----
+
+// x: rows x 1 (axis 1) or 1 x cols (axis 0) floats; z: rows x cols. which: 0 axis 1, 1 axis 0,
+// 2 BroadCast (old spelling) of x[0] to a 1-D tensor of cols, with a scratch buffer; 3 axis 1
+// with a source of the wrong extent.
+TWIN_EXPORT int twin_broadcast(int which, float *x, float *z, uint32_t rows, uint32_t cols) {
+  return Run("twin_broadcast", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx;
+    TQue<QuePosition::VECOUT, 1> qo;
+    TBuf<TPosition::VECCALC> tmp;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    pipe.InitBuffer(tmp, 1024);
+    const uint32_t n = which == 1 ? cols : 8;  // whole 32-byte blocks: rows <= 8
+    LocalTensor<float> a = LoadIn(qx, Gm<float>(x, n), n);
+    LocalTensor<float> out = qo.AllocTensor<float>();
+    const uint32_t dst2[2] = {rows, cols}, byRow[2] = {rows, 1}, byCol[2] = {1, cols}, bad[2] = {rows, 2};
+    const uint32_t dst1[1] = {cols}, one[1] = {1};
+    LocalTensor<uint8_t> scratch = tmp.Get<uint8_t>();
+    if (which == 0) Broadcast<float, 2, 1>(out, a, dst2, byRow);
+    if (which == 1) Broadcast<float, 2, 0>(out, a, dst2, byCol);
+    if (which == 2) BroadCast<float, 1, 0>(out, a, dst1, one, scratch);
+    if (which == 3) Broadcast<float, 2, 1>(out, a, dst2, bad);
+    qx.FreeTensor(a);
+    StoreOut(qo, out, Gm<float>(z, rows * cols), rows * cols);
+  });
+}
+
+// ---- KERNEL_TASK_TYPE_DEFAULT ----
+
+// out[b] = 1 where block b runs as a cube core: an AIC-only kernel (aic) or an AIV-only one.
+TWIN_EXPORT int twin_task_type(int aic, int32_t *out) {
+  return Run("twin_task_type", 2, [&] {
+    if (aic) {
+      KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    } else {
+      KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    }
+    Gm<int32_t>(out, 2).SetValue(GetBlockIdx(), ASCEND_IS_AIC ? 1 : 0);
+  });
+}
