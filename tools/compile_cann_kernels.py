@@ -10,7 +10,9 @@ place of the NPU toolchain:
   * generates the build stand-ins: the kernel-side tiling header from the host's
     BEGIN_TILING_DATA_DEF definition (a plain struct and GET_TILING_DATA), force-included into
     the kernel as the CANN build does, and the DTYPE_<ARG> macros of the op definition's inputs and
-    outputs;
+    outputs; a kernel that tests TILING_KEY_IS is compiled once per tiling key with TILING_KEY_VAR
+    set (so `if constexpr (TILING_KEY_IS(k))` works), behind a generated entry that dispatches on
+    the launch's key;
   * compiles the kernel source and its gtest kernel test (tests/ut/op_kernel/test_<op>.cpp, which
     includes tikicpulib.h: the twin's aicore/twin/tikicpulib.h) with g++ for Atlas A2
     (__CCE_AICORE__ 220, __NPU_ARCH__ 2201), links them with the checkout's UT helpers, gtest and
