@@ -496,13 +496,19 @@ def test_count_rounds_down_when_not_strict(lib, capfd, monkeypatch):
 
 # ---- global memory, flags at kernel end, reduce scratch, level-0 overlap (twin_gm_check) ----
 
+@pytest.fixture
+def gm_blocks(monkeypatch):
+    """The check of GM writes between blocks is opt-in (MS_OPS_TWIN_GM_BLOCKS=1)."""
+    monkeypatch.setenv("MS_OPS_TWIN_GM_BLOCKS", "1")
+
+
 def gm_check(lib, which):
     x = np.arange(1, 17, dtype=np.float32)
     out = np.zeros(16, np.float32)
     return lib.twin_gm_check(which, P(x), P(out)), x, out
 
 
-def test_gm_writes_of_two_blocks_race(lib, capfd):
+def test_gm_writes_of_two_blocks_race(lib, capfd, gm_blocks):
     x = np.arange(1, 17, dtype=np.float32)
     out = np.zeros(16, np.float32)
     assert lib.twin_gm_check(0, P(x), P(out)) == 1
@@ -514,7 +520,7 @@ def test_gm_writes_of_two_blocks_race(lib, capfd):
     assert block_ids_ok(lib)
 
 
-def test_gm_plain_and_atomic_write_race(lib, capfd):
+def test_gm_plain_and_atomic_write_race(lib, capfd, gm_blocks):
     rc, _, out = gm_check(lib, 5)
     assert rc == 1
     assert "block 1: DataCopy: GM race between blocks: DataCopy of block 0 and DataCopy (atomic) of block 1" in \
@@ -523,7 +529,7 @@ def test_gm_plain_and_atomic_write_race(lib, capfd):
 
 # 1 disjoint rows, 2 both atomic, 3 a SyncAll between the writers, 4 one block rewriting its bytes
 @pytest.mark.parametrize("which,first,second", [(1, 1, 1), (2, 2, 0), (3, 1, 0), (4, 1, 0)])
-def test_gm_writes_that_do_not_race(lib, capfd, which, first, second):
+def test_gm_writes_that_do_not_race(lib, capfd, gm_blocks, which, first, second):
     rc, x, out = gm_check(lib, which)
     assert rc == 0
     np.testing.assert_array_equal(out[:8], first * x[:8])

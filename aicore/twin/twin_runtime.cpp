@@ -71,6 +71,11 @@ bool Strict() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
+bool TrackGmBlocks(bool strict) {
+  const char *v = std::getenv("MS_OPS_TWIN_GM_BLOCKS");
+  return TrackRaces(strict) && v != nullptr && std::strcmp(v, "1") == 0;
+}
+
 bool TrackRaces(bool strict) {
   if (strict) return true;
   const char *v = std::getenv("MS_OPS_TWIN_RACES");
@@ -213,7 +218,7 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
     try {
       blk.ub = ThreadArena();
       blk.races = ThreadRaces();
-      blk.races->Reset(blk.ub, g.gm != nullptr);
+      blk.races->Reset(blk.ub, TrackRaces(g.strict));
       if (g.gm != nullptr) {
         blk.gmMine = &ThreadGmLog();
         blk.gmMine->clear();
@@ -254,7 +259,7 @@ int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std:
   if (!ValidBlockDim(kernel, "Launch", blockDim)) return 1;
   Grid g{kernel, blockDim, tilingKey, Strict(), nullptr, body};
   GmWrites gm;
-  if (TrackRaces(g.strict)) g.gm = &gm;
+  if (TrackGmBlocks(g.strict)) g.gm = &gm;
   const int threads = static_cast<int>(std::min<int64_t>(blockDim, omp_get_max_threads()));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) RunBlock(g, b);
@@ -266,7 +271,7 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
   Barrier barrier(blockDim);
   Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body};
   GmWrites gm;
-  if (TrackRaces(g.strict)) g.gm = &gm;
+  if (TrackGmBlocks(g.strict)) g.gm = &gm;
   std::vector<std::thread> threads;
   threads.reserve(blockDim);
   for (uint32_t b = 0; b < blockDim; ++b) {
@@ -291,7 +296,7 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
   std::unique_ptr<CrossCore, void (*)(CrossCore *)> cross(NewCrossCore(blockDim), DeleteCrossCore);
   Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body, &aivBarrier, cross.get()};
   GmWrites gm;
-  if (TrackRaces(g.strict)) g.gm = &gm;
+  if (TrackGmBlocks(g.strict)) g.gm = &gm;
   std::vector<std::thread> pool;
   pool.reserve(threads);
   for (uint32_t t = 0; t < threads; ++t) {

@@ -90,6 +90,10 @@ void Hazard(const char *call, const std::string &what);
 bool Strict();
 // Whether a launch tracks pipe races (twin_races.h): in strict mode, or with MS_OPS_TWIN_RACES=1.
 bool TrackRaces(bool strict);
+// Whether a launch also checks GM writes of different blocks (twin_gm_writes.h): while tracking
+// races and with MS_OPS_TWIN_GM_BLOCKS=1. Opt-in for now: moe_finalize_routing_grad's slot pass
+// writes rows named by several windows from several blocks, which this check reports.
+bool TrackGmBlocks(bool strict);
 
 // Both return 0, or 1 after recording the launch's first error for LastFailure.
 // Launch runs the blocks a few at a time on OpenMP threads.
