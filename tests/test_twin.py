@@ -28,6 +28,7 @@ SIGNATURES = {
     "twin_block_ids": [V, U],
     "twin_violation": [I, V, V],
     "twin_race": [I, V, V],
+    "twin_gm_check": [I, V, V],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_tiling_default": [V, V],
@@ -491,6 +492,87 @@ def test_count_rounds_down_when_not_strict(lib, capfd, monkeypatch):
     assert "warning" not in capfd.readouterr().err
     # memory-corrupting violations stay errors without strict mode
     assert lib.twin_violation(6, P(x), P(out)) == 1
+
+
+# ---- global memory, flags at kernel end, reduce scratch, level-0 overlap (twin_gm_check) ----
+
+@pytest.fixture
+def gm_blocks(monkeypatch):
+    """The check of GM writes between blocks is opt-in (MS_OPS_TWIN_GM_BLOCKS=1)."""
+    monkeypatch.setenv("MS_OPS_TWIN_GM_BLOCKS", "1")
+
+
+def gm_check(lib, which):
+    x = np.arange(1, 17, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    return lib.twin_gm_check(which, P(x), P(out)), x, out
+
+
+def test_gm_writes_of_two_blocks_race(lib, capfd, gm_blocks):
+    x = np.arange(1, 17, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    assert lib.twin_gm_check(0, P(x), P(out)) == 1
+    err = capfd.readouterr().err
+    base = out.ctypes.data
+    assert (f"ms_ops twin_gm_check: block 1: DataCopy: GM race between blocks: DataCopy of block 0 and DataCopy "
+            f"of block 1 both write GM bytes [{base:#x}, {base + 32:#x}) (byte 0 of the GM buffer at {base:#x}) in "
+            "the same launch with no SyncAll between them and not both with a store atomic") in err
+    assert block_ids_ok(lib)
+
+
+def test_gm_plain_and_atomic_write_race(lib, capfd, gm_blocks):
+    rc, _, out = gm_check(lib, 5)
+    assert rc == 1
+    assert "block 1: DataCopy: GM race between blocks: DataCopy of block 0 and DataCopy (atomic) of block 1" in \
+        capfd.readouterr().err
+
+
+# 1 disjoint rows, 2 both atomic, 3 a SyncAll between the writers, 4 one block rewriting its bytes
+@pytest.mark.parametrize("which,first,second", [(1, 1, 1), (2, 2, 0), (3, 1, 0), (4, 1, 0)])
+def test_gm_writes_that_do_not_race(lib, capfd, gm_blocks, which, first, second):
+    rc, x, out = gm_check(lib, which)
+    assert rc == 0
+    np.testing.assert_array_equal(out[:8], first * x[:8])
+    np.testing.assert_array_equal(out[8:], second * x[:8])
+    assert "ms_ops" not in capfd.readouterr().err
+
+
+def test_gm_read_after_mte3_write_needs_a_flag(lib, capfd):
+    rc, x, out = gm_check(lib, 6)
+    assert rc == 1
+    err = capfd.readouterr().err
+    base = out.ctypes.data
+    assert (f"ms_ops twin_gm_check: block 0: DataCopy: GM race (read-after-write): DataCopy on MTE2 reads GM byte "
+            f"{base:#x} that DataCopy on MTE3 wrote, and nothing orders MTE3 before MTE2 "
+            "(SetFlag/WaitFlag<HardEvent::MTE3_MTE2> or PipeBarrier<PIPE_ALL>)") in err
+    rc, x, out = gm_check(lib, 7)
+    assert rc == 0
+    np.testing.assert_array_equal(out[:8], x[:8])
+    assert "ms_ops" not in capfd.readouterr().err
+
+
+def test_set_flag_pending_at_kernel_end(lib, capfd):
+    rc, _, _ = gm_check(lib, 8)
+    assert rc == 1
+    assert ("ms_ops twin_gm_check: block 1: kernel end: SetFlag<HardEvent::V_MTE3>(3) was never consumed by a "
+            "WaitFlag<HardEvent::V_MTE3>(3) (1 pending)") in capfd.readouterr().err
+
+
+def test_reduce_scratch_minimum(lib, capfd):
+    rc, x, out = gm_check(lib, 9)  # 16 floats with calIndex need 8 + 8 scratch floats
+    assert rc == 0
+    assert out[0] == 8.0 and out[1:2].view(np.uint32)[0] == 7
+    rc, _, _ = gm_check(lib, 10)
+    assert rc == 1
+    assert ("ms_ops twin_gm_check: block 0: ReduceMax: sharedTmpBuffer holds 8 elements, below the documented "
+            "minimum of 16 for count 16 with calIndex") in capfd.readouterr().err
+
+
+def test_level0_partial_overlap(lib, capfd):
+    rc, _, _ = gm_check(lib, 11)
+    assert rc == 1
+    assert ("ms_ops twin_gm_check: block 1: Adds: the destination (UB offset 32, 64 bytes) partially overlaps a "
+            "source (UB offset 0, 64 bytes)") in capfd.readouterr().err
 
 
 # ---- Matmul ----

@@ -29,6 +29,10 @@ SIGNATURES = {
     "twin_buf_pool": [V, V, U, I],
     "twin_cast_pair": [I, I, V, V, U],
     "twin_softmax": [I, V, V, V, U, U, U],
+    "twin_logic_axpy": [I, I, V, V, V, U, U64, U, ctypes.c_float],
+    "twin_gather_mask": [I, I, V, V, V, U, U, U, U, U, U, V],
+    "twin_broadcast": [I, V, V, U, U],
+    "twin_task_type": [I, V],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -565,3 +569,122 @@ static_assert(MDL.doMultiDataLoad && !MDL.doNorm && MDL.enUnitFlag && NORM.doNor
 def test_kernel_task_type_tokens(tmp_path, token, ok):
     code = '#include "kernel_operator.h"\nvoid k() { KERNEL_TASK_TYPE_DEFAULT(%s); }\n' % token
     assert syntax_ok(tmp_path, code) == ok
+
+
+# ---- And / Or / Axpy (twin_logic_axpy) ----
+
+def logic_axpy(lib, types, op, x, y, mask=0, repeat=0, s=0.0):
+    z = np.zeros_like(y)
+    assert lib.twin_logic_axpy(types, op, P(x), P(y), P(z), x.size, mask, repeat, s) == 0
+    return z
+
+
+@pytest.mark.parametrize("op,ref", [(0, np.bitwise_and), (1, np.bitwise_or)])
+def test_and_or_count(lib, op, ref):
+    rng = np.random.default_rng(30)
+    x, y = (rng.integers(0, 2 ** 16, 272).astype(np.uint16) for _ in range(2))
+    np.testing.assert_array_equal(logic_axpy(lib, 0, op, x, y), ref(x, y))
+
+
+def test_and_level0_first_lanes(lib):
+    rng = np.random.default_rng(31)
+    x, y = (rng.integers(0, 2 ** 16, 512).astype(np.uint16) for _ in range(2))
+    z = logic_axpy(lib, 0, 2, x, y, mask=100, repeat=3).reshape(4, 128)
+    xr, yr = x.reshape(4, 128), y.reshape(4, 128)
+    np.testing.assert_array_equal(z[:3, :100], xr[:3, :100] & yr[:3, :100])
+    np.testing.assert_array_equal(z[:3, 100:], yr[:3, 100:])  # masked-off lanes keep the old value
+    np.testing.assert_array_equal(z[3], yr[3])
+
+
+@pytest.mark.parametrize("types,dst,src", [(1, np.float32, np.float32), (2, np.float16, np.float16),
+                                           (3, np.float32, np.float16)])
+def test_axpy_count(lib, types, dst, src):
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal(400).astype(src)
+    y = rng.standard_normal(400).astype(dst)
+    s = 0.375
+    z = logic_axpy(lib, types, 3, x, y, s=s)
+    ref = (x.astype(np.float64) * s + y.astype(np.float64)).astype(np.float32).astype(dst)
+    np.testing.assert_array_equal(z, ref)
+
+
+@pytest.mark.parametrize("types,dst,src", [(1, np.float32, np.float32), (3, np.float32, np.float16)])
+def test_axpy_level0(lib, types, dst, src):
+    rng = np.random.default_rng(33)
+    x = rng.standard_normal(256).astype(src)
+    y = rng.standard_normal(256).astype(dst)
+    z = logic_axpy(lib, types, 4, x, y, mask=40, repeat=2, s=-2.0).reshape(4, 64)
+    # repeat r covers dst floats [64 r, 64 r + 64) and src elements [64 r, 64 r + 64) either way
+    xr, yr = x.reshape(4, 64).astype(np.float64), y.reshape(4, 64)
+    np.testing.assert_array_equal(z[:2, :40], (xr[:2, :40] * -2.0 + yr[:2, :40]).astype(np.float32))
+    np.testing.assert_array_equal(z[:2, 40:], yr[:2, 40:])
+    np.testing.assert_array_equal(z[2:], yr[2:])
+
+
+# ---- GatherMask (twin_gather_mask) ----
+
+def gather_mask_model(x, keep, repeat, per_repeat, src0_rep):
+    """The kept elements of each repeat (src0 repeat stride src0_rep blocks of 8 floats), packed."""
+    out = []
+    for r in range(repeat):
+        row = x[r * src0_rep * 8:][:per_repeat]
+        out += [v for e, v in enumerate(row) if keep(r, e)]
+    return np.array(out, np.float32)
+
+
+def gather_mask(lib, pattern, counter, x, bits, mask, repeat, src0_rep, src1_rep):
+    z = np.full(x.size, -7.0, np.float32)
+    cnt = np.zeros(1, np.uint64)
+    assert lib.twin_gather_mask(pattern, counter, P(x), P(bits), P(z), x.size, bits.size, mask, repeat, src0_rep,
+                                src1_rep, P(cnt)) == 0
+    return z, int(cnt[0])
+
+
+@pytest.mark.parametrize("pattern", [1, 2, 3, 6, 7])
+def test_gather_mask_builtin_normal(lib, pattern):
+    x = np.arange(256, dtype=np.float32)
+    z, cnt = gather_mask(lib, pattern, 0, x, np.zeros(8, np.uint32), 0, 3, 10, 0)
+    keep = {1: lambda r, e: e % 2 == 0, 2: lambda r, e: e % 2 == 1, 3: lambda r, e: e % 4 == 0,
+            6: lambda r, e: e % 4 == 3, 7: lambda r, e: True}[pattern]
+    ref = gather_mask_model(x, keep, 3, 64, 10)
+    assert cnt == ref.size
+    np.testing.assert_array_equal(z[:cnt], ref)
+    assert (z[cnt:] == -7.0).all()
+
+
+def test_gather_mask_tensor_counter(lib):
+    rng = np.random.default_rng(34)
+    x = rng.standard_normal(512).astype(np.float32)
+    bits = rng.integers(0, 2 ** 32, 16, dtype=np.uint64).astype(np.uint32)
+    # counter mode: 70 elements a repeat, 2 repeats 16 blocks apart; pattern rows 8 words (1 block) apart
+    z, cnt = gather_mask(lib, 0, 1, x, bits, 70, 2, 16, 1)
+    words = bits.reshape(2, 8)
+    ref = gather_mask_model(x, lambda r, e: (int(words[r, e // 32]) >> (e % 32)) & 1, 2, 70, 16)
+    assert cnt == ref.size
+    np.testing.assert_array_equal(z[:cnt], ref)
+
+
+# ---- Broadcast (twin_broadcast) ----
+
+def test_broadcast(lib, capfd):
+    rows, cols = 6, 24
+    x = np.arange(1, 25, dtype=np.float32)
+    z = np.zeros(rows * cols, np.float32)
+    assert lib.twin_broadcast(0, P(x), P(z), rows, cols) == 0
+    np.testing.assert_array_equal(z.reshape(rows, cols), np.broadcast_to(x[:rows, None], (rows, cols)))
+    assert lib.twin_broadcast(1, P(x), P(z), rows, cols) == 0
+    np.testing.assert_array_equal(z.reshape(rows, cols), np.broadcast_to(x[None, :cols], (rows, cols)))
+    z = np.zeros(cols, np.float32)
+    assert lib.twin_broadcast(2, P(x), P(z), 1, cols) == 0
+    np.testing.assert_array_equal(z, np.full(cols, x[0]))
+    z = np.zeros(rows * cols, np.float32)
+    assert lib.twin_broadcast(3, P(x), P(z), rows, cols) == 1
+    assert ("ms_ops twin_broadcast: block 0: Broadcast: srcShape[1] = 2 does not broadcast to dstShape[1] = 24 "
+            "along axis 1") in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("aic", [0, 1])
+def test_aic_only_kernel_runs_on_cube_cores(lib, aic):
+    out = np.full(2, -1, np.int32)
+    assert lib.twin_task_type(aic, P(out)) == 0
+    assert list(out) == [aic, aic]

@@ -10,7 +10,9 @@ place of the NPU toolchain:
   * generates the build stand-ins: the kernel-side tiling header from the host's
     BEGIN_TILING_DATA_DEF definition (a plain struct and GET_TILING_DATA), force-included into
     the kernel as the CANN build does, and the DTYPE_<ARG> macros of the op definition's inputs and
-    outputs;
+    outputs; a kernel that tests TILING_KEY_IS is compiled once per tiling key with TILING_KEY_VAR
+    set (so `if constexpr (TILING_KEY_IS(k))` works), behind a generated entry that dispatches on
+    the launch's key;
   * compiles the kernel source and its gtest kernel test (tests/ut/op_kernel/test_<op>.cpp, which
     includes tikicpulib.h: the twin's aicore/twin/tikicpulib.h) with g++ for Atlas A2
     (__CCE_AICORE__ 220, __NPU_ARCH__ 2201), links them with the checkout's UT helpers, gtest and
@@ -209,6 +211,58 @@ def verdict(rc, out, script_log):
     return "yes", f"{compares} compare_data.py run(s), every output matched its golden data"
 
 
+KEY = re.compile(r"TILING_KEY_IS\s*\(\s*(\d+)\s*\)")
+
+
+def entry_params(source, name):
+    """The parameter list of the kernel's `extern "C" __global__ __aicore__ void <name>(...)`, or None."""
+    m = re.search(r"__global__\s+__aicore__\s+void\s+" + re.escape(name) + r"\s*\(([^)]*)\)", source)
+    return m.group(1).strip() if m else None
+
+
+def key_dispatcher(name, params, keys):
+    """What a CANN build generates around a kernel compiled once per tiling key: the kernel's entry,
+    calling the instance of the launch's key (each instance is the kernel compiled with
+    -DTILING_KEY_VAR=<key> and its entry renamed <name>_tiling_key_<key>)."""
+    args = ", ".join(re.findall(r"(\w+)\s*(?:,|$)", params))
+    lines = ['#include "kernel_operator.h"', ""]
+    lines += [f'extern "C" __global__ __aicore__ void {name}_tiling_key_{k}({params});' for k in keys]
+    lines += ["", f'extern "C" __global__ __aicore__ void {name}({params}) {{',
+              "  switch (::ms_ops::twin::Current().tilingKey) {"]
+    lines += [f"    case {k}: return {name}_tiling_key_{k}({args});" for k in keys]
+    lines += ['    default: ::ms_ops::twin::Fail("TILING_KEY_IS", "no instance of the kernel for tiling key " +',
+              "                                 std::to_string(::ms_ops::twin::Current().tilingKey));",
+              "  }", "}", ""]
+    return "\n".join(lines)
+
+
+def compile_kernel(k, kernel_src, kdir, flags):
+    """The kernel's objects: one compile, or with TILING_KEY_IS one per tiling key plus the
+    dispatching entry. (rc, log, objects)."""
+    with open(kernel_src, errors="replace") as f:
+        source = f.read()
+    keys = sorted({int(v) for v in KEY.findall(source)})
+    params = entry_params(source, k.name)
+    if not keys or params is None:
+        kobj = os.path.join(kdir, "kernel.o")
+        rc, log = run([*CXX, *flags, "-c", kernel_src, "-o", kobj])
+        return rc, log, [kobj]
+    objs = []
+    for key in keys:
+        kobj = os.path.join(kdir, f"kernel_key_{key}.o")
+        rc, log = run([*CXX, *flags, f"-DTILING_KEY_VAR={key}", f"-D{k.name}={k.name}_tiling_key_{key}", "-c",
+                       kernel_src, "-o", kobj])
+        if rc != 0:
+            return rc, f"tiling key {key}: " + log, objs
+        objs.append(kobj)
+    stub = os.path.join(kdir, "tiling_key_dispatch.cpp")
+    with open(stub, "w") as f:
+        f.write(key_dispatcher(k.name, params, keys))
+    kobj = os.path.join(kdir, "tiling_key_dispatch.o")
+    rc, log = run([*CXX, *flags, "-c", stub, "-o", kobj])
+    return rc, log, objs + [kobj]
+
+
 def test_source(op_root, name):
     tdir = os.path.join(op_root, "tests", "ut", "op_kernel")
     for dirpath, _, files in sorted(os.walk(tdir)):
@@ -235,9 +289,8 @@ def build_and_run(k, checkout, work, twin, helpers):
         with open(path, "w") as f:
             f.write(header)
         forced = ["-include", "kernel_operator.h", "-include", path]
-    kobj = os.path.join(kdir, "kernel.o")
-    rc, log = run([*CXX, *DEVICE, *dtype_macros(op_root, k.name, k.dtype), *includes, *forced, "-c", kernel_src,
-                   "-o", kobj])
+    rc, log, kobjs = compile_kernel(k, kernel_src, kdir,
+                                    [*DEVICE, *dtype_macros(op_root, k.name, k.dtype), *includes, *forced])
     if rc != 0:
         return False, "no", "kernel: " + first_error(log)
     ut = os.path.join(checkout, "tests", "ut", "op_kernel")
@@ -247,7 +300,7 @@ def build_and_run(k, checkout, work, twin, helpers):
         return False, "no", "kernel test: " + first_error(log)
     exe = os.path.join(kdir, "test_" + k.name)
     objs, libs = twin
-    rc, log = run([*CXX, kobj, tobj, *helpers, *objs, "-o", exe, "-lgtest", "-lgtest_main", "-lpthread", *libs])
+    rc, log = run([*CXX, *kobjs, tobj, *helpers, *objs, "-o", exe, "-lgtest", "-lgtest_main", "-lpthread", *libs])
     if rc != 0:
         return True, "no", "link: " + first_error(log)
     script_log = os.path.join(kdir, "scripts.log")

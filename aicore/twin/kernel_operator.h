@@ -17,9 +17,13 @@
 #include "twin_vector_repeat.h"
 #include "twin_reduce.h"
 #include "twin_gather.h"
+#include "twin_gather_mask.h"
 #include "twin_advanced.h"
 #include "twin_sort.h"
 #include "twin_softmax.h"
 #include "twin_scalar.h"
+#include "twin_logic.h"
+#include "twin_compound.h"
+#include "twin_broadcast.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

@@ -128,20 +128,30 @@ inline void CopyRowsToGm(uint8_t *dst, const uint8_t *src, uint64_t rows, uint64
   for (uint64_t r = 0; r < rows; ++r) ToGm(dst + r * dstPitch, src + r * srcPitch, rowBytes);
 }
 
+inline uint64_t Span(uint64_t rows, uint64_t rowBytes, uint64_t pitch) {
+  return rows == 0 ? 0 : (rows - 1) * pitch + rowBytes;
+}
+
 // A UB -> GM copy of T rows: plain stores, or the store atomic SetAtomicAdd/Max/Min set.
+// The written rows are logged for the GM race checks: those within the block (twin_races.h) and
+// those between blocks (twin_gm_writes.h).
 template <typename T>
-inline void StoreRows(const char *call, uint8_t *dst, const uint8_t *src, uint64_t rows, uint64_t rowBytes,
+inline void StoreRows(const char *call, const GlobalTensor<T> &g, const uint8_t *src, uint64_t rows, uint64_t rowBytes,
                       uint64_t dstPitch, uint64_t srcPitch) {
+  uint8_t *dst = reinterpret_cast<uint8_t *>(g.TwinData());
   const AtomicOp op = StoreAtomic<T>(call);
+  Races().GmWrite(call, dst, rows, rowBytes, dstPitch);
+  if (dstPitch == rowBytes || rows <= 1) {
+    ::ms_ops::twin::GmWritten(call, g.TwinBase(), dst, rows * rowBytes, op != kAtomicNone);
+  } else if (::ms_ops::twin::Current().gmMine != nullptr) {
+    for (uint64_t r = 0; r < rows; ++r)
+      ::ms_ops::twin::GmWritten(call, g.TwinBase(), dst + r * dstPitch, rowBytes, op != kAtomicNone);
+  }
   if (op == kAtomicNone) return CopyRowsToGm(dst, src, rows, rowBytes, dstPitch, srcPitch);
   if constexpr (AtomicTag<T>() != 0)
     for (uint64_t r = 0; r < rows; ++r)
       AtomicStore(op, reinterpret_cast<T *>(dst + r * dstPitch), reinterpret_cast<const T *>(src + r * srcPitch),
                   rowBytes / sizeof(T));
-}
-
-inline uint64_t Span(uint64_t rows, uint64_t rowBytes, uint64_t pitch) {
-  return rows == 0 ? 0 : (rows - 1) * pitch + rowBytes;
 }
 
 // The UB side of a row copy as pipe accesses: one span when the rows are adjacent, else row by row
@@ -173,6 +183,7 @@ inline void DataCopy(const LocalTensor<T> &dst, const GlobalTensor<T> &src, uint
   const uint64_t n = twin_detail::CopyCount<T>(count);
   twin_detail::UbSpan("DataCopy", dst, n * sizeof(T));
   src.TwinCheck("DataCopy", 0, n);
+  twin_detail::Races().GmRead(twin_detail::kPipeMte2, "DataCopy", src.TwinData(), n * sizeof(T));
   twin_detail::UbWrite(twin_detail::kPipeMte2, "DataCopy", dst.TwinData(), n * sizeof(T));
   std::memcpy(dst.TwinData(), src.TwinData(), n * sizeof(T));
 }
@@ -184,8 +195,8 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint
   twin_detail::UbSpan("DataCopy", src, n * sizeof(T));
   dst.TwinCheck("DataCopy", 0, n);
   twin_detail::UbRead(twin_detail::kPipeMte3, "DataCopy", src.TwinData(), n * sizeof(T));
-  twin_detail::StoreRows<T>("DataCopy", reinterpret_cast<uint8_t *>(dst.TwinData()),
-                            reinterpret_cast<const uint8_t *>(src.TwinData()), 1, n * sizeof(T), 0, 0);
+  twin_detail::StoreRows<T>("DataCopy", dst, reinterpret_cast<const uint8_t *>(src.TwinData()), 1, n * sizeof(T), 0,
+                            0);
 }
 
 template <typename T>
@@ -210,6 +221,7 @@ inline void DataCopy(const LocalTensor<T> &dst, const GlobalTensor<T> &src, cons
   BlockCount("DataCopy", p.blockCount);
   UbSpan("DataCopy", dst, Span(p.blockCount, row, dp));
   GmSpan("DataCopy", src, Span(p.blockCount, row, sp));
+  Races().GmRead(kPipeMte2, "DataCopy", src.TwinData(), Span(p.blockCount, row, sp));
   UbRows(kPipeMte2, "DataCopy", dst.TwinData(), p.blockCount, row, dp, true);
   CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
            p.blockCount, row, dp, sp);
@@ -224,8 +236,7 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, cons
   UbSpan("DataCopy", src, Span(p.blockCount, row, sp));
   GmSpan("DataCopy", dst, Span(p.blockCount, row, dp));
   UbRows(kPipeMte3, "DataCopy", src.TwinData(), p.blockCount, row, sp, false);
-  StoreRows<T>("DataCopy", reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
-               p.blockCount, row, dp, sp);
+  StoreRows<T>("DataCopy", dst, reinterpret_cast<const uint8_t *>(src.TwinData()), p.blockCount, row, dp, sp);
 }
 
 template <typename T>
@@ -263,6 +274,7 @@ inline void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, c
   BlockCount(call, p.blockCount);
   UbSpan(call, dst, Span(p.blockCount, row, dp));
   GmSpan(call, src, Span(p.blockCount, p.blockLen, sp));
+  Races().GmRead(kPipeMte2, call, src.TwinData(), Span(p.blockCount, p.blockLen, sp));
   UbRows(kPipeMte2, call, dst.TwinData(), p.blockCount, row, dp, true);
   uint8_t *d = reinterpret_cast<uint8_t *>(dst.TwinData());
   const uint8_t *s = reinterpret_cast<const uint8_t *>(src.TwinData());
@@ -305,8 +317,7 @@ inline void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, c
   UbSpan(call, src, Span(p.blockCount, p.blockLen, sp));
   GmSpan(call, dst, Span(p.blockCount, p.blockLen, dp));
   UbRows(kPipeMte3, call, src.TwinData(), p.blockCount, p.blockLen, sp, false);
-  StoreRows<T>(call, reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
-               p.blockCount, p.blockLen, dp, sp);
+  StoreRows<T>(call, dst, reinterpret_cast<const uint8_t *>(src.TwinData()), p.blockCount, p.blockLen, dp, sp);
 }
 
 template <typename T>

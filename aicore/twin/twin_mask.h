@@ -176,6 +176,7 @@ template <typename T>
 struct Strided {
   T *base;
   uint64_t blk, rep;
+  uint64_t end;  // elements up to the last data block an active lane touches
   static constexpr uint32_t kPerBlock = ONE_BLK_SIZE / sizeof(T);
   T &At(uint32_t r, uint32_t e) const {
     return base[(r * rep + e / kPerBlock * blk) * kPerBlock + e % kPerBlock];
@@ -189,7 +190,6 @@ template <typename T>
 inline Strided<T> Operand(const char *call, const LocalTensor<T> &t, const Lanes &l, uint64_t blk, uint64_t rep,
                           bool write) {
   UbAligned(call, t.TwinData());
-  const Strided<T> s{t.TwinData(), blk, rep};
   constexpr uint32_t per = Strided<T>::kPerBlock;
   const uint32_t blocks = (l.lanes + per - 1) / per;
   uint64_t end = 0;
@@ -202,7 +202,7 @@ inline Strided<T> Operand(const char *call, const LocalTensor<T> &t, const Lanes
       write ? UbWrite(kPipeV, call, t.TwinData() + first, ONE_BLK_SIZE)
             : UbRead(kPipeV, call, t.TwinData() + first, ONE_BLK_SIZE);
     }
-  return s;
+  return Strided<T>{t.TwinData(), blk, rep, end};
 }
 
 // f(r, e) for every active lane.

@@ -1,5 +1,7 @@
 #include "twin_races.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -22,6 +24,8 @@ void Races::Reset(const uint8_t *ub, bool on) {
   std::memset(known_, 0, sizeof(known_));
   std::memset(flag_, 0, sizeof(flag_));
   std::memset(pending_, 0, sizeof(pending_));
+  std::memset(gm_, 0, sizeof(gm_));
+  gmNext_ = gmLatest_ = 0;
   numRegions_ = 0;
 }
 
@@ -47,9 +51,19 @@ void Races::Join(Clock &into, const Clock &from) {
     if (from.t[q] > into.t[q]) into.t[q] = from.t[q];
 }
 
-void Races::SetFlag(Pipe src, uint32_t event, int32_t id) {
+namespace {
+
+std::string EventText(Pipe src, Pipe dst, int32_t id) {
+  return std::string("<HardEvent::") + PipeName(src) + "_" + PipeName(dst) + ">(" + std::to_string(id) + ")";
+}
+
+}  // namespace
+
+void Races::SetFlag(Pipe src, Pipe dst, uint32_t event, int32_t id) {
   if (!on_) return;
   if (event >= kEvents || id < 0 || static_cast<uint32_t>(id) >= kEventIds) return;
+  flagPipes_[event][0] = src;
+  flagPipes_[event][1] = dst;
   // A second SetFlag before the WaitFlag: the wait is only sure to see the first.
   if (pending_[event][id]++ == 0) flag_[event][id] = Now(src);
 }
@@ -58,8 +72,7 @@ void Races::WaitFlag(Pipe src, Pipe dst, uint32_t event, int32_t id) {
   if (!on_) return;
   if (event >= kEvents || id < 0 || static_cast<uint32_t>(id) >= kEventIds) return;
   if (pending_[event][id] == 0) {
-    const std::string evt = std::string("<HardEvent::") + PipeName(src) + "_" + PipeName(dst) + ">(" +
-                            std::to_string(id) + ")";
+    const std::string evt = EventText(src, dst, id);
     Fail("WaitFlag", "WaitFlag" + evt + " with no SetFlag" + evt + " before it: the NPU would wait forever");
   }
   --pending_[event][id];
@@ -90,6 +103,53 @@ void Races::MarkFreed(const void *addr, uint64_t bytes, bool freed) {
   const uint64_t off = static_cast<const uint8_t *>(addr) - ub_;
   const uint64_t first = off / 32, end = (off + bytes + 31) / 32;
   for (uint64_t c = first; c < end && c < kCells; ++c) cells_[c].freed = freed;
+}
+
+void Races::AtEnd() {
+  if (!on_) return;
+  for (uint32_t e = 0; e < kEvents; ++e)
+    for (uint32_t id = 0; id < kEventIds; ++id) {
+      if (pending_[e][id] == 0) continue;
+      const std::string evt = EventText(flagPipes_[e][0], flagPipes_[e][1], static_cast<int32_t>(id));
+      Fail("kernel end", "SetFlag" + evt + " was never consumed by a WaitFlag" + evt + " (" +
+                             std::to_string(pending_[e][id]) + " pending): on the NPU the event stays set for "
+                             "the next kernel of the core (SetFlag and WaitFlag come in pairs)");
+    }
+}
+
+uintptr_t Races::GmWritten::Hit(uintptr_t a, uintptr_t b) const {
+  // The row starting at or before a, else the next one.
+  const uint64_t k = a > lo ? (a - lo) / pitch : 0;
+  const uintptr_t start = lo + k * pitch;
+  if (k < rows && start < b && start + rowBytes > a) return std::max(start, a);
+  if (k + 1 < rows && start + pitch < b) return start + pitch;
+  return 0;
+}
+
+void Races::GmWrite(const char *call, const void *gm, uint64_t rows, uint64_t rowBytes, uint64_t pitch) {
+  if (!on_ || rows == 0 || rowBytes == 0) return;
+  gmLatest_ = time_[kPipeMte3];
+  gm_[gmNext_] = GmWritten{reinterpret_cast<uintptr_t>(gm), rows, rowBytes, rows > 1 ? pitch : rowBytes, gmLatest_, call};
+  gmNext_ = (gmNext_ + 1) % kGmWrites;
+}
+
+void Races::GmRead(Pipe p, const char *call, const void *gm, uint64_t bytes) {
+  if (!on_ || bytes == 0) return;
+  const uint32_t seen = known_[p].t[kPipeMte3];
+  if (seen >= gmLatest_) return;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(gm), hi = lo + bytes;
+  for (GmWritten &w : gm_) {
+    if (w.t <= seen) continue;
+    const uintptr_t at = w.Hit(lo, hi);
+    if (at == 0) continue;
+    char where[64];
+    std::snprintf(where, sizeof(where), "GM byte %#llx", static_cast<unsigned long long>(at));
+    const std::string pn = PipeName(p);
+    w.t = 0;  // tolerated (not strict): reported once
+    Hazard(call, std::string("GM race (read-after-write): ") + call + " on " + pn + " reads " + where + " that " +
+                     w.call + " on MTE3 wrote, and nothing orders MTE3 before " + pn + " (SetFlag/WaitFlag<HardEvent::"
+                     "MTE3_" + pn + "> or PipeBarrier<PIPE_ALL>): the write may still be in flight");
+  }
 }
 
 void Races::UseAfterFree(const char *call, uint32_t cell) {

@@ -9,6 +9,11 @@
 // a scalar read (GetValue) completes before the scalar unit issues anything after it, so it never
 // races with a later write either. Queue buffers given back by FreeTensor are marked, so that a
 // later access through a stale tensor is reported as a use after FreeTensor.
+// Global memory has the same hazard within a block: an MTE3 copy to GM is still in flight when
+// the scalar unit issues a later MTE2 copy (or a scalar GetValue) of the same bytes, so such a
+// read needs a flag or barrier after the write. The last kGmWrites MTE3 writes are kept for that.
+// A SetFlag that no WaitFlag consumed by the kernel's end leaves the event set for the next kernel
+// of the core: also an error.
 //
 // The tracking runs in strict mode (the tests) or with MS_OPS_TWIN_RACES=1. Otherwise every call
 // returns at once and the cells are never touched: a block's tracking state is about 1 MiB, and a
@@ -49,7 +54,7 @@ class Races {
 
   // SetFlag<src_dst>(id) / WaitFlag<src_dst>(id); event is HardEvent's value. A WaitFlag with no
   // SetFlag of the same event and id before it waits forever on the NPU: always an error.
-  void SetFlag(Pipe src, uint32_t event, int32_t id);
+  void SetFlag(Pipe src, Pipe dst, uint32_t event, int32_t id);
   void WaitFlag(Pipe src, Pipe dst, uint32_t event, int32_t id);
   // PipeBarrier<PIPE_ALL>: every pipe waits for all work issued so far.
   void BarrierAll();
@@ -60,6 +65,12 @@ class Races {
   // A queue buffer given back by FreeTensor (freed) or handed out again by AllocTensor: any access
   // to a freed buffer is a use after FreeTensor.
   void MarkFreed(const void *addr, uint64_t bytes, bool freed);
+  // `rows` rows of rowBytes GM bytes, `pitch` apart from `gm`, written by an MTE3 copy `call`
+  // (right after its UB read); or GM bytes read by pipe p.
+  void GmWrite(const char *call, const void *gm, uint64_t rows, uint64_t rowBytes, uint64_t pitch);
+  void GmRead(Pipe p, const char *call, const void *gm, uint64_t bytes);
+  // The end of the block's body: every SetFlag must have been consumed by a WaitFlag.
+  void AtEnd();
 
  private:
   struct Cell {
@@ -76,6 +87,15 @@ class Races {
     uint32_t num, len;
   };
   static constexpr uint32_t kRegions = 64;
+  struct GmWritten {
+    uintptr_t lo;
+    uint64_t rows, rowBytes, pitch;
+    uint32_t t;  // MTE3's access count at the write
+    const char *call;
+    // The written bytes of [a, b) start at the returned address (0: none).
+    uintptr_t Hit(uintptr_t a, uintptr_t b) const;
+  };
+  static constexpr uint32_t kGmWrites = 64;
 
   void Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write);
   [[noreturn]] void UseAfterFree(const char *call, uint32_t cell);
@@ -90,6 +110,10 @@ class Races {
   Clock known_[kPipes];  // known_[p].t[q]: q's accesses up to this count complete before p's next
   Clock flag_[kEvents][kEventIds];   // what the first pending SetFlag of each event and id saw
   uint32_t pending_[kEvents][kEventIds];  // SetFlags not yet consumed by a WaitFlag
+  Pipe flagPipes_[kEvents][2];            // each event's source and waiting pipe, for messages
+  GmWritten gm_[kGmWrites];               // a ring of the latest MTE3 writes to GM
+  uint32_t gmNext_;
+  uint32_t gmLatest_;                     // t of the newest entry: a read ordered after it skips the ring
   Cell cells_[kCells];
   Clock hand_[2][kCells];  // queue hand-overs, by the 32-byte block the buffer starts at
   Region regions_[kRegions];

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "platform.h"
+#include "twin_gm_writes.h"
 #include "twin_memory.h"
 #include "twin_profile.h"
 #include "twin_races.h"
@@ -69,6 +70,11 @@ void Hazard(const char *call, const std::string &what) {
 bool Strict() {
   const char *v = std::getenv("MS_OPS_TWIN_STRICT");
   return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+bool TrackGmBlocks(bool strict) {
+  const char *v = std::getenv("MS_OPS_TWIN_GM_BLOCKS");
+  return TrackRaces(strict) && v != nullptr && std::strcmp(v, "1") == 0;
 }
 
 bool TrackRaces(bool strict) {
@@ -135,6 +141,12 @@ Races *ThreadRaces() {
   return pages.as<Races>();
 }
 
+// The GM write log of the block this thread runs (twin_gm_writes.h).
+std::vector<GmWrite> &ThreadGmLog() {
+  static thread_local std::vector<GmWrite> log;
+  return log;
+}
+
 thread_local std::string tlsLastFailure;
 
 std::string Describe(const char *kernel, int64_t block, const char *call, const char *what) {
@@ -165,6 +177,7 @@ struct Grid {
   Barrier *aivBarrier = nullptr;
   CrossCore *cross = nullptr;
   ProfileLaunch *profile = nullptr;
+  GmWrites *gm = nullptr;  // while tracking races
   std::atomic<bool> failed{false};
   std::string firstError{};  // written once, by the block whose exchange set `failed`
 
@@ -175,6 +188,12 @@ struct Grid {
   }
   // The launching thread, after every block has ended.
   int Result() {
+    int64_t block;
+    std::string call, what;
+    if (!failed.load() && gm != nullptr && gm->Conflict(block, call, what)) {
+      failed = true;
+      firstError = Describe(kernel, block, call.c_str(), what.c_str());
+    }
     if (!failed.load()) return 0;
     tlsLastFailure = firstError;
     return 1;
@@ -203,6 +222,11 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
       blk.ub = ThreadArena();
       blk.races = ThreadRaces();
       blk.races->Reset(blk.ub, TrackRaces(g.strict));
+      if (g.gm != nullptr) {
+        blk.gmMine = &ThreadGmLog();
+        blk.gmMine->clear();
+        blk.gmAll = g.gm;
+      }
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB
       // it never wrote gets visibly wrong results instead of lucky zeros.
       std::memset(blk.ub, 0xFF, kUbBytes);
@@ -212,6 +236,8 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
       if (blk.liveTensors != 0)
         Fail("kernel end", std::to_string(blk.liveTensors) + " tensor(s) still allocated (AllocTensor without "
                                                               "FreeTensor)");
+      blk.races->AtEnd();
+      if (blk.gmAll != nullptr) blk.gmAll->Take(*blk.gmMine);
       ok = true;
     } catch (const AicServed &) {
       ok = true;
@@ -237,6 +263,8 @@ int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std:
   Grid g{kernel, blockDim, tilingKey, Strict(), nullptr, body};
   ProfileLaunch profile(kernel, blockDim, std::min(blockDim, kAtlasA2.aivCoreNum));
   g.profile = profile.Active();
+  GmWrites gm;
+  if (TrackGmBlocks(g.strict)) g.gm = &gm;
   const int threads = static_cast<int>(std::min<int64_t>(blockDim, omp_get_max_threads()));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) RunBlock(g, b);
@@ -249,6 +277,8 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
   Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body};
   ProfileLaunch profile(kernel, blockDim, std::min(blockDim, kAtlasA2.aivCoreNum));
   g.profile = profile.Active();
+  GmWrites gm;
+  if (TrackGmBlocks(g.strict)) g.gm = &gm;
   std::vector<std::thread> threads;
   threads.reserve(blockDim);
   for (uint32_t b = 0; b < blockDim; ++b) {
@@ -274,6 +304,8 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
   Grid g{kernel, blockDim, tilingKey, Strict(), &barrier, body, &aivBarrier, cross.get()};
   ProfileLaunch profile(kernel, threads, std::min(2 * blockDim, kAtlasA2.aivCoreNum));
   g.profile = profile.Active();
+  GmWrites gm;
+  if (TrackGmBlocks(g.strict)) g.gm = &gm;
   std::vector<std::thread> pool;
   pool.reserve(threads);
   for (uint32_t t = 0; t < threads; ++t) {
@@ -296,8 +328,23 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
 
 const std::string &LastFailure() { return tlsLastFailure; }
 
+void RunAsAic() {
+  Block &b = Current();
+  if (b.cross == nullptr) b.coreType = kAic;
+}
+
+void GmWritten(const char *call, const void *base, const void *gm, uint64_t bytes, bool atomic) {
+  Block &b = Current();
+  if (b.gmMine == nullptr) return;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(gm);
+  GmWrites::Log(*b.gmMine, GmWrite{lo, lo + bytes, reinterpret_cast<uintptr_t>(base), call, b.idx, b.epoch, atomic});
+}
+
 void SyncAllBlocks(bool aivOnly) {
   Block &b = Current();
+  // SyncAll begins with PipeBarrier<PIPE_ALL> on the NPU; writes before it and after it never race.
+  b.races->BarrierAll();
+  ++b.epoch;
   if (b.cross != nullptr) {
     // A mixed launch: SyncAll<true> joins its AIVs, SyncAll<false> every core.
     if (aivOnly && b.coreType == kAic) Fail("SyncAll", "SyncAll<true> (AIV only) called on the AIC");

@@ -9,6 +9,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ms_ops {
 namespace twin {
@@ -22,6 +23,8 @@ struct Violation : std::runtime_error {
 class Barrier;
 class CrossCore;
 class Races;
+class GmWrites;
+struct GmWrite;
 
 // The core a block runs on: a vector core (AIV) or, in a mixed launch, a cube core (AIC).
 enum CoreType : uint8_t { kAiv = 0, kAic = 1 };
@@ -62,6 +65,11 @@ struct Block {
   int64_t group = 0;
   CrossCore *cross = nullptr;
   Barrier *aivBarrier = nullptr;
+  // GM writes (twin_gm_writes.h), while tracking: this block's log, the launch's, and the number
+  // of SyncAlls the block has passed (writes on either side of one never race).
+  std::vector<GmWrite> *gmMine = nullptr;
+  GmWrites *gmAll = nullptr;
+  uint32_t epoch = 0;
 };
 
 extern thread_local Block *tlsBlock;
@@ -82,6 +90,10 @@ void Hazard(const char *call, const std::string &what);
 bool Strict();
 // Whether a launch tracks pipe races (twin_races.h): in strict mode, or with MS_OPS_TWIN_RACES=1.
 bool TrackRaces(bool strict);
+// Whether a launch also checks GM writes of different blocks (twin_gm_writes.h): while tracking
+// races and with MS_OPS_TWIN_GM_BLOCKS=1. Opt-in for now: moe_finalize_routing_grad's slot pass
+// writes rows named by several windows from several blocks, which this check reports.
+bool TrackGmBlocks(bool strict);
 
 // Both return 0, or 1 after recording the launch's first error for LastFailure.
 // Launch runs the blocks a few at a time on OpenMP threads.
@@ -100,6 +112,14 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
 constexpr int kCrossCoreWaitSeconds = 20;
 void CrossCoreSet(int mode, int flag);
 void CrossCoreWait(int flag);
+
+// A write of `bytes` GM bytes at `gm` by the running block (`base`: its GlobalTensor's buffer),
+// logged while tracking so that the launch can find blocks writing the same bytes.
+void GmWritten(const char *call, const void *base, const void *gm, uint64_t bytes, bool atomic);
+
+// KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY): the running block is a cube core. Only outside a
+// mixed launch, whose cores have their types already.
+void RunAsAic();
 
 // The first error of the last failed launch started from this thread, as
 // `<kernel>: block <b>: <call>: <what>`.

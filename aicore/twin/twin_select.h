@@ -131,6 +131,28 @@ inline Calc<T> SumOf(const T *x, int32_t n) {
   return acc[0];
 }
 
+// The documented minimum of ReduceMax/ReduceMin's sharedTmpBuffer, in elements, for the count
+// form on Atlas A2: the first pass leaves a (value, index) pair per 256-byte repeat (a partial last
+// repeat too), rounded up to 32 bytes; with calIndex the later passes keep their pairs as well.
+template <typename T>
+inline uint64_t ReduceScratch(int32_t count, bool calIndex) {
+  const uint64_t perBlock = ONE_BLK_SIZE / sizeof(T), perRepeat = ONE_REPEAT_BYTE_SIZE / sizeof(T);
+  auto up = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
+  const uint64_t iter1 = up(uint64_t(count), perRepeat) * 2, iter1End = up(iter1, perBlock) * perBlock;
+  if (!calIndex) return iter1End;
+  const uint64_t iter2 = up(iter1, perRepeat) * 2, iter2End = up(iter2, perBlock) * perBlock;
+  if (iter2 <= 2) return iter1End + iter2End;
+  const uint64_t iter3 = up(iter2, perRepeat) * 2;
+  return iter1End + iter2End + up(iter3, perBlock) * perBlock;
+}
+
+[[noreturn]] __attribute__((noinline, cold)) inline void ScratchTooSmall(const char *call, uint64_t have,
+                                                                         uint64_t need, int32_t count, bool calIndex) {
+  Fail(call, "sharedTmpBuffer holds " + Str(have) + " elements, below the documented minimum of " + Str(need) +
+                 " for count " + Str(uint64_t(count)) + (calIndex ? " with calIndex" : "") +
+                 " (the NPU keeps each pass's per-repeat results there)");
+}
+
 template <typename T, class Better>
 inline void ReduceBest(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &src,
                        const LocalTensor<T> &tmp, int32_t count, bool calIndex, Better better) {
@@ -139,6 +161,8 @@ inline void ReduceBest(const char *call, const LocalTensor<T> &dst, const LocalT
   const T *x = VecIn(call, src, count);
   T *d = VecOut(call, dst, calIndex ? 2 : 1);
   UbAligned(call, tmp.TwinData());
+  const uint64_t need = ReduceScratch<T>(count, calIndex);
+  if (__builtin_expect(tmp.TwinCap() < need, 0)) ScratchTooSmall(call, tmp.TwinCap(), need, count, calIndex);
   Calc<T> lane[kLanes];
   for (int k = 0; k < kLanes; ++k) lane[k] = static_cast<Calc<T>>(x[0]);
   int32_t i = 0;
@@ -163,7 +187,8 @@ inline void ReduceBest(const char *call, const LocalTensor<T> &dst, const LocalT
 }  // namespace twin_detail
 
 // Result in dst[0]; with calIndex the index of the (first) extremum in dst[1], reinterpreted as
-// an unsigned integer of the element width. The scratch tensor is accepted but not used.
+// an unsigned integer of the element width. The scratch tensor is not used, but must have the
+// size the NPU needs.
 template <typename T>
 inline void ReduceMax(const LocalTensor<T> &dst, const LocalTensor<T> &src, const LocalTensor<T> &sharedTmpBuffer,
                       const int32_t count, bool calIndex = false) {
@@ -183,6 +208,8 @@ inline void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, cons
   VecCount("ReduceSum", count);
   const T *x = VecIn("ReduceSum", src, count);
   T *d = VecOut("ReduceSum", dst, 1);
+  // Atlas A2's count form adds the repeats' sums in order and leaves sharedTmpBuffer unused
+  // (any size is documented to do).
   UbAligned("ReduceSum", sharedTmpBuffer.TwinData());
   d[0] = static_cast<T>(SumOf(x, count));
 }

@@ -41,7 +41,7 @@ template <HardEvent event>
 inline void SetFlag(int32_t eventID) {
   static_assert(event < HardEvent::MAX, "SetFlag: not an event");
   constexpr twin_detail::EventPipes e = twin_detail::kEventPipes[static_cast<int>(event)];
-  twin_detail::Races().SetFlag(e.src, static_cast<uint32_t>(event), eventID);
+  twin_detail::Races().SetFlag(e.src, e.dst, static_cast<uint32_t>(event), eventID);
 }
 template <HardEvent event>
 inline void WaitFlag(int32_t eventID) {

@@ -53,13 +53,13 @@ class GlobalTensor {
   using PrimType = T;
 
   void SetGlobalBuffer(__gm__ T *buffer, uint64_t bufferSize) {
-    addr_ = buffer;
+    addr_ = base_ = buffer;
     size_ = bufferSize;
     sized_ = true;
   }
   // Size unknown: accesses through this tensor are not bounds-checked.
   void SetGlobalBuffer(__gm__ T *buffer) {
-    addr_ = buffer;
+    addr_ = base_ = buffer;
     size_ = 0;
     sized_ = false;
   }
@@ -67,11 +67,13 @@ class GlobalTensor {
   T GetValue(uint64_t offset) const {
     TwinCheck("GlobalTensor::GetValue", offset, 1);
     ::ms_ops::twin::ProfileGmScalar();
+    twin_detail::Races().GmRead(twin_detail::kPipeS, "GlobalTensor::GetValue", addr_ + offset, sizeof(T));
     return addr_[offset];
   }
   void SetValue(uint64_t offset, T value) const {
     TwinCheck("GlobalTensor::SetValue", offset, 1);
     ::ms_ops::twin::ProfileGmScalar();
+    ::ms_ops::twin::GmWritten("GlobalTensor::SetValue", base_, addr_ + offset, sizeof(T), false);
     addr_[offset] = value;
   }
   T &operator()(uint64_t offset) const {
@@ -98,9 +100,11 @@ class GlobalTensor {
       twin_detail::GmOutOfBounds(call, offset + count, size_);
   }
   T *TwinData() const { return addr_; }
+  T *TwinBase() const { return base_; }
 
  private:
   T *addr_ = nullptr;
+  T *base_ = nullptr;  // what SetGlobalBuffer was given: names the buffer in messages
   uint64_t size_ = 0;
   bool sized_ = false;
 };

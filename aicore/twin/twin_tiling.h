@@ -51,9 +51,13 @@ inline const void *TilingSource(const T &obj) {
 #define REGISTER_TILING_DEFAULT(tiling_struct) \
   using TwinTilingOfREGISTER_TILING_DEFAULT = typename ::ms_ops::twin::TilingStruct<tiling_struct>::type
 
+// A kernel test's own tiling header may define GET_TILING_DATA first (CANN's kernel UTs do, for
+// their struct); CANN's headers then leave it alone, and so does the twin.
+#ifndef GET_TILING_DATA
 #define GET_TILING_DATA(tiling_data, tiling_arg)      \
   TwinTilingOfREGISTER_TILING_DEFAULT tiling_data = \
       ::ms_ops::twin::LoadTiling<TwinTilingOfREGISTER_TILING_DEFAULT>(reinterpret_cast<const void *>(tiling_arg))
+#endif
 
 #define GET_TILING_DATA_PTR_WITH_STRUCT(tiling_struct, dst_ptr, tiling_ptr)                         \
   const tiling_struct *dst_ptr = reinterpret_cast<const typename ::ms_ops::twin::TilingStruct< \

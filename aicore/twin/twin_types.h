@@ -26,16 +26,25 @@
 #define GET_TILING_DATA_WITH_STRUCT(Type, var, tiling) \
   Type var;                                            \
   std::memcpy(&var, reinterpret_cast<const void *>(tiling), sizeof(Type))
+// A CANN build compiles a kernel once per tiling key with TILING_KEY_VAR defined as that key, so
+// TILING_KEY_IS is a constant there (kernels test it with if constexpr). Built without it (our
+// kernels), the twin compares with the key of the running launch.
+#ifdef TILING_KEY_VAR
+#define TILING_KEY_IS(k) (TILING_KEY_VAR == (k))
+#else
 #define TILING_KEY_IS(k) (::ms_ops::twin::Current().tilingKey == static_cast<uint64_t>(k))
+#endif
 // The kernel types a CANN build accepts; another token is a compile error here as it is there.
 enum KernelMetaType : uint8_t {
   KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_0, KERNEL_TYPE_MIX_AIC_1_1,
   KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_AICORE, KERNEL_TYPE_VECTORCORE, KERNEL_TYPE_MIX_AICORE,
   KERNEL_TYPE_MIX_VECTOR_CORE, KERNEL_TYPE_MAX
 };
+// As in CANN's CPU debug, an AIC-only kernel runs its blocks as cube cores (ASCEND_IS_AIC).
 #define KERNEL_TASK_TYPE_DEFAULT(type)                                                                   \
   static_assert(std::is_same_v<decltype(type), KernelMetaType> && (type) != KERNEL_TYPE_MAX,             \
-                "KERNEL_TASK_TYPE_DEFAULT takes one of the KERNEL_TYPE_* kernel types")
+                "KERNEL_TASK_TYPE_DEFAULT takes one of the KERNEL_TYPE_* kernel types");                 \
+  if ((type) == KERNEL_TYPE_AIC_ONLY) ::ms_ops::twin::RunAsAic()
 // The kernel type of one tiling key: the same rule.
 #define KERNEL_TASK_TYPE(key, type)                                                                      \
   static_assert(std::is_same_v<decltype(type), KernelMetaType> && (type) != KERNEL_TYPE_MAX,             \

@@ -20,6 +20,8 @@ inline void Binary0(const char *call, const LocalTensor<T> &dst, const LocalTens
   const Strided<T> x = Operand(call, a, l, p.src0BlkStride, p.src0RepStride, false);
   const Strided<T> y = Operand(call, b, l, p.src1BlkStride, p.src1RepStride, false);
   const Strided<T> d = Operand(call, dst, l, p.dstBlkStride, p.dstRepStride, true);
+  Disjoint(call, d.base, d.end * sizeof(T), x.base, x.end * sizeof(T));
+  Disjoint(call, d.base, d.end * sizeof(T), y.base, y.end * sizeof(T));
   ForLanes(l, [&](uint32_t r, uint32_t e) {
     d.At(r, e) = static_cast<T>(f(static_cast<Calc<T>>(x.At(r, e)), static_cast<Calc<T>>(y.At(r, e))));
   });
@@ -30,6 +32,7 @@ inline void Unary0(const char *call, const LocalTensor<T> &dst, const LocalTenso
                    const UnaryRepeatParams &p, F f) {
   const Strided<T> x = Operand(call, a, l, p.srcBlkStride, p.srcRepStride, false);
   const Strided<T> d = Operand(call, dst, l, p.dstBlkStride, p.dstRepStride, true);
+  Disjoint(call, d.base, d.end * sizeof(T), x.base, x.end * sizeof(T));
   ForLanes(l, [&](uint32_t r, uint32_t e) { d.At(r, e) = static_cast<T>(f(static_cast<Calc<T>>(x.At(r, e)))); });
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <type_traits>
 
 #include "kernel_operator.h"
 #include "twin_runtime.h"
@@ -512,5 +513,132 @@ TWIN_EXPORT int twin_softmax(int which, float *x, float *z, float *stats, uint32
     qs.FreeTensor(in);
     StoreOut(qo, o, Gm<float>(z, n), n);
     StoreOut(qt, st, Gm<float>(stats, 3 * sn), 3 * sn);
+  });
+}
+
+// ---- And / Or (uint16) and Axpy ----
+
+namespace {
+
+// x (U, n) and y (T, n, z's old contents) into UB; z = op: 0 And, 1 Or, 2 level-0 And of the
+// first `mask` lanes of `repeat` repeats, 3 Axpy(y, x, s) count form, 4 Axpy level-0 (mask,
+// repeat, default strides).
+template <typename T, typename U>
+int LogicAxpy(int op, void *x, void *y, void *z, uint32_t n, uint64_t mask, uint32_t repeat, float s) {
+  return Run("twin_logic_axpy", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qy;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qy, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const GlobalTensor<T> zg = Gm<T>(z, n);
+    LocalTensor<U> a = LoadIn(qx, Gm<U>(x, n), n);
+    LocalTensor<T> b = LoadIn(qy, Gm<T>(y, n), n);
+    LocalTensor<T> out = qo.AllocTensor<T>();
+    DataCopy(out, b, n);
+    if constexpr (std::is_same_v<T, U> && std::is_same_v<T, uint16_t>) {
+      if (op == 0) And(out, a, b, static_cast<int32_t>(n));
+      if (op == 1) Or(out, a, b, static_cast<int32_t>(n));
+      if (op == 2) And(out, a, b, mask, static_cast<uint8_t>(repeat), BinaryRepeatParams(1, 1, 1, 8, 8, 8));
+    } else {
+      if (op == 3) Axpy(out, a, static_cast<U>(s), static_cast<int32_t>(n));
+      // A repeat of half into float reads 128 bytes of the source: its repeat stride is 4 blocks.
+      const uint8_t srcRep = sizeof(U) < sizeof(T) ? 4 : 8;
+      if (op == 4)
+        Axpy(out, a, static_cast<U>(s), mask, static_cast<uint8_t>(repeat), UnaryRepeatParams(1, 1, 8, srcRep));
+    }
+    qx.FreeTensor(a);
+    qy.FreeTensor(b);
+    StoreOut(qo, out, zg, n);
+  });
+}
+
+}  // namespace
+
+// types: 0 uint16, 1 float, 2 half, 3 half into float.
+TWIN_EXPORT int twin_logic_axpy(int types, int op, void *x, void *y, void *z, uint32_t n, uint64_t mask,
+                                uint32_t repeat, float s) {
+  switch (types) {
+    case 0: return LogicAxpy<uint16_t, uint16_t>(op, x, y, z, n, mask, repeat, s);
+    case 1: return LogicAxpy<float, float>(op, x, y, z, n, mask, repeat, s);
+    case 2: return LogicAxpy<half, half>(op, x, y, z, n, mask, repeat, s);
+    default: return LogicAxpy<float, half>(op, x, y, z, n, mask, repeat, s);
+  }
+}
+
+// ---- GatherMask (float, uint32 pattern) ----
+
+// pattern 0: the bits in `bits` (nb words), else built-in pattern 1..7; counter: reduceMode with
+// `mask` elements a repeat. z receives dst (its old contents in), cnt rsvdCnt.
+TWIN_EXPORT int twin_gather_mask(int pattern, int counter, float *x, uint32_t *bits, float *z, uint32_t n,
+                                 uint32_t nb, uint32_t mask, uint32_t repeat, uint32_t src0Rep, uint32_t src1Rep,
+                                 uint64_t *cnt) {
+  return Run("twin_gather_mask", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qb, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qb, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const GlobalTensor<float> zg = Gm<float>(z, n);
+    LocalTensor<float> a = LoadIn(qx, Gm<float>(x, n), n), old = LoadIn(qz, zg, n);
+    LocalTensor<uint32_t> m = LoadIn(qb, Gm<uint32_t>(bits, nb), nb);
+    LocalTensor<float> out = qo.AllocTensor<float>();
+    DataCopy(out, old, n);
+    const GatherMaskParams params(1, static_cast<uint16_t>(repeat), static_cast<uint16_t>(src0Rep),
+                                  static_cast<uint8_t>(src1Rep));
+    uint64_t kept = 0;
+    if (pattern == 0) GatherMask(out, a, m, counter != 0, mask, params, kept);
+    else GatherMask(out, a, static_cast<uint8_t>(pattern), counter != 0, mask, params, kept);
+    cnt[0] = kept;
+    qx.FreeTensor(a);
+    qb.FreeTensor(m);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, zg, n);
+  });
+}
+
+// ---- Broadcast ----
+
+// x: rows x 1 (axis 1) or 1 x cols (axis 0) floats; z: rows x cols. which: 0 axis 1, 1 axis 0,
+// 2 BroadCast (old spelling) of x[0] to a 1-D tensor of cols, with a scratch buffer; 3 axis 1
+// with a source of the wrong extent.
+TWIN_EXPORT int twin_broadcast(int which, float *x, float *z, uint32_t rows, uint32_t cols) {
+  return Run("twin_broadcast", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx;
+    TQue<QuePosition::VECOUT, 1> qo;
+    TBuf<TPosition::VECCALC> tmp;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    pipe.InitBuffer(tmp, 1024);
+    const uint32_t n = which == 1 ? cols : 8;  // whole 32-byte blocks: rows <= 8
+    LocalTensor<float> a = LoadIn(qx, Gm<float>(x, n), n);
+    LocalTensor<float> out = qo.AllocTensor<float>();
+    const uint32_t dst2[2] = {rows, cols}, byRow[2] = {rows, 1}, byCol[2] = {1, cols}, bad[2] = {rows, 2};
+    const uint32_t dst1[1] = {cols}, one[1] = {1};
+    LocalTensor<uint8_t> scratch = tmp.Get<uint8_t>();
+    if (which == 0) Broadcast<float, 2, 1>(out, a, dst2, byRow);
+    if (which == 1) Broadcast<float, 2, 0>(out, a, dst2, byCol);
+    if (which == 2) BroadCast<float, 1, 0>(out, a, dst1, one, scratch);
+    if (which == 3) Broadcast<float, 2, 1>(out, a, dst2, bad);
+    qx.FreeTensor(a);
+    StoreOut(qo, out, Gm<float>(z, rows * cols), rows * cols);
+  });
+}
+
+// ---- KERNEL_TASK_TYPE_DEFAULT ----
+
+// out[b] = 1 where block b runs as a cube core: an AIC-only kernel (aic) or an AIV-only one.
+TWIN_EXPORT int twin_task_type(int aic, int32_t *out) {
+  return Run("twin_task_type", 2, [&] {
+    if (aic) {
+      KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+    } else {
+      KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    }
+    Gm<int32_t>(out, 2).SetValue(GetBlockIdx(), ASCEND_IS_AIC ? 1 : 0);
   });
 }

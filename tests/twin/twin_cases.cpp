@@ -478,6 +478,81 @@ TWIN_EXPORT int twin_race(int which, float *x, float *out) {
   });
 }
 
+// ---- global memory, flags at kernel end, reduce scratch, level-0 overlap ----
+
+// Two blocks launched together (LaunchCooperative) over x[0:16] and out[0:16]. Each block loads
+// x[0:8] into UB; then, by `which`:
+// 0 both store it to out[0:8] (a race between blocks); 1 block b stores to out[8b:8b+8]; 2 both
+// add it into out[0:8] with SetAtomicAdd; 3 block 0 stores, SyncAll, block 1 stores; 4 block 0
+// stores twice, block 1 nothing; 5 block 0 plain, block 1 atomic into out[0:8] (a race);
+// 6 block 0 stores out[0:8] and loads it back with no flag (a race within the block); 7 the same
+// with SetFlag/WaitFlag<MTE3_MTE2>; 8 a SetFlag<V_MTE3> never waited (block 1); 9 ReduceMax of
+// 16 floats with calIndex into a 16-float scratch; 10 the same with an 8-float scratch (below the
+// minimum); 11 a level-0 Adds whose destination is its source shifted by 8 floats (block 1).
+// Unless said otherwise only block 0 stores, and out[0:8] = x[0:8] (+ x for atomics).
+TWIN_EXPORT int twin_gm_check(int which, float *x, float *out) {
+  return Reported(ms_ops::twin::LaunchCooperative("twin_gm_check", 2, 0, [&] {
+    const int64_t b = GetBlockIdx();
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 256);
+    GlobalTensor<float> xg = Gm<float>(x, 16), og = Gm<float>(out, 16);
+    LocalTensor<float> t = buf.Get<float>();
+    DataCopy(t, xg, 8);
+    Order<HardEvent::MTE2_MTE3>();
+    switch (which) {
+      case 0: DataCopy(og, t, 8); break;
+      case 1: DataCopy(og[8 * b], t, 8); break;
+      case 2: case 5:
+        if (which == 2 || b == 1) SetAtomicAdd<float>();
+        DataCopy(og, t, 8);
+        SetAtomicNone();
+        break;
+      case 3:
+        if (b == 0) DataCopy(og, t, 8);
+        SyncAll();
+        if (b == 1) DataCopy(og, t, 8);
+        break;
+      case 4:
+        if (b == 0) DataCopy(og, t, 8);
+        if (b == 0) DataCopy(og, t, 8);
+        break;
+      case 6: case 7:
+        if (b != 0) break;
+        DataCopy(og, t, 8);
+        if (which == 7) Order<HardEvent::MTE3_MTE2>();
+        DataCopy(t[16], og, 8);
+        break;
+      case 8:
+        if (b == 0) DataCopy(og, t, 8);
+        if (b == 1) SetFlag<HardEvent::V_MTE3>(3);
+        break;
+      case 9: case 10: {
+        Order<HardEvent::MTE2_V>();
+        LocalTensor<float> src = buf.Get<float>(16), dst = buf.GetWithOffset<float>(8, 64);
+        TBuf<TPosition::VECCALC> scratch;
+        pipe.InitBuffer(scratch, which == 9 ? 64 : 32);
+        LocalTensor<float> tmp = scratch.Get<float>();
+        Duplicate(src[8], -1.0f, 8);
+        ReduceMax(dst, src, tmp, 16, true);
+        Order<HardEvent::V_MTE3>();
+        if (b == 0) DataCopy(og, dst, 8);
+        break;
+      }
+      case 11:
+        Order<HardEvent::MTE2_V>();
+        if (b == 1) {
+          const uint64_t mask = 16;
+          Adds(t[8], t, 1.0f, mask, 1, UnaryRepeatParams(1, 1, 8, 8));
+        }
+        Order<HardEvent::V_MTE3>();
+        if (b == 0) DataCopy(og, t, 8);
+        break;
+      default: break;
+    }
+  }));
+}
+
 // ---- Matmul: C[M x N] (=|+=) A[M x K] * B[K x N] (+ bias), rows split over blocks ----
 
 namespace {

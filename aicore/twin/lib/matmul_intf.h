@@ -125,6 +125,9 @@ class Matmul {
     hasBias_ = true;
   }
   void DisableBias() { hasBias_ = false; }
+  // Which AIV of the group a cube-side Matmul serves (a mixed kernel whose vector cores issue the
+  // Matmul calls themselves). The twin runs a Matmul on the calling core: nothing to route.
+  void SetSubBlockIdx(uint8_t) {}
 
   // C (this core's singleM x singleN block, row stride N) = or += A * B + bias.
   template <bool sync = true>
