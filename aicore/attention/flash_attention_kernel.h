@@ -14,6 +14,29 @@ namespace kernel {
 // so that exp(old - new) is 0 or 1, never the NaN of exp(-inf - (-inf)).
 constexpr float kFaLowest = -3.40282347e+38f;
 
+// The shift exp(score - shift) uses is the row max raised to at least this: a row whose keys so far
+// are all invisible or masked (max kFaLowest) then gets exp(kFaLowest - floor) = 0, not exp(0) = 1,
+// for them. Real scores are far above it, so their shift is their max.
+constexpr float kFaShiftFloor = -1.0e30f;
+
+constexpr uint32_t kFaLanes = 64;  // fp32 lanes of one 256-byte vector repeat
+// A UB tile of fp32 scores (or T probabilities) has rows of a multiple of 16 elements, so that its
+// fp32 and 16-bit rows both start on 32-byte blocks.
+constexpr uint32_t kFaRowAlign = 16;
+
+__aicore__ inline uint32_t FaPitch(int64_t cols) {
+  return static_cast<uint32_t>((cols + kFaRowAlign - 1) / kFaRowAlign * kFaRowAlign);
+}
+
+// Rows of a UB tile of `pitch`-element rows that fit `bytes` of fp32 (rows of at least 64 lanes,
+// as FaRowReduce's scratch has), a multiple of 8 (one Brcb repeat of row statistics) and at most
+// 248 (one level-0 call's repeats).
+__aicore__ inline uint32_t FaChunkRows(uint32_t pitch, uint32_t bytes) {
+  uint32_t rows = bytes / ((pitch > kFaLanes ? pitch : kFaLanes) * 4) / 8 * 8;
+  if (rows < 8) rows = 8;
+  return rows > 248 ? 248 : rows;
+}
+
 // One sequence b: its lengths, its first packed row (TND; 0 otherwise), and its visible keys:
 // key j is visible to query i iff i + low <= j <= i + high, or j < prefix (modes 5 and 6, where
 // low is unbounded, so the visible keys stay one range).
@@ -169,6 +192,126 @@ template <typename T>
 __aicore__ inline void FaCopyIn(const AscendC::LocalTensor<T> &dst, const AscendC::GlobalTensor<T> &src, uint32_t len) {
   AscendC::DataCopyPad(dst, src, AscendC::DataCopyExtParams(1, len * sizeof(T), 0, 0, 0),
                        AscendC::DataCopyPadExtParams<T>(false, 0, 0, 0));
+}
+
+// GM rows [rows x cols] (row stride `ld` elements) into a UB tile of `pitch`-element rows.
+template <typename T>
+__aicore__ inline void FaTileIn(const AscendC::LocalTensor<T> &dst, const AscendC::GlobalTensor<T> &src, uint32_t rows,
+                                uint32_t cols, int64_t ld, uint32_t pitch) {
+  const uint32_t bytes = cols * sizeof(T), padded = (bytes + kUbAlign - 1) / kUbAlign * kUbAlign;
+  AscendC::DataCopyPad(dst, src,
+                       AscendC::DataCopyExtParams(static_cast<uint16_t>(rows), bytes,
+                                                  static_cast<uint32_t>((ld - cols) * sizeof(T)),
+                                                  (pitch * sizeof(T) - padded) / kUbAlign, 0),
+                       AscendC::DataCopyPadExtParams<T>(false, 0, 0, 0));
+}
+
+// A UB tile of `pitch`-element rows into GM rows [rows x cols] (row stride `ld` elements).
+template <typename T>
+__aicore__ inline void FaTileOut(const AscendC::GlobalTensor<T> &dst, const AscendC::LocalTensor<T> &src, uint32_t rows,
+                                 uint32_t cols, int64_t ld, uint32_t pitch) {
+  const uint32_t bytes = cols * sizeof(T), padded = (bytes + kUbAlign - 1) / kUbAlign * kUbAlign;
+  AscendC::DataCopyPad(dst, src,
+                       AscendC::DataCopyExtParams(static_cast<uint16_t>(rows), bytes,
+                                                  (pitch * sizeof(T) - padded) / kUbAlign,
+                                                  static_cast<uint32_t>((ld - cols) * sizeof(T)), 0));
+}
+
+// dst = max(a, b) or a + b over `lanes` lanes of `rows` repeats.
+template <bool isMax>
+__aicore__ inline void FaFoldOp(const AscendC::LocalTensor<float> &dst, const AscendC::LocalTensor<float> &a,
+                                const AscendC::LocalTensor<float> &b, uint64_t lanes, uint8_t rows,
+                                const AscendC::BinaryRepeatParams &p) {
+  if constexpr (isMax) {
+    AscendC::Max(dst, a, b, lanes, rows, p);
+  } else {
+    AscendC::Add(dst, a, b, lanes, rows, p);
+  }
+}
+
+// dst[r] = max (isMax) or sum of the first `cols` elements of row r of a [rows x pitch] fp32 tile,
+// over the whole tile at once: the row's 64-lane column blocks are merged into 64 lanes, halved to
+// 8 lanes (32, 16, 8: `fold` holds two [rows x 64] scratch tiles, so no call reads what it
+// writes), and those reduced. The padding columns are not read.
+template <bool isMax>
+__aicore__ inline void FaRowReduce(const AscendC::LocalTensor<float> &dst, const AscendC::LocalTensor<float> &src,
+                                   const AscendC::LocalTensor<float> &fold, uint32_t rows, uint32_t pitch,
+                                   uint32_t cols) {
+  const uint8_t rep = static_cast<uint8_t>(pitch / 8), n = static_cast<uint8_t>(rows);
+  const AscendC::LocalTensor<float> a = fold, b = fold[rows * kFaLanes];
+  uint32_t c = kFaLanes;
+  if (cols >= 2 * kFaLanes) {
+    FaFoldOp<isMax>(a, src, src[kFaLanes], kFaLanes, n, AscendC::BinaryRepeatParams(1, 1, 1, 8, rep, rep));
+    c = 2 * kFaLanes;
+  } else {
+    // Short rows: the lanes past the row hold the reduction's neutral element.
+    if (cols < kFaLanes) AscendC::Duplicate(a, isMax ? kFaLowest : 0.0f, static_cast<int32_t>(rows * kFaLanes));
+    AscendC::Copy(a, src, cols < kFaLanes ? cols : kFaLanes, n, AscendC::CopyRepeatParams(1, 1, 8, rep));
+  }
+  for (; c < cols; c += kFaLanes) {
+    const uint64_t lanes = cols - c < kFaLanes ? cols - c : kFaLanes;
+    FaFoldOp<isMax>(a, a, src[c], lanes, n, AscendC::BinaryRepeatParams(1, 1, 1, 8, 8, rep));
+  }
+  // Pairwise halving keeps the sums' rounding error that of a tree, not of a long running sum.
+  AscendC::LocalTensor<float> from = a, to = b;
+  for (uint32_t w = kFaLanes / 2; w >= 8; w /= 2) {
+    FaFoldOp<isMax>(to, from, from[w], w, n, AscendC::BinaryRepeatParams(1, 1, 1, 8, 8, 8));
+    const AscendC::LocalTensor<float> t = from;
+    from = to;
+    to = t;
+  }
+  if constexpr (isMax) {
+    AscendC::WholeReduceMax(dst, from, 8, n, 1, 1, 8, AscendC::ReduceOrder::ORDER_ONLY_VALUE);
+  } else {
+    AscendC::WholeReduceSum(dst, from, 8, n, 1, 1, 8);
+  }
+}
+
+enum class FaRowOp { kSub, kMul };
+
+// dst[r, :] = x[r, :] - b[r] (kSub) or * b[r] (kMul) for the rows of [rows x pitch] fp32 tiles (dst
+// may be x), b[r] given as one 32-byte block of 8 copies per row (`blocks`), read with block
+// stride 0.
+template <FaRowOp op>
+__aicore__ inline void FaRowsByBlocks(const AscendC::LocalTensor<float> &dst, const AscendC::LocalTensor<float> &x,
+                                      const AscendC::LocalTensor<float> &blocks, uint32_t rows, uint32_t pitch) {
+  const uint8_t rep = static_cast<uint8_t>(pitch / 8), n = static_cast<uint8_t>(rows);
+  for (uint32_t c = 0; c < pitch; c += kFaLanes) {
+    const uint64_t lanes = pitch - c < kFaLanes ? pitch - c : kFaLanes;
+    const AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
+    if constexpr (op == FaRowOp::kSub) {
+      AscendC::Sub(dst[c], x[c], blocks, lanes, n, p);
+    } else {
+      AscendC::Mul(dst[c], x[c], blocks, lanes, n, p);
+    }
+  }
+}
+
+// The same with b[r] = col[r] of a contiguous vector, broadcast into `brc` by Brcb first.
+template <FaRowOp op>
+__aicore__ inline void FaRowsBy(const AscendC::LocalTensor<float> &dst, const AscendC::LocalTensor<float> &x,
+                                const AscendC::LocalTensor<float> &col, const AscendC::LocalTensor<float> &brc,
+                                uint32_t rows, uint32_t pitch) {
+  AscendC::Brcb(brc, col, static_cast<uint8_t>((rows + 7) / 8), AscendC::BrcbRepeatParams(1, 8));
+  FaRowsByBlocks<op>(dst, x, brc, rows, pitch);
+}
+
+// Bits 0 .. n-1 of a 64-lane mask (n clamped to [0, 64]).
+__aicore__ inline uint64_t FaFirstLanes(int64_t n) {
+  return n >= 64 ? ~uint64_t(0) : (n <= 0 ? uint64_t(0) : (uint64_t(1) << n) - 1);
+}
+
+// A UB row of `cols` fp32 scores keeps columns [lo, hi); the others (keys the row does not see)
+// become kFaLowest, one masked Duplicate per 64-lane block that has any.
+__aicore__ inline void FaKeepColumns(const AscendC::LocalTensor<float> &row, uint32_t cols, int64_t lo, int64_t hi) {
+  if (lo <= 0 && hi >= cols) return;
+  for (uint32_t c = 0; c < cols; c += kFaLanes) {
+    const int64_t lanes = cols - c < kFaLanes ? cols - c : kFaLanes;
+    const uint64_t dead = FaFirstLanes(lanes) & ~(FaFirstLanes(hi - c) & ~FaFirstLanes(lo - c));
+    if (dead == 0) continue;
+    uint64_t mask[2] = {dead, 0};
+    AscendC::Duplicate(row[c], kFaLowest, mask, 1, 1, 8);
+  }
 }
 
 // `rows` statistic rows of 8 floats (32 bytes, one UB block each), `pitch` floats apart in GM.

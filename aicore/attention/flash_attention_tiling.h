@@ -43,7 +43,7 @@ struct FlashAttentionTiling {
   std::string error;
 };
 
-constexpr uint64_t kFaQueryTile = 64, kFaKeyTile = 128;
+constexpr uint64_t kFaQueryTile = 128, kFaKeyTile = 128;
 
 inline TCubeTiling FaCubeTiling(FaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
   return SingleShapeCubeTiling(blockDim, m, n, k, 128, 256, t == FaFloat::kF32 ? 32 : 64, 2);
@@ -170,10 +170,10 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
   d.mmNN = FaCubeTiling(p.dataType, t.blockDim, mT, p.dim, nT);
   d.mmTN = FaCubeTiling(p.dataType, t.blockDim, nT, p.dim, mT);
   t.tilingKey = p.dataType == FaFloat::kF32 ? 1 : p.dataType == FaFloat::kF16 ? 2 : 3;
-  // Forward: S, P (fp32-sized), P V and the accumulator. Backward: S, P, dP, dS and two
+  // Forward: S, P (fp32-sized) and the accumulator. Backward: S, P, dP, dS and two
   // accumulators of max(mT, nT) x D.
   const uint64_t big = mT > nT ? mT : nT;
-  const uint64_t floats = grad ? 4 * mT * nT + 2 * big * uint64_t(p.dim) + 2 * big : 2 * mT * nT + 2 * mT * uint64_t(p.dim);
+  const uint64_t floats = grad ? 4 * mT * nT + 2 * big * uint64_t(p.dim) + 2 * big : 2 * mT * nT + mT * uint64_t(p.dim);
   t.workspaceBytes = empty ? 0 : blocks * floats * 4;
   return t;
 }

@@ -171,6 +171,17 @@ inline Lanes MaskOf(const char *call, uint64_t mask, int64_t repeatTime) {
   return Resolve(call, lanes, repeatTime, isSetMask, bits);
 }
 
+// k when the active lanes of every repeat are exactly its first k (normal mode: the usual contiguous
+// and full masks), else -1. The level-0 loops below then skip the per-lane test and record a
+// repeat's data blocks as one access.
+inline int64_t PrefixLanes(const Lanes &l) {
+  if (l.counter) return -1;
+  const uint64_t lo = l.bits[0], hi = l.lanes > 64 ? l.bits[1] : 0;
+  if (hi == 0) return (lo & (lo + 1)) == 0 ? __builtin_popcountll(lo) : -1;
+  if (lo != ~0ull || (hi & (hi + 1)) != 0) return -1;
+  return 64 + __builtin_popcountll(hi);
+}
+
 // One operand of a level-0 call: element e of repeat r, strides in 32-byte data blocks.
 template <typename T>
 struct Strided {
@@ -192,6 +203,19 @@ inline Strided<T> Operand(const char *call, const LocalTensor<T> &t, const Lanes
   UbAligned(call, t.TwinData());
   constexpr uint32_t per = Strided<T>::kPerBlock;
   const uint32_t blocks = (l.lanes + per - 1) / per;
+  const int64_t prefix = PrefixLanes(l);
+  if (prefix >= 0 && blk <= 1) {
+    // The active blocks of a repeat are one run of adjacent blocks (blk 1) or one block (blk 0).
+    const uint64_t used = (uint64_t(prefix) + per - 1) / per, run = (blk == 1 ? used : used != 0) * per;
+    for (uint32_t r = 0; run != 0 && r < l.repeats; ++r) {
+      const uint64_t first = r * rep * per;
+      if (first + run > t.TwinCap()) UbOutOfRange(call, first + run, t.TwinCap());
+      write ? UbWrite(kPipeV, call, t.TwinData() + first, run * sizeof(T))
+            : UbRead(kPipeV, call, t.TwinData() + first, run * sizeof(T));
+    }
+    const uint64_t end = run == 0 || l.repeats == 0 ? 0 : (uint64_t(l.repeats) - 1) * rep * per + run;
+    return Strided<T>{t.TwinData(), blk, rep, end};
+  }
   uint64_t end = 0;
   for (uint32_t r = 0; r < l.repeats; ++r)
     for (uint32_t b = 0; b < blocks; ++b) {
@@ -205,9 +229,38 @@ inline Strided<T> Operand(const char *call, const LocalTensor<T> &t, const Lanes
   return Strided<T>{t.TwinData(), blk, rep, end};
 }
 
+// With the usual masks (PrefixLanes), f(r, e0, n) for each run of n <= kPerBlock active lanes
+// e0 .. e0 + n - 1 of repeat r that lie in one data block of T, so adjacent in every operand: the
+// caller's loop over them vectorizes. False (nothing done) for other masks.
+template <typename T, class F>
+inline bool ForBlocks(const Lanes &l, F f) {
+  const int64_t prefix = PrefixLanes(l);
+  if (prefix < 0) return false;
+  constexpr uint32_t per = Strided<T>::kPerBlock;
+  for (uint32_t r = 0; r < l.repeats; ++r)
+    for (uint32_t e0 = 0; e0 < uint32_t(prefix); e0 += per) f(r, e0, std::min<uint32_t>(per, uint32_t(prefix) - e0));
+  return true;
+}
+
+// g(k) for k in [0, n), n <= per: a whole block as a loop of constant length.
+template <uint32_t per, class G>
+inline void InBlock(uint32_t n, G g) {
+  if (n == per) {
+    for (uint32_t k = 0; k < per; ++k) g(k);
+  } else {
+    for (uint32_t k = 0; k < n; ++k) g(k);
+  }
+}
+
 // f(r, e) for every active lane.
 template <class F>
 inline void ForLanes(const Lanes &l, F f) {
+  const int64_t prefix = PrefixLanes(l);
+  if (prefix >= 0) {
+    for (uint32_t r = 0; r < l.repeats; ++r)
+      for (uint32_t e = 0; e < uint32_t(prefix); ++e) f(r, e);
+    return;
+  }
   for (uint32_t r = 0; r < l.repeats; ++r)
     for (uint32_t e = 0; e < l.lanes; ++e)
       if (l.On(r, e)) f(r, e);

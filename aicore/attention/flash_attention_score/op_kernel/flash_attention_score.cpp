@@ -9,9 +9,9 @@
 //
 // A work item is (query head, tile of mTile query rows of one sequence). For each tile of nTile keys that
 // any of its rows sees, the cube computes S = Q Kᵀ into the block's fp32 workspace; the vector
-// pass turns each row into P = exp(scale S - new max) over its visible keys (0 elsewhere), kept as
-// T for the cube, and updates the running max and sum; the cube computes P V and the vector pass
-// folds it into the fp32 accumulator: acc = acc * exp(old max - new max) + P V. No S1 x S2 buffer.
+// pass turns the tile, a chunk of rows per call, into P = exp(scale S - new max) over its visible
+// keys (0 elsewhere), kept as T for the cube, and updates the running max and sum; it scales the
+// fp32 accumulator by exp(old max - new max) and the cube adds P V into it. No S1 x S2 buffer.
 #include "../../flash_attention_dropout.h"
 #include "lib/matmul_intf.h"
 
@@ -38,6 +38,9 @@ struct FaArgs {
   GM_ADDR workspace;
 };
 
+// UB bytes of one fp32 chunk of a score or accumulator tile.
+constexpr uint32_t kFaChunkBytes = 16384;
+
 template <typename T>
 class FlashAttentionScoreKernel {
   using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
@@ -50,44 +53,55 @@ class FlashAttentionScoreKernel {
   // Registered by Run with REGIST_MATMUL_OBJ before Init's InitBuffer calls.
   TPipe pipe;
   Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ
-  Matmul<ND, ND, Acc> mmNN;       // P V
+  Matmul<ND, ND, Acc> mmNN;       // acc += P V
 
   __aicore__ inline void Init(const FaArgs &a, const FlashAttentionTilingData &td) {
     td_ = &td;
-    const int64_t mT = td.mTile, nT = td.nTile, d = td.dim;
+    const int64_t mT = td.mTile, nT = td.nTile, d = td.dim, dv = td.dimV;
     const uint64_t qElems = uint64_t(td.qRows) * td.heads1 * d, kElems = uint64_t(td.kRows) * td.heads2 * d;
     qGm_.SetGlobalBuffer((__gm__ T *)a.q, qElems);
     kGm_.SetGlobalBuffer((__gm__ T *)a.k, kElems);
-    vGm_.SetGlobalBuffer((__gm__ T *)a.v, uint64_t(td.kRows) * td.heads2 * td.dimV);
-    outGm_.SetGlobalBuffer((__gm__ T *)a.out, uint64_t(td.qRows) * td.heads1 * td.dimV);
+    vGm_.SetGlobalBuffer((__gm__ T *)a.v, uint64_t(td.kRows) * td.heads2 * dv);
+    outGm_.SetGlobalBuffer((__gm__ T *)a.out, uint64_t(td.qRows) * td.heads1 * dv);
     const uint64_t stats = uint64_t(td.qRows) * td.heads1 * 8;
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxOut, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumOut, stats);
     FaBindSequences(seq_, maskGm_, a.mask, a.prefix, a.cumQ, a.cumKv, td);
-    // The block's workspace: S (fp32), P (T), P V and the accumulator (fp32).
-    const uint64_t floats = uint64_t(mT) * nT + uint64_t(mT) * nT + 2 * uint64_t(mT) * d;
+    // The block's workspace: S (fp32), P (T, fp32-sized) and the fp32 accumulator (the tiling
+    // sizes it mT x D >= mT x D_v).
+    const uint64_t floats = 2 * uint64_t(mT) * nT + uint64_t(mT) * d;
     __gm__ float *ws = (__gm__ float *)GetUserWorkspace(a.workspace) + GetBlockIdx() * floats;
     sGm_.SetGlobalBuffer(ws, uint64_t(mT) * nT);
     pGm_.SetGlobalBuffer((__gm__ T *)(ws + mT * nT), uint64_t(mT) * nT);
-    pvGm_.SetGlobalBuffer(ws + 2 * mT * nT, uint64_t(mT) * d);
-    accGm_.SetGlobalBuffer(ws + 2 * mT * nT + mT * d, uint64_t(mT) * d);
+    accGm_.SetGlobalBuffer(ws + 2 * mT * nT, uint64_t(mT) * dv);
 
-    const uint32_t row = UbBytes(nT > d ? nT : d, 4);
-    pipe.InitBuffer(inQ_, 2, row);
-    pipe.InitBuffer(addQ_, 1, row);
-    pipe.InitBuffer(outQ_, 1, row);
-    const uint32_t zeroBytes = UbBytes(nT > d ? nT : d, sizeof(T));
+    nPitch_ = FaPitch(nT);
+    dPitch_ = FaPitch(dv);
+    sRows_ = FaChunkRows(nPitch_, kFaChunkBytes);
+    aRows_ = FaChunkRows(dPitch_, kFaChunkBytes);
+    pipe.InitBuffer(sQ_, 1, sRows_ * nPitch_ * 4);
+    pipe.InitBuffer(pQ_, 1, UbBytes(sRows_ * nPitch_, sizeof(T)));
+    pipe.InitBuffer(aQ_, 1, aRows_ * dPitch_ * 4);
+    pipe.InitBuffer(oQ_, 1, aRows_ * dPitch_ * 4);
+    pipe.InitBuffer(fold_, 2 * sRows_ * kFaLanes * 4);
+    pipe.InitBuffer(brc_, (sRows_ > aRows_ ? sRows_ : aRows_) * kUbAlign);
+    statRows_ = (static_cast<uint32_t>(mT) + 7) / 8 * 8;
+    pipe.InitBuffer(state_, kStates * statRows_ * 4);
+    pipe.InitBuffer(stats_, statRows_ * kUbAlign);
+    const uint32_t zeroBytes = UbBytes(dv, sizeof(T));
     pipe.InitBuffer(zero_, zeroBytes);
-    pipe.InitBuffer(tmp_, row);
-    pipe.InitBuffer(red_, 2 * kUbAlign);
-    pipe.InitBuffer(state_, kStates * UbBytes(mT, 4));
-    pipe.InitBuffer(stats_, UbBytes(mT * 8, 4));
-    pipe.InitBuffer(maskQ_, 1, UbBytes(nT, 1));
-    pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
-    pipe.InitBuffer(pen_, UbBytes(nT, 4));
-    pipe.InitBuffer(keep_, UbBytes(nT, 4));
+    if (td.pseKind != 0 || td.hasMask) {
+      pipe.InitBuffer(rowQ_, 1, UbBytes(nT, 4));
+      pipe.InitBuffer(rowOutQ_, 1, UbBytes(nT, 4));
+    }
+    if (td.hasMask) {
+      pipe.InitBuffer(maskQ_, 1, UbBytes(nT, 1));
+      pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
+      pipe.InitBuffer(pen_, UbBytes(nT, 4));
+      pipe.InitBuffer(keep_, UbBytes(nT, 4));
+    }
     FaInitPse(pipe, pse_, a.pse, td);
-    FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, 1);
+    FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, sRows_);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -105,12 +119,12 @@ class FlashAttentionScoreKernel {
   }
 
  private:
-  enum State : uint32_t { kRunMax, kNewMax, kSum, kTileSum, kFactor, kStates };
+  enum State : uint32_t { kRunMax, kNewMax, kSum, kTileMax, kTileSum, kFactor, kShift, kStates };
 
   __aicore__ inline LocalTensor<float> St(uint32_t a) {
     // kRunMax and kNewMax trade places after every key tile.
     if (a == kRunMax || a == kNewMax) a ^= swap_;
-    return state_.Get<float>()[a * (UbBytes(td_->mTile, 4) / 4)];
+    return state_.Get<float>()[a * statRows_];
   }
 
   __aicore__ inline void QueryTile(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
@@ -131,108 +145,125 @@ class FlashAttentionScoreKernel {
       mmNT.SetTensorB(kGm_[kBase + k0 * td.kRow], true);
       mmNT.IterateAll(sGm_, 0, true);
       mmNT.End();
+      if (td.pseKind != 0 || td.hasMask) Logits(sg, n1, q0, mt, k0, nt);
       Probabilities(sg, n1, q0, mt, k0, nt);
-      // The cube reads P from GM: the copies out must have landed.
+      if (started) Rescale(mt);
+      // The cube reads P and adds into the accumulator in GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
       mmNN.SetOrgShape(mt, static_cast<int>(td.vRow), nt, nt);
       mmNN.SetSingleShape(mt, static_cast<int>(td.dimV), nt);
       mmNN.SetTensorA(pGm_);
       mmNN.SetTensorB(vGm_[vBase + k0 * td.vRow]);
-      mmNN.IterateAll(pvGm_, 0, true);
+      mmNN.IterateAll(accGm_, started ? 1 : 0, true);
       mmNN.End();
-      Accumulate(mt, started);
       started = true;
     }
     Finish(sg, n1, q0, mt, started);
   }
 
-  // P rows of the tile, the new running max and the tile's sums; then factor and sum for all rows.
-  __aicore__ inline void Probabilities(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
+  // With real_shift or attn_mask, each row's visible scores in the workspace become their logits
+  // (FaLogits, FaApplyMask: masked keys kFaLowest), row by row, before the whole-tile pass.
+  __aicore__ inline void Logits(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
     const FlashAttentionTilingData &td = *td_;
-    LocalTensor<float> red = red_.Get<float>(), tmp = tmp_.Get<float>();
-    OrderPipes<HardEvent::V_S>(&pipe);
     for (uint32_t i = 0; i < mt; ++i) {
       int64_t lo, hi;
       FaVisible(sg, q0 + i, k0, nt, lo, hi);
-      const float oldMax = St(kRunMax).GetValue(i);
-      const uint32_t len = hi > lo ? static_cast<uint32_t>(hi - lo) : 0;
-      float tileSum = 0.0f, newMax = oldMax;
-      if (len > 0) {
-        LocalTensor<float> s = inQ_.AllocTensor<float>();
-        FaCopyIn(s, sGm_[uint64_t(i) * nt + lo], len);
-        inQ_.EnQue(s);
-        s = inQ_.DeQue<float>();
-        FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, s, len);
-        if (td.hasMask)
-          FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), s,
-                      maskGm_[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
-        ReduceMax(red, s, tmp, len);
-        OrderPipes<HardEvent::V_S>(&pipe);
-        const float tileMax = red.GetValue(0);
-        newMax = tileMax > oldMax ? tileMax : oldMax;
-        OrderPipes<HardEvent::S_V>(&pipe);
-        Adds(s, s, -newMax, len);
-        Exp(s, s, len);
-        // A row whose keys so far are all masked has max kFaLowest: exp(0) must not count them.
-        if (td.hasMask) Mul(s, s, keep_.Get<float>(), len);
-        ReduceSum(red[8], s, tmp, len);
-        if (td.dropKind) {
-          FaDropKeep(pipe, drop_, td, sg, n1, q0 + i, 1, k0 + lo, len);
-          FaDropApply(drop_, td, s, s, 0, len);
-        }
-        LocalTensor<T> p = outQ_.AllocTensor<T>();
-        FaNarrow(p, s, len);
-        inQ_.FreeTensor(s);
-        outQ_.EnQue(p);
-        p = outQ_.DeQue<T>();
-        FaCopyOut(pGm_[uint64_t(i) * nt + lo], p, len);
-        outQ_.FreeTensor(p);
-        OrderPipes<HardEvent::V_S>(&pipe);
-        tileSum = red.GetValue(8);
+      if (hi <= lo) continue;
+      const uint32_t len = static_cast<uint32_t>(hi - lo);
+      LocalTensor<float> s = rowQ_.AllocTensor<float>();
+      FaCopyIn(s, sGm_[uint64_t(i) * nt + lo], len);
+      rowQ_.EnQue(s);
+      s = rowQ_.DeQue<float>();
+      FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, s, len);
+      if (td.hasMask)
+        FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), s,
+                    maskGm_[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
+      LocalTensor<float> o = rowOutQ_.AllocTensor<float>();
+      Adds(o, s, 0.0f, len);
+      rowQ_.FreeTensor(s);
+      rowOutQ_.EnQue(o);
+      o = rowOutQ_.DeQue<float>();
+      FaCopyOut(sGm_[uint64_t(i) * nt + lo], o, len);
+      rowOutQ_.FreeTensor(o);
+    }
+    // The whole-tile pass reads the rows just written.
+    OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
+  }
+
+  // P = exp(logits - new max) of the tile into the workspace as T (0 for the keys a row does not
+  // see), the new running max and the tile's row sums; then factor and sum for all rows. Whole
+  // chunks of rows at a time: the scores' invisible keys become kFaLowest, row maxima and sums are
+  // reductions over the chunk, the max is subtracted as a broadcast block per row.
+  __aicore__ inline void Probabilities(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
+    const FlashAttentionTilingData &td = *td_;
+    const uint32_t pitch = nPitch_;
+    const bool scaled = td.pseKind != 0 || td.hasMask;
+    const LocalTensor<float> fold = fold_.Get<float>(), brc = brc_.Get<float>();
+    for (uint32_t r0 = 0; r0 < mt; r0 += sRows_) {
+      const uint32_t rows = mt - r0 < sRows_ ? mt - r0 : sRows_;
+      LocalTensor<float> s = sQ_.AllocTensor<float>();
+      FaTileIn(s, sGm_[uint64_t(r0) * nt], rows, nt, nt, pitch);
+      sQ_.EnQue(s);
+      s = sQ_.DeQue<float>();
+      if (!scaled) Muls(s, s, td.scale, static_cast<int32_t>(rows * pitch));
+      for (uint32_t r = 0; r < rows; ++r) {
+        int64_t lo, hi;
+        FaVisible(sg, q0 + r0 + r, k0, nt, lo, hi);
+        FaKeepColumns(s[r * pitch], nt, lo, hi);
       }
-      // Keys the row does not see get P = 0.
-      FaCopyOut(pGm_[uint64_t(i) * nt], zero_.Get<T>(), static_cast<uint32_t>(lo));
-      FaCopyOut(pGm_[uint64_t(i) * nt + hi], zero_.Get<T>(), static_cast<uint32_t>(nt - hi));
-      St(kNewMax).SetValue(i, newMax);
-      St(kTileSum).SetValue(i, tileSum);
+      const LocalTensor<float> newMax = St(kNewMax)[r0], shift = St(kShift)[r0];
+      FaRowReduce<true>(St(kTileMax)[r0], s, fold, rows, pitch, nt);
+      Max(newMax, St(kTileMax)[r0], St(kRunMax)[r0], static_cast<int32_t>(rows));
+      Maxs(shift, newMax, kFaShiftFloor, static_cast<int32_t>(rows));
+      FaRowsBy<FaRowOp::kSub>(s, s, shift, brc, rows, pitch);
+      // fp32 P is the exponential itself; fp16/bf16 P its cast.
+      LocalTensor<T> p = pQ_.AllocTensor<T>();
+      const int32_t count = static_cast<int32_t>(rows * pitch);
+      if constexpr (IsSame<T, float>::value) {
+        Exp(p, s, count);
+      } else {
+        Exp(s, s, count);
+      }
+      // The row sums are the softmax's: anything applied to P from here on (dropout's keep mask)
+      // leaves them as they are.
+      const LocalTensor<float> e = IsSame<T, float>::value ? p.template ReinterpretCast<float>() : s;
+      FaRowReduce<false>(St(kTileSum)[r0], e, fold, rows, pitch, nt);
+      if (td.dropKind) {
+        FaDropKeep(pipe, drop_, td, sg, n1, q0 + r0, rows, k0, nt);
+        for (uint32_t r = 0; r < rows; ++r) FaDropApply(drop_, td, e[r * pitch], e[r * pitch], r, nt);
+      }
+      if constexpr (!IsSame<T, float>::value) Cast(p, s, RoundMode::CAST_RINT, count);
+      sQ_.FreeTensor(s);
+      pQ_.EnQue(p);
+      p = pQ_.DeQue<T>();
+      FaTileOut(pGm_[uint64_t(r0) * nt], p, rows, nt, nt, pitch);
+      pQ_.FreeTensor(p);
     }
     // sum = sum * exp(old max - new max) + tile sum, for all rows at once.
-    OrderPipes<HardEvent::S_V>(&pipe);
-    LocalTensor<float> factor = St(kFactor), sum = St(kSum);
-    Sub(factor, St(kRunMax), St(kNewMax), mt);
-    Exp(factor, factor, mt);
-    Mul(sum, sum, factor, mt);
-    Add(sum, sum, St(kTileSum), mt);
+    const LocalTensor<float> factor = St(kFactor), sum = St(kSum);
+    Sub(factor, St(kRunMax), St(kNewMax), static_cast<int32_t>(mt));
+    Exp(factor, factor, static_cast<int32_t>(mt));
+    Mul(sum, sum, factor, static_cast<int32_t>(mt));
+    Add(sum, sum, St(kTileSum), static_cast<int32_t>(mt));
     swap_ ^= 1u;
   }
 
-  // acc = acc * factor + P V (the first visible tile: acc = P V), row by row.
-  __aicore__ inline void Accumulate(uint32_t mt, bool started) {
+  // acc = acc * factor, chunk by chunk, before the cube adds this tile's P V to it.
+  __aicore__ inline void Rescale(uint32_t mt) {
     const uint32_t d = static_cast<uint32_t>(td_->dimV);
-    OrderPipes<HardEvent::V_S>(&pipe);
-    for (uint32_t i = 0; i < mt; ++i) {
-      const float f = St(kFactor).GetValue(i);
-      LocalTensor<float> pv = addQ_.AllocTensor<float>();
-      FaCopyIn(pv, pvGm_[uint64_t(i) * d], d);
-      addQ_.EnQue(pv);
-      pv = addQ_.DeQue<float>();
-      LocalTensor<float> o = outQ_.AllocTensor<float>();
-      if (started) {
-        LocalTensor<float> acc = inQ_.AllocTensor<float>();
-        FaCopyIn(acc, accGm_[uint64_t(i) * d], d);
-        inQ_.EnQue(acc);
-        acc = inQ_.DeQue<float>();
-        Muls(o, acc, f, d);
-        Add(o, o, pv, d);
-        inQ_.FreeTensor(acc);
-      } else {
-        Adds(o, pv, 0.0f, d);
-      }
-      addQ_.FreeTensor(pv);
-      outQ_.EnQue(o);
-      o = outQ_.DeQue<float>();
-      FaCopyOut(accGm_[uint64_t(i) * d], o, d);
-      outQ_.FreeTensor(o);
+    for (uint32_t r0 = 0; r0 < mt; r0 += aRows_) {
+      const uint32_t rows = mt - r0 < aRows_ ? mt - r0 : aRows_;
+      LocalTensor<float> acc = aQ_.AllocTensor<float>();
+      FaTileIn(acc, accGm_[uint64_t(r0) * d], rows, d, d, dPitch_);
+      aQ_.EnQue(acc);
+      acc = aQ_.DeQue<float>();
+      LocalTensor<float> o = oQ_.AllocTensor<float>();
+      FaRowsBy<FaRowOp::kMul>(o, acc, St(kFactor)[r0], brc_.Get<float>(), rows, dPitch_);
+      aQ_.FreeTensor(acc);
+      oQ_.EnQue(o);
+      o = oQ_.DeQue<float>();
+      FaTileOut(accGm_[uint64_t(r0) * d], o, rows, d, d, dPitch_);
+      oQ_.FreeTensor(o);
     }
   }
 
@@ -241,61 +272,60 @@ class FlashAttentionScoreKernel {
     const FlashAttentionTilingData &td = *td_;
     const uint32_t d = static_cast<uint32_t>(td.dimV);
     const int64_t oBase = FaOBase(td, sg, n1) + q0 * td.oRow;
-    // The accumulator rows just written are read back.
+    // The accumulator rows the cube just wrote are read back.
     PipeBarrier<PIPE_ALL>();
-    for (uint32_t i = 0; i < mt; ++i) {
-      if (!started) {
-        FaCopyOut(outGm_[oBase + int64_t(i) * td.oRow], zero_.Get<T>(), d);
-        continue;
+    if (!started) {
+      for (uint32_t i = 0; i < mt; ++i) FaCopyOut(outGm_[oBase + int64_t(i) * td.oRow], zero_.Get<T>(), d);
+    } else {
+      // A row with a visible key has sum >= 1 (its max contributes exp(0)); one without has acc 0.
+      const LocalTensor<float> inv = St(kShift), one = St(kTileMax);
+      Maxs(inv, St(kSum), 1.0e-30f, static_cast<int32_t>(mt));
+      Duplicate(one, 1.0f, static_cast<int32_t>(mt));
+      Div(inv, one, inv, static_cast<int32_t>(mt));
+      for (uint32_t r0 = 0; r0 < mt; r0 += aRows_) {
+        const uint32_t rows = mt - r0 < aRows_ ? mt - r0 : aRows_;
+        LocalTensor<float> acc = aQ_.AllocTensor<float>();
+        FaTileIn(acc, accGm_[uint64_t(r0) * d], rows, d, d, dPitch_);
+        aQ_.EnQue(acc);
+        acc = aQ_.DeQue<float>();
+        FaRowsBy<FaRowOp::kMul>(acc, acc, inv[r0], brc_.Get<float>(), rows, dPitch_);
+        LocalTensor<T> o = oQ_.AllocTensor<T>();
+        FaNarrow(o, acc, rows * dPitch_);
+        aQ_.FreeTensor(acc);
+        oQ_.EnQue(o);
+        o = oQ_.DeQue<T>();
+        FaTileOut(outGm_[oBase + int64_t(r0) * td.oRow], o, rows, d, td.oRow, dPitch_);
+        oQ_.FreeTensor(o);
       }
-      const float sum = St(kSum).GetValue(i);
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      LocalTensor<float> acc = inQ_.AllocTensor<float>();
-      FaCopyIn(acc, accGm_[uint64_t(i) * d], d);
-      inQ_.EnQue(acc);
-      acc = inQ_.DeQue<float>();
-      Muls(acc, acc, inv, d);
-      LocalTensor<T> o = outQ_.AllocTensor<T>();
-      FaNarrow(o, acc, d);
-      inQ_.FreeTensor(acc);
-      outQ_.EnQue(o);
-      o = outQ_.DeQue<T>();
-      FaCopyOut(outGm_[oBase + int64_t(i) * td.oRow], o, d);
-      outQ_.FreeTensor(o);
     }
     WriteStats(maxGm_, St(kRunMax), sg, n1, q0, mt);
     WriteStats(sumGm_, St(kSum), sg, n1, q0, mt);
   }
 
-  // Rows [q0, q0 + mt) of a [B, N1, S1, 8] or [T1, N1, 8] statistic: 8 copies of each row's value.
+  // Rows [q0, q0 + mt) of a [B, N1, S1, 8] or [T1, N1, 8] statistic: each row's value broadcast to
+  // its 8 copies (one block) by Brcb.
   __aicore__ inline void WriteStats(const GlobalTensor<float> &gm, const LocalTensor<float> &rows, const FaSeg &sg,
                                     int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
     LocalTensor<float> st = stats_.Get<float>();
     // The previous copy out of this buffer has completed.
-    OrderPipes<HardEvent::MTE3_S>(&pipe);
-    OrderPipes<HardEvent::V_S>(&pipe);
-    for (uint32_t i = 0; i < mt; ++i) {
-      const float x = rows.GetValue(i);
-      for (uint32_t c = 0; c < 8; ++c) st.SetValue(i * 8 + c, x);
-    }
-    OrderPipes<HardEvent::S_MTE3>(&pipe);
+    OrderPipes<HardEvent::MTE3_V>(&pipe);
+    Brcb(st, rows, static_cast<uint8_t>((mt + 7) / 8), BrcbRepeatParams(1, 8));
+    OrderPipes<HardEvent::V_MTE3>(&pipe);
     FaStatsOut(gm[FaStatBase(td, sg, n1, q0)], st, mt, td.statRow);
   }
 
-  TQue<QuePosition::VECIN, 2> inQ_;
-  TQue<QuePosition::VECIN, 1> addQ_;
-  TQue<QuePosition::VECOUT, 1> outQ_;
-  TQue<QuePosition::VECIN, 1> maskQ_;
-  TBuf<TPosition::VECCALC> zero_, tmp_, red_, state_, stats_, halfRow_, pen_, keep_;
+  TQue<QuePosition::VECIN, 1> sQ_, aQ_, rowQ_, maskQ_;
+  TQue<QuePosition::VECOUT, 1> pQ_, oQ_, rowOutQ_;
+  TBuf<TPosition::VECCALC> zero_, fold_, brc_, state_, stats_, halfRow_, pen_, keep_;
   FaSeqGm seq_;
   FaPseBufs<T> pse_;
   FaDropout drop_;
   GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, outGm_, pGm_;
-  GlobalTensor<float> maxGm_, sumGm_, sGm_, pvGm_, accGm_;
+  GlobalTensor<float> maxGm_, sumGm_, sGm_, accGm_;
   const FlashAttentionTilingData *td_ = nullptr;
-  uint32_t swap_ = 0;
+  uint32_t swap_ = 0, nPitch_ = 0, dPitch_ = 0, sRows_ = 0, aRows_ = 0, statRows_ = 0;
 };
 
 template <typename T>

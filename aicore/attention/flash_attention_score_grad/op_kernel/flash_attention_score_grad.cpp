@@ -20,6 +20,9 @@ using namespace ms_ops::kernel;
 
 namespace {
 
+// UB bytes of one fp32 chunk of a score, gradient or accumulator tile.
+constexpr uint32_t kFaChunkBytes = 16384;
+
 // GM_ADDR is a pointer type macro: one member per declaration.
 struct FagArgs {
   GM_ADDR q;
@@ -90,25 +93,43 @@ class FlashAttentionScoreGradKernel {
     accAGm_.SetGlobalBuffer(ws + 4 * tile, uint64_t(big) * d);
     accBGm_.SetGlobalBuffer(ws + 4 * tile + big * d, uint64_t(big) * d);
 
-    const uint32_t row = UbBytes(nT > d ? nT : d, 4);
-    pipe.InitBuffer(inQ_, 2, row);
-    pipe.InitBuffer(addQ_, 1, row);
-    pipe.InitBuffer(outQ_, 1, row);
-    pipe.InitBuffer(wideA_, row);
-    pipe.InitBuffer(wideB_, row);
-    pipe.InitBuffer(tmp_, row);
-    pipe.InitBuffer(red_, kUbAlign);
+    nPitch_ = FaPitch(nT);
+    // UB tiles of D-element rows (dK, dQ) are sized for D; those of D_v-element rows (dO, O, dV)
+    // fit in them, D_v <= D.
+    dPitch_ = FaPitch(d);
+    vPitch_ = FaPitch(td.dimV);
+    sRows_ = FaChunkRows(nPitch_, kFaChunkBytes);
+    aRows_ = FaChunkRows(dPitch_, kFaChunkBytes);
+    pipe.InitBuffer(sQ_, 1, sRows_ * nPitch_ * 4);
+    pipe.InitBuffer(dpQ_, 1, sRows_ * nPitch_ * 4);
+    pipe.InitBuffer(outQ_, 1, UbBytes(sRows_ * nPitch_ > aRows_ * dPitch_ ? sRows_ * nPitch_ : aRows_ * dPitch_,
+                                      sizeof(T)));
+    pipe.InitBuffer(aQ_, 1, aRows_ * dPitch_ * 4);
+    pipe.InitBuffer(bQ_, 1, aRows_ * dPitch_ * 4);
+    if constexpr (!IsSame<T, float>::value) {
+      pipe.InitBuffer(wideA_, aRows_ * dPitch_ * 4);
+      pipe.InitBuffer(wideB_, aRows_ * dPitch_ * 4);
+    }
+    pipe.InitBuffer(fold_, 2 * (sRows_ > aRows_ ? sRows_ : aRows_) * kFaLanes * 4);
+    const uint32_t statRows = (static_cast<uint32_t>(mT) + 7) / 8 * 8;
+    pipe.InitBuffer(statMax_, statRows * kUbAlign);
+    pipe.InitBuffer(statSum_, statRows * kUbAlign);
+    pipe.InitBuffer(dBlk_, statRows * kUbAlign);
+    pipe.InitBuffer(dRow_, statRows * 4);
     zeroBytes_ = UbBytes(nT > d ? nT : d, sizeof(T));
     pipe.InitBuffer(zero_, zeroBytes_);
-    pipe.InitBuffer(statMax_, UbBytes(mT * 8, 4));
-    pipe.InitBuffer(statSum_, UbBytes(mT * 8, 4));
-    pipe.InitBuffer(dRow_, UbBytes(mT, 4));
-    pipe.InitBuffer(maskQ_, 1, UbBytes(nT, 1));
-    pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
-    pipe.InitBuffer(pen_, UbBytes(nT, 4));
-    pipe.InitBuffer(keep_, UbBytes(nT, 4));
+    if (td.pseKind != 0 || td.hasMask) {
+      pipe.InitBuffer(rowQ_, 1, UbBytes(nT, 4));
+      pipe.InitBuffer(rowOutQ_, 1, UbBytes(nT, 4));
+    }
+    if (td.hasMask) {
+      pipe.InitBuffer(maskQ_, 1, UbBytes(nT, 1));
+      pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
+      pipe.InitBuffer(pen_, UbBytes(nT, 4));
+      pipe.InitBuffer(keep_, UbBytes(nT, 4));
+    }
     FaInitPse(pipe, pse_, a.pse, td);
-    FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, 1);
+    FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, sRows_);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes_ / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -193,7 +214,10 @@ class FlashAttentionScoreGradKernel {
     WriteRows(dqGm_[FaQBase(td, sg, n1) + q0 * td.qRow], accAGm_, mt, td.qRow, td.dim, started);
   }
 
-  // The tile's dS (and, with writeP, P) into the workspace, T, zero where the row sees no key.
+  // The tile's dS (and, with writeP, P) into the workspace, T, zero where the row sees no key; a chunk
+  // of rows per vector call: P = exp(logits - shift) * (1 / sum) with the row statistics as
+  // broadcast blocks, dS = scale * P * (dP - D). With dropout, dP and the P written for dV carry
+  // the keep bits (Z / keep_prob) while dS takes the undropped P: P is dropped after dS.
   __aicore__ inline void Rebuild(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt,
                                  bool writeP) {
     const FlashAttentionTilingData &td = *td_;
@@ -214,58 +238,79 @@ class FlashAttentionScoreGradKernel {
     mmNT.SetTensorB(vGm_[vOff], true);
     mmNT.IterateAll(dpGm_, 0, true);
     mmNT.End();
-    const LocalTensor<float> mx = statMax_.Get<float>(), sm = statSum_.Get<float>(), dr = dRow_.Get<float>();
+    const bool scaled = td.pseKind != 0 || td.hasMask;
+    if (scaled) Logits(sg, n1, q0, mt, k0, nt);
+    const bool dpse = !writeP && td.pseGrad;
+    const uint32_t pitch = nPitch_;
+    const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>(), dBlk = dBlk_.Get<float>();
+    for (uint32_t r0 = 0; r0 < mt; r0 += sRows_) {
+      const uint32_t rows = mt - r0 < sRows_ ? mt - r0 : sRows_;
+      const int32_t count = static_cast<int32_t>(rows * pitch);
+      LocalTensor<float> p = sQ_.AllocTensor<float>();
+      FaTileIn(p, sGm_[uint64_t(r0) * nt], rows, nt, nt, pitch);
+      sQ_.EnQue(p);
+      LocalTensor<float> ds = dpQ_.AllocTensor<float>();
+      FaTileIn(ds, dpGm_[uint64_t(r0) * nt], rows, nt, nt, pitch);
+      dpQ_.EnQue(ds);
+      p = sQ_.DeQue<float>();
+      ds = dpQ_.DeQue<float>();
+      if (!scaled) Muls(p, p, td.scale, count);
+      for (uint32_t r = 0; r < rows; ++r) {
+        int64_t lo, hi;
+        FaVisible(sg, q0 + r0 + r, k0, nt, lo, hi);
+        FaKeepColumns(p[r * pitch], nt, lo, hi);
+      }
+      FaRowsByBlocks<FaRowOp::kSub>(p, p, shift[r0 * 8], rows, pitch);
+      Exp(p, p, count);
+      FaRowsByBlocks<FaRowOp::kMul>(p, p, inv[r0 * 8], rows, pitch);
+      if (td.dropKind) {
+        FaDropKeep(pipe, drop_, td, sg, n1, q0 + r0, rows, k0, nt);
+        for (uint32_t r = 0; r < rows; ++r) FaDropApply(drop_, td, ds[r * pitch], ds[r * pitch], r, nt);
+      }
+      FaRowsByBlocks<FaRowOp::kSub>(ds, ds, dBlk[r0 * 8], rows, pitch);
+      Mul(ds, ds, p, count);
+      if (writeP) {
+        for (uint32_t r = 0; td.dropKind && r < rows; ++r)
+          FaDropApply(drop_, td, p[r * pitch], p[r * pitch], r, nt);
+        Emit(pGm_[uint64_t(r0) * nt], p, rows, nt, nt);
+      }
+      sQ_.FreeTensor(p);
+      const int64_t pseAt = dpse ? int64_t(FaPseAt(td, sg, n1, q0 + r0, k0)) : 0;
+      if (dpse && !td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
+      Muls(ds, ds, td.scale, count);
+      if (dpse && td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
+      Emit(dsGm_[uint64_t(r0) * nt], ds, rows, nt, nt);
+      dpQ_.FreeTensor(ds);
+    }
+  }
+
+  // With real_shift or attn_mask, each row's visible scores in the workspace become their logits
+  // (FaLogits, FaApplyMask: masked keys kFaLowest), row by row, before the whole-tile pass.
+  __aicore__ inline void Logits(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
+    const FlashAttentionTilingData &td = *td_;
     for (uint32_t i = 0; i < mt; ++i) {
       int64_t lo, hi;
       FaVisible(sg, q0 + i, k0, nt, lo, hi);
-      const uint32_t len = hi > lo ? static_cast<uint32_t>(hi - lo) : 0;
-      if (len > 0) {
-        const float sum = sm.GetValue(i * 8), inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-        const float rowMax = mx.GetValue(i * 8), di = dr.GetValue(i);
-        LocalTensor<float> p = inQ_.AllocTensor<float>();
-        FaCopyIn(p, sGm_[uint64_t(i) * nt + lo], len);
-        inQ_.EnQue(p);
-        p = inQ_.DeQue<float>();
-        LocalTensor<float> ds = addQ_.AllocTensor<float>();
-        FaCopyIn(ds, dpGm_[uint64_t(i) * nt + lo], len);
-        addQ_.EnQue(ds);
-        ds = addQ_.DeQue<float>();
-        FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, p, len);
-        // Masked keys score kFaLowest: P = 0 there (a row with every key masked has sum 0).
-        if (td.hasMask)
-          FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), p,
-                      maskGm_[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
-        Adds(p, p, -rowMax, len);
-        Exp(p, p, len);
-        Muls(p, p, inv, len);
-        if (td.dropKind) {
-          FaDropKeep(pipe, drop_, td, sg, n1, q0 + i, 1, k0 + lo, len);
-          FaDropApply(drop_, td, ds, ds, 0, len);
-        }
-        if (writeP && td.dropKind) {
-          FaDropApply(drop_, td, wideA_.Get<float>(), p, 0, len);
-          Emit(pGm_[uint64_t(i) * nt + lo], wideA_.Get<float>(), len);
-        } else if (writeP) {
-          Emit(pGm_[uint64_t(i) * nt + lo], p, len);
-        }
-        Adds(ds, ds, -di, len);
-        Mul(ds, ds, p, len);
-        const bool dpse = !writeP && td.pseGrad;
-        if (dpse && !td.pseAddFirst) Emit(dpseGm_[FaPseAt(td, sg, n1, q0 + i, k0 + lo)], ds, len);
-        Muls(ds, ds, td.scale, len);
-        if (dpse && td.pseAddFirst) Emit(dpseGm_[FaPseAt(td, sg, n1, q0 + i, k0 + lo)], ds, len);
-        inQ_.FreeTensor(p);
-        Emit(dsGm_[uint64_t(i) * nt + lo], ds, len);
-        addQ_.FreeTensor(ds);
-      }
-      const LocalTensor<T> zero = zero_.Get<T>();
-      if (writeP) {
-        FaCopyOut(pGm_[uint64_t(i) * nt], zero, static_cast<uint32_t>(lo));
-        FaCopyOut(pGm_[uint64_t(i) * nt + hi], zero, static_cast<uint32_t>(nt - hi));
-      }
-      FaCopyOut(dsGm_[uint64_t(i) * nt], zero, static_cast<uint32_t>(lo));
-      FaCopyOut(dsGm_[uint64_t(i) * nt + hi], zero, static_cast<uint32_t>(nt - hi));
+      if (hi <= lo) continue;
+      const uint32_t len = static_cast<uint32_t>(hi - lo);
+      LocalTensor<float> s = rowQ_.AllocTensor<float>();
+      FaCopyIn(s, sGm_[uint64_t(i) * nt + lo], len);
+      rowQ_.EnQue(s);
+      s = rowQ_.DeQue<float>();
+      FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, s, len);
+      if (td.hasMask)
+        FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), s,
+                    maskGm_[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
+      LocalTensor<float> o = rowOutQ_.AllocTensor<float>();
+      Adds(o, s, 0.0f, len);
+      rowQ_.FreeTensor(s);
+      rowOutQ_.EnQue(o);
+      o = rowOutQ_.DeQue<float>();
+      FaCopyOut(sGm_[uint64_t(i) * nt + lo], o, len);
+      rowOutQ_.FreeTensor(o);
     }
+    // The whole-tile pass reads the rows just written.
+    OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
   }
 
   // `count` zeros of T into GM, in runs of the zero row.
@@ -275,77 +320,85 @@ class FlashAttentionScoreGradKernel {
       FaCopyOut(dst[x], zero_.Get<T>(), static_cast<uint32_t>(count - x < run ? count - x : run));
   }
 
-  // A fp32 UB row into GM as T.
-  __aicore__ inline void Emit(const GlobalTensor<T> &dst, const LocalTensor<float> &src, uint32_t len) {
+  // A [rows x pitch] fp32 UB tile into GM rows [rows x cols] (ld apart) as T.
+  __aicore__ inline void Emit(const GlobalTensor<T> &dst, const LocalTensor<float> &src, uint32_t rows, uint32_t cols,
+                              int64_t ld) {
     LocalTensor<T> o = outQ_.AllocTensor<T>();
-    FaNarrow(o, src, len);
+    FaNarrow(o, src, rows * nPitch_);
     outQ_.EnQue(o);
     o = outQ_.DeQue<T>();
-    FaCopyOut(dst, o, len);
+    FaTileOut(dst, o, rows, cols, ld, nPitch_);
     outQ_.FreeTensor(o);
   }
 
-  // softmax_max and softmax_sum of the rows into UB, and D_i = Σ dO ∘ O per row.
+  // The rows' statistics as broadcast blocks of 8 floats: shift = max(softmax_max, kFaShiftFloor),
+  // 1 / softmax_sum (1e30 for a row with sum 0, whose P is 0 anyway) and D = Σ dO ∘ O, the last a
+  // whole chunk of rows per vector call.
   __aicore__ inline void RowStats(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
-    const uint32_t d = static_cast<uint32_t>(td.dimV);
+    const uint32_t d = static_cast<uint32_t>(td.dimV), pitch = vPitch_;
     const int64_t oOff = FaOBase(td, sg, n1) + q0 * td.oRow, sOff = FaStatBase(td, sg, n1, q0);
-    // The previous tile's scalar and vector reads of these buffers are done.
+    const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>(), dr = dRow_.Get<float>();
+    // The previous tile's vector reads of these buffers are done.
     PipeBarrier<PIPE_ALL>();
-    FaStatsIn(statMax_.Get<float>(), maxGm_[sOff], mt, td.statRow);
-    FaStatsIn(statSum_.Get<float>(), sumGm_[sOff], mt, td.statRow);
-    LocalTensor<float> red = red_.Get<float>(), dr = dRow_.Get<float>();
-    for (uint32_t i = 0; i < mt; ++i) {
-      LocalTensor<T> dy = inQ_.AllocTensor<T>();
-      FaCopyIn(dy, dyGm_[oOff + int64_t(i) * td.oRow], d);
-      inQ_.EnQue(dy);
-      dy = inQ_.DeQue<T>();
-      LocalTensor<T> o = addQ_.AllocTensor<T>();
-      FaCopyIn(o, oGm_[oOff + int64_t(i) * td.oRow], d);
-      addQ_.EnQue(o);
-      o = addQ_.DeQue<T>();
-      LocalTensor<float> a = ToFloat(dy, wideA_, d), c = ToFloat(o, wideB_, d);
-      Mul(tmp_.Get<float>(), a, c, d);
-      inQ_.FreeTensor(dy);
-      addQ_.FreeTensor(o);
-      ReduceSum(red, tmp_.Get<float>(), wideA_.Get<float>(), d);
-      OrderPipes<HardEvent::V_S>(&pipe);
-      dr.SetValue(i, red.GetValue(0));
-      OrderPipes<HardEvent::S_V>(&pipe);
+    FaStatsIn(shift, maxGm_[sOff], mt, td.statRow);
+    FaStatsIn(inv, sumGm_[sOff], mt, td.statRow);
+    OrderPipes<HardEvent::MTE2_V>(&pipe);
+    const int32_t blocks = static_cast<int32_t>(mt * 8);
+    Maxs(shift, shift, kFaShiftFloor, blocks);
+    Maxs(inv, inv, 1.0e-30f, blocks);
+    const LocalTensor<float> one = dBlk_.Get<float>();
+    Duplicate(one, 1.0f, blocks);
+    Div(inv, one, inv, blocks);
+    for (uint32_t r0 = 0; r0 < mt; r0 += aRows_) {
+      const uint32_t rows = mt - r0 < aRows_ ? mt - r0 : aRows_;
+      LocalTensor<T> dy = aQ_.AllocTensor<T>();
+      FaTileIn(dy, dyGm_[oOff + int64_t(r0) * td.oRow], rows, d, td.oRow, pitch);
+      aQ_.EnQue(dy);
+      LocalTensor<T> o = bQ_.AllocTensor<T>();
+      FaTileIn(o, oGm_[oOff + int64_t(r0) * td.oRow], rows, d, td.oRow, pitch);
+      bQ_.EnQue(o);
+      dy = aQ_.DeQue<T>();
+      o = bQ_.DeQue<T>();
+      const LocalTensor<float> a = ToFloat(dy, wideA_, rows * pitch), c = ToFloat(o, wideB_, rows * pitch);
+      const LocalTensor<float> prod = IsSame<T, float>::value ? a : c;
+      Mul(prod, a, c, static_cast<int32_t>(rows * pitch));
+      FaRowReduce<false>(dr[r0], prod, fold_.Get<float>(), rows, pitch, d);
+      aQ_.FreeTensor(dy);
+      bQ_.FreeTensor(o);
     }
-    OrderPipes<HardEvent::MTE2_S>(&pipe);
+    Brcb(dBlk_.Get<float>(), dr, static_cast<uint8_t>((mt + 7) / 8), BrcbRepeatParams(1, 8));
   }
 
   // rows of `dim` elements of the fp32 accumulator into GM as T (rowStride apart), or zeros when
   // nothing added.
   __aicore__ inline void WriteRows(const GlobalTensor<T> &dst, const GlobalTensor<float> &acc, uint32_t rows,
                                    int64_t rowStride, int64_t dim, bool started) {
-    const uint32_t d = static_cast<uint32_t>(dim);
+    const uint32_t d = static_cast<uint32_t>(dim), pitch = FaPitch(dim);
     PipeBarrier<PIPE_ALL>();
-    for (uint32_t i = 0; i < rows; ++i) {
-      if (!started) {
-        FaCopyOut(dst[int64_t(i) * rowStride], zero_.Get<T>(), d);
-        continue;
-      }
-      LocalTensor<float> x = inQ_.AllocTensor<float>();
-      FaCopyIn(x, acc[uint64_t(i) * d], d);
-      inQ_.EnQue(x);
-      x = inQ_.DeQue<float>();
+    if (!started) {
+      for (uint32_t i = 0; i < rows; ++i) FaCopyOut(dst[int64_t(i) * rowStride], zero_.Get<T>(), d);
+      return;
+    }
+    for (uint32_t r0 = 0; r0 < rows; r0 += aRows_) {
+      const uint32_t n = rows - r0 < aRows_ ? rows - r0 : aRows_;
+      LocalTensor<float> x = aQ_.AllocTensor<float>();
+      FaTileIn(x, acc[uint64_t(r0) * d], n, d, d, pitch);
+      aQ_.EnQue(x);
+      x = aQ_.DeQue<float>();
       LocalTensor<T> o = outQ_.AllocTensor<T>();
-      FaNarrow(o, x, d);
-      inQ_.FreeTensor(x);
+      FaNarrow(o, x, n * pitch);
+      aQ_.FreeTensor(x);
       outQ_.EnQue(o);
       o = outQ_.DeQue<T>();
-      FaCopyOut(dst[int64_t(i) * rowStride], o, d);
+      FaTileOut(dst[int64_t(r0) * rowStride], o, n, d, rowStride, pitch);
       outQ_.FreeTensor(o);
     }
   }
 
-  TQue<QuePosition::VECIN, 2> inQ_;
-  TQue<QuePosition::VECIN, 1> addQ_;
-  TQue<QuePosition::VECOUT, 1> outQ_;
-  TQue<QuePosition::VECIN, 1> maskQ_;
-  TBuf<TPosition::VECCALC> wideA_, wideB_, tmp_, red_, zero_, statMax_, statSum_, dRow_, halfRow_, pen_, keep_;
+  TQue<QuePosition::VECIN, 1> sQ_, dpQ_, aQ_, bQ_, rowQ_, maskQ_;
+  TQue<QuePosition::VECOUT, 1> outQ_, rowOutQ_;
+  TBuf<TPosition::VECCALC> wideA_, wideB_, fold_, zero_, statMax_, statSum_, dBlk_, dRow_, halfRow_, pen_, keep_;
   FaSeqGm seq_;
   GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, pGm_, dsGm_, dpseGm_;
@@ -354,7 +407,7 @@ class FlashAttentionScoreGradKernel {
   uint64_t dpseElems_ = 0;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_;
   const FlashAttentionTilingData *td_ = nullptr;
-  uint32_t zeroBytes_ = 0;
+  uint32_t zeroBytes_ = 0, nPitch_ = 0, dPitch_ = 0, vPitch_ = 0, sRows_ = 0, aRows_ = 0;
 };
 
 template <typename T>
