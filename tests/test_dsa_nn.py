@@ -153,11 +153,14 @@ class TinyModel(nn.Cell):
 
 
 def test_trains_graph():
-    """200 GRAPH-mode steps of a tiny model (output regression + indexer loss): the indexer's KL
-    loss falls."""
+    """200 GRAPH-mode steps of a tiny model (DSAttention + a head regressing a fixed linear map of
+    x, plus the indexer loss): the indexer's KL loss falls. The main projections learn slowly
+    (lr 1e-4; the indexer 3e-3), so the target the indexer chases moves less than it learns."""
     ms.set_context(mode=ms.GRAPH_MODE)
     model = TinyModel()
-    optimizer = nn.Adam(model.trainable_params(), learning_rate=3e-3)
+    index = [p for p in model.trainable_params() if ".indexer." in p.name]
+    main = [p for p in model.trainable_params() if ".indexer." not in p.name]
+    optimizer = nn.Adam([{"params": index, "lr": 3e-3}, {"params": main, "lr": 1e-4}], learning_rate=3e-3)
     grad = ms.value_and_grad(model, None, optimizer.parameters, has_aux=True)
 
     def step(x, target):
@@ -166,11 +169,12 @@ def test_trains_graph():
         return indexer_loss
 
     step = ms.jit(step)
+    teacher = ms.Tensor(np.random.randn(H, H).astype(np.float32) / math.sqrt(H))
     xs = [hidden(2, 24) for _ in range(4)]
-    targets = [hidden(2, 24) for _ in range(4)]
+    targets = [ops.matmul(x, teacher) for x in xs]
     losses = [float(step(xs[i % 4], targets[i % 4]).asnumpy()[0]) for i in range(200)]
     first, last = np.mean(losses[:20]), np.mean(losses[-20:])
-    assert last < 0.5 * first, f"indexer loss {first:.4f} -> {last:.4f}"
+    assert len(index) == 3 and last < 0.6 * first, f"indexer loss {first:.4f} -> {last:.4f}"
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
