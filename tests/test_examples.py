@@ -63,13 +63,14 @@ def test_train_tiny_llm_example_learns_resumes_and_generates(tmp_path):
 
 def test_train_tiny_llm_dsa(tmp_path):
     """--attention dsa: each layer is ms_ops.nn.DSAttention; the indexer loss is added to the LM
-    loss and printed beside it."""
+    loss and printed beside it. 40 steps: the script exits non-zero unless the LM loss fell 20%,
+    which 20 steps do not quite reach."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    proc = run_script("examples/train_tiny_llm.py", "--attention", "dsa", "--steps", "20", "--seq-len", "32",
+    proc = run_script("examples/train_tiny_llm.py", "--attention", "dsa", "--steps", "40", "--seq-len", "32",
                       "--sparse-count", "8", "--out-dir", str(tmp_path / "out"), cwd=cwd, timeout=900)
     found = re.search(r"indexer loss: first \d+ steps ([\d.]+) -> last \d+ steps ([\d.]+)", proc.stdout)
-    assert found and float(found[1]) > 0 and float(found[2]) > 0 and "20 steps in" in proc.stdout
+    assert found and float(found[1]) > 0 and float(found[2]) > 0 and "40 steps in" in proc.stdout
 
 
 def test_paged_kv_cache_example(tmp_path):
