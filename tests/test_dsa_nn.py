@@ -199,3 +199,9 @@ def test_input_errors_and_repr():
     with pytest.raises(ValueError, match="DSAttention: 'x' dimension 2 must equal hidden_size"):
         cell(ms.Tensor(np.zeros((1, 4, H + 1), np.float32)))
     assert "sparse_count=8" in repr(cell.indexer) and "dense_warmup=False" in repr(cell)
+
+
+@pytest.mark.parametrize("dense_warmup", [False, True], ids=["sparse", "dense"])
+def test_zero_tokens(dense_warmup):
+    out, loss = make(dense_warmup)(ms.Tensor(np.zeros((1, 0, H), np.float32)))
+    assert out.shape == (1, 0, H) and loss.asnumpy().tolist() == [0.0]
