@@ -205,3 +205,22 @@ def test_input_errors_and_repr():
 def test_zero_tokens(dense_warmup):
     out, loss = make(dense_warmup)(ms.Tensor(np.zeros((1, 0, H), np.float32)))
     assert out.shape == (1, 0, H) and loss.asnumpy().tolist() == [0.0]
+
+
+def test_without_rope():
+    """rope_head_dim 0 (both parts): no rope tensors reach the kernels; the loss is the KL over
+    the indexer's selection of the plain scores."""
+    cell = ms_ops.nn.DSAttention(H, N, D, index_heads=NI, index_head_dim=DI, sparse_count=K, max_seq_len=64)
+    x = hidden(1, 12)
+    out, loss = cell(x)
+    q = dense(x, cell.wq).reshape(1, 12, N, D)
+    k, v = ops.split(dense(x, cell.wkv).reshape(1, 12, 1, 2 * D), D, axis=-1)
+    qi = dense(x, cell.indexer.wq).reshape(1, 12, NI, DI)
+    ki = dense(x, cell.indexer.wk).reshape(1, 12, 1, DI)
+    w = dense(x, cell.indexer.weights_proj) / math.sqrt(NI * DI)
+    idx, _ = ms_ops.lightning_indexer(qi, ki, w, sparse_count=K)
+    ref, mx, sm = ms_ops.sparse_flash_attention(q, k, v, idx, 1 / math.sqrt(D))
+    ref_loss = ms_ops.sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, idx, mx, sm, 1 / math.sqrt(D))
+    np.testing.assert_allclose(out.asnumpy(), dense(ref.reshape(1, 12, N * D), cell.wo).asnumpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(loss.asnumpy(), ref_loss.asnumpy(), rtol=1e-5)

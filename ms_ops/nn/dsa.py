@@ -103,7 +103,7 @@ class LightningIndexer(RecoveringCell):
         self.wk = nn.Dense(hidden_size, index_head_dim, has_bias=False)
         self.weights_proj = nn.Dense(hidden_size, index_heads, has_bias=False)
         self.weight_scale = (index_heads * index_head_dim) ** -0.5
-        self.cos, self.sin = _rope_tables(max_seq_len, max(rope_head_dim, 2), rope_base)
+        self.cos, self.sin = _rope_tables(max_seq_len, rope_head_dim, rope_base) if rope_head_dim else (None, None)
 
     def _rope(self, x, s):
         if self.rope_head_dim == 0:
@@ -151,7 +151,8 @@ class DSAttention(RecoveringCell):
     attention's softmax statistics. ``dense_warmup=True`` (DeepSeek-V3.2's warm-up stage):
     dense causal :func:`ms_ops.flash_attention_score` (its statistics by return_softmax_lse) and
     :func:`ms_ops.dense_lightning_indexer_kl_loss` over every causal key (at most 2048 per
-    sequence); the indexer's top-k is not needed then.
+    sequence); the indexer's top-k is not needed then. The mode is fixed at construction; both
+    modes have the same parameters, so the sparse stage can load the warm-up's checkpoint.
 
     The indexer reads ``stop_gradient(x)`` and its loss treats the main attention's query, key
     and statistics as constants, as in DeepSeek-V3.2: the output's gradient reaches the main
@@ -216,7 +217,7 @@ class DSAttention(RecoveringCell):
         self.indexer = LightningIndexer(hidden_size, index_heads, index_head_dim, sparse_count,
                                         rope_head_dim=index_rope_head_dim, max_seq_len=max_seq_len,
                                         rope_base=rope_base, dtype=dtype)
-        self.cos, self.sin = _rope_tables(max_seq_len, max(rope_head_dim, 2), rope_base)
+        self.cos, self.sin = _rope_tables(max_seq_len, rope_head_dim, rope_base) if rope_head_dim else (None, None)
 
     def _main(self, x):
         """(query, key, value, query_rope, key_rope) in ``dtype``; the rope parts None without rope."""
