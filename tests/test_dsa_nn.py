@@ -1,7 +1,8 @@
 """ms_ops.nn.LightningIndexer and ms_ops.nn.DSAttention: outputs equal the op calls they compose
 (projections written out here independently), sparse and dense warm-up modes in GRAPH and
 PYNATIVE, where the gradients go (output -> main projections, indexer loss -> indexer only),
-dynamic sequence length in GRAPH mode, training lowers the indexer loss, argument errors."""
+dynamic sequence length in GRAPH mode, training lowers the indexer loss, no rope, zero tokens,
+argument errors."""
 import math
 
 import mindspore as ms
