@@ -72,7 +72,7 @@ def hidden(b, s):
 
 
 class Part(nn.Cell):
-    """DSAttention's output (summed against a fixed weight) or its indexer loss."""
+    """DSAttention's output (summed against a fixed weight), its indexer loss, or "both" added."""
 
     def __init__(self, cell, which):
         super().__init__()
@@ -82,7 +82,9 @@ class Part(nn.Cell):
         out, loss = self.cell(x)
         if self.which == "output":
             return (out * w).sum()
-        return loss.sum()
+        if self.which == "loss":
+            return loss.sum()
+        return (out * w).sum() + loss.sum()
 
 
 def test_indexer_matches_op(mode):
@@ -129,17 +131,27 @@ def test_gradients_go_where_they_should(mode, dense_warmup):
         assert (float(np.abs(dx.asnumpy()).max()) > 0) == (which == "output")
 
 
-def test_dynamic_seq_graph():
-    """One graph with S left open serves two lengths, equal to the static PYNATIVE run."""
-    cell = make()
-    xs = [hidden(2, s) for s in (13, 30)]
-    expected = [[t.asnumpy() for t in cell(x)] for x in xs]
+@pytest.mark.parametrize("dense_warmup, with_grad", [(False, True), (True, False)], ids=["sparse", "dense"])
+def test_dynamic_seq_graph(dense_warmup, with_grad):
+    """One graph with S left open serves two lengths, equal to the static PYNATIVE run: the
+    forward, and in sparse mode also the parameters' gradients of output and loss together (one
+    mode only, to keep the suite's time)."""
+    cell = make(dense_warmup)
+    part = Part(cell, "both")
+    data = [(hidden(2, s), hidden(2, s)) for s in (13, 30)]
+
+    def run(x, w):
+        grads = ms.grad(part, grad_position=None, weights=cell.trainable_params())(x, w) if with_grad else ()
+        return [t.asnumpy() for t in list(cell(x)) + list(grads)]
+
+    expected = [run(x, w) for x, w in data]
     ms.set_context(mode=ms.GRAPH_MODE)
-    cell.set_inputs(ms.Tensor(shape=[2, None, H], dtype=ms.float32))
-    for x, (out, loss) in zip(xs, expected):
-        got_out, got_loss = cell(x)
-        np.testing.assert_allclose(got_out.asnumpy(), out, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(got_loss.asnumpy(), loss, rtol=1e-5)
+    dyn = ms.Tensor(shape=[2, None, H], dtype=ms.float32)
+    cell.set_inputs(dyn)
+    part.set_inputs(dyn, dyn)
+    for (x, w), want in zip(data, expected):
+        for got, ref in zip(run(x, w), want):
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
 
 
 class TinyModel(nn.Cell):
