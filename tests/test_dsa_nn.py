@@ -39,13 +39,14 @@ def composed_indexer(indexer, x):
     return q, k, w
 
 
-def composed(cell, x, dense_warmup):
-    """(output, indexer_loss) of DSAttention from the ms_ops op calls."""
+def composed(cell, x, dense_warmup, dtype=ms.float32):
+    """(output, indexer_loss) of DSAttention from the ms_ops op calls, the kernels in ``dtype``."""
     b, s, _ = x.shape
     q = dense(x, cell.wq).reshape(b, s, N, D + DR)
     k, kr, v = ops.split(dense(x, cell.wkv).reshape(b, s, 1, D + DR + DV), (D, DR, DV), axis=-1)
     q, qr, kr = q[..., :D], rope(q[..., D:], s), rope(kr, s)
     qi, ki, w = composed_indexer(cell.indexer, x)
+    q, k, v, qr, kr, qi, ki, w = (t.astype(dtype) for t in (q, k, v, qr, kr, qi, ki, w))
     scale = 1.0 / math.sqrt(D + DR)
     if dense_warmup:
         out, mx, sm = ms_ops.flash_attention_score(ops.concat((q, qr), -1), ops.concat((k, kr), -1), v, N,
@@ -59,12 +60,13 @@ def composed(cell, x, dense_warmup):
         out, mx, sm = ms_ops.sparse_flash_attention(q, k, v, idx, scale, query_rope=qr, key_rope=kr)
         loss = ms_ops.sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, idx, mx, sm, scale, query_rope=qr,
                                                        key_rope=kr)
-    return dense(out.reshape(b, s, N * DV), cell.wo), loss
+    return dense(out.astype(ms.float32).reshape(b, s, N * DV), cell.wo), loss
 
 
-def make(dense_warmup=False):
+def make(dense_warmup=False, dtype=ms.float32):
     return ms_ops.nn.DSAttention(H, N, D, rope_head_dim=DR, v_head_dim=DV, index_heads=NI, index_head_dim=DI,
-                                 index_rope_head_dim=DIR, sparse_count=K, dense_warmup=dense_warmup, max_seq_len=64)
+                                 index_rope_head_dim=DIR, sparse_count=K, dense_warmup=dense_warmup, max_seq_len=64,
+                                 dtype=dtype)
 
 
 def hidden(b, s):
@@ -108,6 +110,19 @@ def test_matches_composed_ops(mode, dense_warmup):
     np.testing.assert_allclose(out.asnumpy(), ref_out.asnumpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(loss.asnumpy(), ref_loss.asnumpy(), rtol=1e-5)
     assert loss.asnumpy()[0] > 0
+
+
+@pytest.mark.parametrize("dtype", [ms.float16, ms.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("dense_warmup", [False, True], ids=["sparse", "dense"])
+def test_half_dtypes(dense_warmup, dtype):
+    """dtype runs the kernels in fp16/bf16 (the projections stay float32): the same op calls."""
+    cell = make(dense_warmup, dtype)
+    x = hidden(1, 15)
+    out, loss = cell(x)
+    ref_out, ref_loss = composed(cell, x, dense_warmup, dtype)
+    assert out.dtype == ms.float32 and loss.dtype == ms.float32
+    np.testing.assert_allclose(out.asnumpy(), ref_out.asnumpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loss.asnumpy(), ref_loss.asnumpy(), rtol=1e-5)
 
 
 @pytest.mark.parametrize("dense_warmup", [False, True], ids=["sparse", "dense"])
