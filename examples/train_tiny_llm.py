@@ -12,12 +12,18 @@ the checkpoint ``tiny_llm.ckpt`` (parameters, optimizer state, step) to ``--out-
 ``examples/outputs/``), and exits non-zero unless the loss clearly fell. ``--resume`` continues
 from that checkpoint up to ``--steps`` in total. ``examples/generate.py`` decodes from it.
 
+``--attention dsa`` replaces each layer's attention by DeepSeek sparse attention
+(``ms_ops.nn.DSAttention``: one shared key/value head, each token attends over the
+``--sparse-count`` keys its lightning indexer selects) and adds the indexer's KL loss (per token,
+summed over the layers) to the LM loss; both are printed.
+
 ``--dtype bf16``/``fp16`` runs attention and the LM head (ms_ops kernels) in that dtype; the
 dense projections and the experts stay float32 because MindSpore's CPU matmul has no bfloat16.
 
 Run (repo installed, e.g. ``pip install -e ".[examples]"``; the default run takes 2 to 4 minutes
 on 2 CPU cores):
     python examples/train_tiny_llm.py [--steps 300] [--seq-len 64] [--dtype fp32] [--resume]
+                                      [--attention gqa|dsa] [--sparse-count 16]
 """
 import argparse
 import math
@@ -153,15 +159,38 @@ class Block(nn.Cell):
         return x + self.moe(self.norm2(x))
 
 
+class DSABlock(nn.Cell):
+    """Block with DeepSeek sparse attention (its own rotary tables); returns (x, indexer loss)."""
+
+    def __init__(self, args, dtype):
+        super().__init__()
+        self.norm1, self.norm2 = RMSNorm(args.hidden), RMSNorm(args.hidden)
+        head_dim = args.hidden // args.heads
+        self.attention = ms_ops.nn.DSAttention(args.hidden, args.heads, head_dim, rope_head_dim=head_dim // 2,
+                                               index_heads=2, index_head_dim=head_dim,
+                                               index_rope_head_dim=head_dim // 2, sparse_count=args.sparse_count,
+                                               max_seq_len=args.seq_len, dtype=dtype)
+        self.moe = ms_ops.nn.MoE(args.hidden, args.ffn, args.experts, args.top_k,
+                                 capacity_factor=args.experts / args.top_k)
+
+    def construct(self, x):
+        out, indexer_loss = self.attention(self.norm1(x))
+        x = x + out
+        return x + self.moe(self.norm2(x)), indexer_loss
+
+
 class TinyLM(nn.Cell):
-    """``construct(tokens [B, S], targets [B, S])`` -> mean next-token loss; ``hidden_states``
-    gives the final normalised states [B, S, H] (for decoding)."""
+    """``construct(tokens [B, S], targets [B, S])`` -> mean next-token loss (with ``--attention
+    dsa``: (that loss, the indexer loss per token summed over layers)); ``hidden_states`` gives
+    the final normalised states [B, S, H] (for decoding; GQA attention only)."""
 
     def __init__(self, args, vocab_size):
         super().__init__()
         dtype = DTYPES[args.dtype]
+        self.dsa = args.attention == "dsa"
         self.embed = nn.Embedding(vocab_size, args.hidden)
-        self.blocks = nn.CellList([Block(args, dtype) for _ in range(args.layers)])
+        block = DSABlock if self.dsa else Block
+        self.blocks = nn.CellList([block(args, dtype) for _ in range(args.layers)])
         self.norm = RMSNorm(args.hidden)
         self.head = ms_ops.nn.FusedLinearCrossEntropyLoss(args.hidden, vocab_size, dtype=dtype)
         self.cos, self.sin = rope_tables(args.seq_len, args.hidden // args.heads)
@@ -175,8 +204,27 @@ class TinyLM(nn.Cell):
         return self.norm(x)
 
     def construct(self, tokens, targets):
+        if self.dsa:
+            x, indexer_loss = self.embed(tokens), 0.0
+            for block in self.blocks:
+                x, loss = block(x)
+                indexer_loss = indexer_loss + loss.sum()
+            h = self.norm(x)
+            lm_loss = self.head(h.reshape(-1, h.shape[-1]).astype(self.dtype), targets.reshape(-1))
+            return lm_loss, indexer_loss / targets.size
         h = self.hidden_states(tokens)
         return self.head(h.reshape(-1, h.shape[-1]).astype(self.dtype), targets.reshape(-1))
+
+
+class TrainWithIndexerLoss(nn.TrainOneStepCell):
+    """One optimizer step on LM loss + indexer loss; returns both (``--attention dsa``)."""
+
+    def construct(self, tokens, targets):
+        lm_loss, indexer_loss = self.network(tokens, targets)
+        sens = (ops.ones_like(lm_loss), ops.ones_like(indexer_loss))
+        grads = self.grad_reducer(self.grad(self.network, self.weights)(tokens, targets, sens))
+        self.optimizer(grads)
+        return lm_loss, indexer_loss
 
 
 # --- training --------------------------------------------------------------------------------
@@ -195,6 +243,9 @@ def parse_args(argv=None):
     p.add_argument("--experts", type=int, default=4)
     p.add_argument("--top-k", type=int, default=2)
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--attention", choices=["gqa", "dsa"], default="gqa",
+                   help="gqa: flash attention (default); dsa: DeepSeek sparse attention + indexer loss")
+    p.add_argument("--sparse-count", type=int, default=16, help="keys per token with --attention dsa")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resume", action="store_true", help="continue from --out-dir/tiny_llm.ckpt")
     p.add_argument("--out-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "outputs"))
@@ -204,7 +255,7 @@ def parse_args(argv=None):
 def build(args, vocab_size):
     model = TinyLM(args, vocab_size)
     optimizer = nn.Adam(model.trainable_params(), learning_rate=args.lr)
-    step = nn.TrainOneStepCell(model, optimizer)
+    step = (TrainWithIndexerLoss if model.dsa else nn.TrainOneStepCell)(model, optimizer)
     step.set_train()
     return model, step
 
@@ -217,7 +268,7 @@ def main(argv=None):
     model, train_step = build(args, len(text.vocab))
     os.makedirs(args.out_dir, exist_ok=True)
     ckpt = os.path.join(args.out_dir, "tiny_llm.ckpt")
-    start, losses = 0, []
+    start, losses, indexer_losses = 0, [], []
     if args.resume:
         if not os.path.exists(ckpt):
             sys.exit(f"train_tiny_llm: --resume, but there is no checkpoint at {ckpt}")
@@ -231,7 +282,11 @@ def main(argv=None):
     with tqdm(range(start, args.steps), desc="train", unit="step") as bar:
         for _ in bar:
             tokens, targets = text.batch(rng, args.batch, args.seq_len)
-            loss = float(train_step(ms.Tensor(tokens), ms.Tensor(targets)).asnumpy())
+            out = train_step(ms.Tensor(tokens), ms.Tensor(targets))
+            if model.dsa:
+                out, indexer = out
+                indexer_losses.append(float(indexer.asnumpy()))
+            loss = float(out.asnumpy())
             losses.append(loss)
             bar.set_postfix(loss=f"{loss:.3f}")
     elapsed = time.time() - t0
@@ -242,9 +297,18 @@ def main(argv=None):
     window = max(1, min(20, len(losses) // 5))
     first, last = np.mean(losses[:window]), np.mean(losses[-window:])
     print(f"vocabulary {len(text.vocab)} characters; {args.layers} layers, hidden {args.hidden}, "
-          f"{args.heads} query / {args.kv_heads} key-value heads, {args.experts} experts (top {args.top_k})")
+          f"{args.heads} query / {1 if model.dsa else args.kv_heads} key-value heads, {args.experts} experts "
+          f"(top {args.top_k})")
     print(f"loss: first {window} steps {first:.3f} -> last {window} steps {last:.3f} "
           f"(uniform guess: {math.log(len(text.vocab)):.3f}); {args.steps - start} steps in {elapsed:.0f} s")
+    if indexer_losses:
+        # Both distributions start near uniform (KL near 0); the loss rises while the main
+        # attention sharpens, then falls as the indexer follows: the highest window shows it.
+        means = np.convolve(indexer_losses, np.ones(window) / window, mode="valid")
+        top = int(np.argmax(means))
+        print(f"DSA (top {args.sparse_count} keys) indexer loss: first {window} steps "
+              f"{np.mean(indexer_losses[:window]):.4f} -> last {window} steps {np.mean(indexer_losses[-window:]):.4f} "
+              f"(highest {window}-step mean {means[top]:.4f}, steps {start + top + 1}-{start + top + window})")
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(np.arange(1, len(losses) + 1), losses)
     ax.set_xlabel("step")

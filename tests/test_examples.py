@@ -1,5 +1,6 @@
 """The example and the benchmark run end to end (each in its own process, as a user runs them)."""
 import os
+import re
 import subprocess
 import sys
 
@@ -60,6 +61,18 @@ def test_train_tiny_llm_example_learns_resumes_and_generates(tmp_path):
     assert len(norms) == 8 and all(n > 0 for n in norms)
     assert not any(cwd.iterdir())
 
+def test_train_tiny_llm_dsa(tmp_path):
+    """--attention dsa: each layer is ms_ops.nn.DSAttention; the indexer loss is added to the LM
+    loss and printed beside it. 40 steps: the script exits non-zero unless the LM loss fell 20%,
+    which 20 steps do not quite reach."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    proc = run_script("examples/train_tiny_llm.py", "--attention", "dsa", "--steps", "40", "--seq-len", "32",
+                      "--sparse-count", "8", "--out-dir", str(tmp_path / "out"), cwd=cwd, timeout=900)
+    found = re.search(r"indexer loss: first \d+ steps ([\d.]+) -> last \d+ steps ([\d.]+)", proc.stdout)
+    assert found and float(found[1]) > 0 and float(found[2]) > 0 and "40 steps in" in proc.stdout
+
+
 def test_paged_kv_cache_example(tmp_path):
     """examples/paged_kv_cache.py reproduces the paging experiment: naive reservation fills about
     a quarter of the cache, paging about 98%, and forks store the shared prompt once."""
@@ -115,3 +128,18 @@ def test_linear_attention_benchmark_smoke(tmp_path):
     cases = [row.split(",")[1:3] for row in rows]
     assert cases == [[impl, f"B2_N1_S{s}_D64"] for s in (64, 130) for impl in ("linear", "flash", "composed")]
     assert all(float(row.split(",")[3]) > 0 for row in rows)
+
+
+@pytest.mark.full
+def test_dsa_benchmark_quick(tmp_path):
+    """benchmarks/bench_dsa.py --quick runs every implementation of the three DSA operations on
+    tiny sizes and appends one ok row per case to the CSV it is given."""
+    results = tmp_path / "dsa.csv"
+    proc = run_script("benchmarks/bench_dsa.py", "--quick", "--csv", str(results), cwd=tmp_path, timeout=900)
+    assert "Goals:" in proc.stdout and "GFLOP/s" in proc.stdout
+    header, *rows = results.read_text().splitlines()
+    assert header.split(",")[:4] == ["timestamp", "impl", "op", "sizes"]
+    cases = [row.split(",")[1:3] for row in rows]
+    impls = ("ms_ops", "composed", "torch")
+    assert cases == [[impl, op] for op in ("indexer", "attention", "kl_loss") for impl in impls]
+    assert all(",ok," in row for row in rows)
