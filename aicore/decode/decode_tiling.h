@@ -27,6 +27,13 @@ inline uint32_t DecodeCopyChunkElems(DecodeFloat d) {
   return static_cast<uint32_t>(kDecodeCopyChunkBytes / DecodeElemBytes(d));
 }
 
+// One block per item up to the vector core count, and at least one, which also writes the
+// kernels' count output when there is nothing to copy.
+inline uint32_t DecodeCopyBlockDim(int64_t items, const PlatformInfo &plat) {
+  if (items < 1) return 1;
+  return static_cast<uint32_t>(items < plat.aivCoreNum ? items : plat.aivCoreNum);
+}
+
 }  // namespace ms_ops
 
 #endif  // MS_OPS_DECODE_DECODE_TILING_H_

@@ -36,7 +36,7 @@ inline CopyBlocksTiling ComputeCopyBlocksTiling(const CopyBlocksProblem &p, cons
   t.data.blockElems = p.blockElems;
   t.data.numBlocks = p.numBlocks;
   t.data.chunkElems = DecodeCopyChunkElems(p.dataType);
-  t.blockDim = static_cast<uint32_t>(p.pairs < 1 ? 1 : (p.pairs < plat.aivCoreNum ? p.pairs : plat.aivCoreNum));
+  t.blockDim = DecodeCopyBlockDim(p.pairs, plat);
   t.tilingKey = DecodeCopyKey(p.dataType);
   return t;
 }

@@ -36,8 +36,7 @@ inline ReshapeAndCacheTiling ComputeReshapeAndCacheTiling(const ReshapeAndCacheP
   t.data.rowElems = p.rowElems;
   t.data.slots = p.slots;
   t.data.chunkElems = DecodeCopyChunkElems(p.dataType);
-  // At least one block, which also writes the count when there is no token.
-  t.blockDim = static_cast<uint32_t>(p.tokens < 1 ? 1 : (p.tokens < plat.aivCoreNum ? p.tokens : plat.aivCoreNum));
+  t.blockDim = DecodeCopyBlockDim(p.tokens, plat);
   t.tilingKey = DecodeCopyKey(p.dataType);
   return t;
 }
