@@ -146,17 +146,32 @@ class LightningIndexerGradBase {
     AddKeyGrads(seg, n, live);
   }
 
+  // The keys [first, last] query row i may count (empty when first > last): causal in sparse_mode
+  // 3, and within the KL losses' band.
+  __aicore__ inline void KeyRange(const LigSeg &seg, int64_t i, int64_t &first, int64_t &last) const {
+    const LightningIndexerGradTilingData &td = *td_;
+    first = 0;
+    last = -1;
+    if (i >= seg.valid) return;
+    const int64_t anchor = i + seg.keys - seg.valid;
+    last = td.sparseMode == 0 ? seg.keys - 1 : anchor;
+    if (td.band) {
+      const int64_t ahead = anchor + td.nextTokens, behind = anchor - td.preTokens;
+      last = ahead < last ? ahead : last;
+      first = behind > 0 ? behind : 0;
+    }
+    last = last < seg.keys - 1 ? last : seg.keys - 1;
+  }
+
   // Every visible key of query row i (a dense kernel's selection) into live_: the count.
   __aicore__ inline uint32_t AllVisible(const LigSeg &seg, int64_t i) {
     using namespace AscendC;
-    int64_t v = 0;
-    if (i < seg.valid) {
-      v = td_->sparseMode == 0 ? seg.keys : i + 1 + seg.keys - seg.valid;
-      v = v < 0 ? 0 : v > seg.keys ? seg.keys : v;
-    }
+    int64_t first, last;
+    KeyRange(seg, i, first, last);
+    const int64_t v = last >= first ? last - first + 1 : 0;
     if (v > 0) {
       OrderPipes<HardEvent::S_V>(&pipe);
-      CreateVecIndex(live_.Get<int32_t>(), int32_t(0), static_cast<uint32_t>(v));
+      CreateVecIndex(live_.Get<int32_t>(), static_cast<int32_t>(first), static_cast<uint32_t>(v));
       OrderPipes<HardEvent::V_S>(&pipe);
     }
     return static_cast<uint32_t>(v);
@@ -164,7 +179,10 @@ class LightningIndexerGradBase {
 
   // The token's live selected keys (index >= 0) into live_ (key indices in the batch) and, in
   // selection order, their positions j into pos_ (for the derived DeltaI): the count.
-  __aicore__ inline uint32_t Gather(const LigSeg &seg, int64_t sel) {
+  __aicore__ inline uint32_t Gather(const LigSeg &seg, int64_t sel) { return Gather(seg, sel, 0, seg.keys - 1); }
+
+  // The same, counting only the selected keys in [first, last] (the KL losses' band).
+  __aicore__ inline uint32_t Gather(const LigSeg &seg, int64_t sel, int64_t first, int64_t last) {
     using namespace AscendC;
     const uint32_t k = static_cast<uint32_t>(td_->topK);
     LocalTensor<int32_t> idx = idx_.Get<int32_t>(), live = live_.Get<int32_t>(), pos = pos_.Get<int32_t>();
@@ -174,7 +192,7 @@ class LightningIndexerGradBase {
     uint32_t n = 0;
     for (uint32_t j = 0; j < k; ++j) {
       const int32_t s = idx.GetValue(j);
-      if (s >= 0 && s < seg.keys) {
+      if (s >= first && s <= last) {
         live.SetValue(n, s);
         pos.SetValue(n, static_cast<int32_t>(j));
         ++n;

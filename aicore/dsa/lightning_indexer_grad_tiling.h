@@ -3,6 +3,7 @@
 #define MS_OPS_DSA_LIGHTNING_INDEXER_GRAD_TILING_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "../common/platform.h"
@@ -90,6 +91,16 @@ inline LightningIndexerGradTiling ComputeLightningIndexerGradTiling(const Lightn
   t.tilingKey = p.dataType == LiFloat::kF32 ? 1 : p.dataType == LiFloat::kF16 ? 2 : 3;
   t.workspaceBytes = empty ? 0 : (blocks * d.blockFloats + AlignUp(items, kLiAlignFloats)) * 4;
   return t;
+}
+
+// The KL losses' pre_tokens/next_tokens into the tiling: a band unless both are the default
+// 2^63-1, each clamped to +-2^62 so that the kernel's anchor +- them cannot overflow.
+inline void DsaSetBand(LightningIndexerGradTilingData &d, int64_t pre, int64_t next) {
+  constexpr int64_t kFarTokens = int64_t(1) << 62;
+  auto clamp = [](int64_t v) { return v < -kFarTokens ? -kFarTokens : v > kFarTokens ? kFarTokens : v; };
+  d.band = pre != std::numeric_limits<int64_t>::max() || next != std::numeric_limits<int64_t>::max() ? 1 : 0;
+  d.preTokens = clamp(pre);
+  d.nextTokens = clamp(next);
 }
 
 }  // namespace ms_ops

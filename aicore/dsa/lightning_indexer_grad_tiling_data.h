@@ -33,6 +33,11 @@ struct LightningIndexerGradTilingData {
   int64_t tokens1;
   int64_t mainN1, mainN2, mainGroup, mainDim, ropeDim;
   float scale;
+  // The KL losses' pre_tokens/next_tokens band (band 0: none): query i of a batch with `valid`
+  // queries and `keys` keys counts key j only if a - preTokens <= j <= a + nextTokens, a = i +
+  // keys - valid (anchored at the bottom-right; sparse_mode 3 caps nextTokens at 0).
+  uint32_t band;
+  int64_t preTokens, nextTokens;
   uint64_t offMq, offMk, offMs, offLoss;
   TCubeTiling mmNT;  // scores = query group x gathered keysᵀ (both the indexer's and the main)
   TCubeTiling mmNN;  // d query group = d scores x gathered keys

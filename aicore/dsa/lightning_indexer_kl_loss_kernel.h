@@ -76,7 +76,10 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
     if constexpr (Dense) {
       return this->AllVisible(seg, i);
     } else {
-      return this->Gather(seg, sel);
+      if (!this->td_->band) return this->Gather(seg, sel);
+      int64_t first, last;
+      this->KeyRange(seg, i, first, last);
+      return this->Gather(seg, sel, first, last);
     }
   }
 
