@@ -191,7 +191,8 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
     }
     if (p.lengthsQ) SfaPerBatch(*in.cumQ, p.batch, p.seq1);
     // Paged: the block table bounds the lengths (SfaCheckTable names it when too short).
-    if (p.lengthsKv) p.lenKv = SfaPerBatch(*in.cumKv, p.batch, p.paged ? std::numeric_limits<int64_t>::max() : p.seq2);
+    const int64_t kvLimit = p.paged ? std::numeric_limits<int64_t>::max() : p.seq2;
+    if (p.lengthsKv) p.lenKv = SfaPerBatch(*in.cumKv, p.batch, kvLimit);
     if (p.paged) SfaCheckTable(p, *in.table, k.shape[0]);
   }
   SfaCheckIndices(p, idx);

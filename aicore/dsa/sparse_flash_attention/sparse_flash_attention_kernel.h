@@ -69,8 +69,8 @@ __aicore__ inline SfaRange SfaVisible(const SparseFlashAttentionTilingData &td, 
 }
 
 // The token row of key position p of sequence sq (through the block table for paged keys).
-__aicore__ inline int64_t SfaKeyRow(const SparseFlashAttentionTilingData &td, const AscendC::GlobalTensor<int32_t> &table,
-                                    const SfaSeq &sq, int64_t p) {
+__aicore__ inline int64_t SfaKeyRow(const SparseFlashAttentionTilingData &td,
+                                    const AscendC::GlobalTensor<int32_t> &table, const SfaSeq &sq, int64_t p) {
   if (!td.paged) return sq.kStart + p;
   return int64_t(table.GetValue(sq.b * td.maxPages + p / td.pageSize)) * td.pageSize + p % td.pageSize;
 }
