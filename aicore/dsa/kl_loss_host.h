@@ -52,16 +52,12 @@ inline int KlLossRun(const char *op, mindspore::AotExtra *extra, const std::vect
   const Arg &idx = a[kKlSparseIndices];
   if (dense) {
     for (const DsaBatch &b : DsaBatches(s, a[kKlSeqQ], a[kKlSeqK])) p.topK = b.keys > p.topK ? b.keys : p.topK;
-    Require(p.topK <= kLiMaxTopK, "key_index",
-            "sequences of at most " + std::to_string(kLiMaxTopK) + " keys (the dense loss gathers them all), got " +
-                std::to_string(p.topK));
     if (p.topK == 0) p.topK = 1;
   } else {
     p.topK = idx.shape.empty() ? 0 : idx.shape.back();
     RequireShape(idx, DsaIndexerOutShape(a[kKlQueryIndex].shape, a[kKlKeyIndex].shape, p.topK),
                  "query_index's leading dims, N2, k");
-    Require(p.topK >= 1 && p.topK <= kLiMaxTopK, "sparse_indices",
-            "last dim must be in [1, " + std::to_string(kLiMaxTopK) + "], got " + std::to_string(p.topK));
+    Require(p.topK >= 1, "sparse_indices", "last dim must be >= 1, got " + std::to_string(p.topK));
     DsaCheckIndices(idx, s, a[kKlSeqQ], a[kKlSeqK], p.topK);
   }
   const DType t = a[kKlQueryIndex].dtype;

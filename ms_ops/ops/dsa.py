@@ -279,8 +279,9 @@ def dense_lightning_indexer_kl_loss(query, key, query_index, key_index, weights,
     over every key a query token sees (``sparse_mode`` 3: right-down causal; 0: all keys) instead
     of a selection, with softmax_max / softmax_sum of the dense main attention (same layouts). One
     kernel (dense_lightning_indexer_grad_kl_loss) computes the loss and the gradients to
-    query_index, key_index and weights; deterministic. A sequence may have at most 2048 keys (the
-    kernel gathers a token's keys at once). Arguments as the sparse loss's, minus sparse_indices.
+    query_index, key_index and weights; deterministic. Any number of keys: the kernel takes a
+    token's keys in runs of 2048 (two passes past that). Arguments as the sparse loss's, minus
+    sparse_indices.
 
     Returns:
         Tensor: loss, float32 of shape (1,).
