@@ -15,7 +15,12 @@ from that checkpoint up to ``--steps`` in total. ``examples/generate.py`` decode
 ``--attention dsa`` replaces each layer's attention by DeepSeek sparse attention
 (``ms_ops.nn.DSAttention``: one shared key/value head, each token attends over the
 ``--sparse-count`` keys its lightning indexer selects) and adds the indexer's KL loss (per token,
-summed over the layers) to the LM loss; both are printed.
+summed over the layers) to the LM loss; both are printed. As in DeepSeek-V3.2, the first
+``--dense-warmup-steps`` steps are a dense warm-up (``DSAttention(dense_warmup=True)``: dense
+causal attention, the indexer trained by the KL loss over every causal key); the sparse stage then
+starts from the warm-up's parameters and optimizer state. The warm-up's and the sparse stage's
+indexer losses are printed separately (the dense one spans every causal key, so the two are not
+on one scale).
 
 ``--dtype bf16``/``fp16`` runs attention and the LM head (ms_ops kernels) in that dtype; the
 dense projections and the experts stay float32 because MindSpore's CPU matmul has no bfloat16.
@@ -23,7 +28,7 @@ dense projections and the experts stay float32 because MindSpore's CPU matmul ha
 Run (repo installed, e.g. ``pip install -e ".[examples]"``; the default run takes 2 to 4 minutes
 on 2 CPU cores):
     python examples/train_tiny_llm.py [--steps 300] [--seq-len 64] [--dtype fp32] [--resume]
-                                      [--attention gqa|dsa] [--sparse-count 16]
+                                      [--attention gqa|dsa] [--sparse-count 16] [--dense-warmup-steps 10]
 """
 import argparse
 import math
@@ -162,14 +167,14 @@ class Block(nn.Cell):
 class DSABlock(nn.Cell):
     """Block with DeepSeek sparse attention (its own rotary tables); returns (x, indexer loss)."""
 
-    def __init__(self, args, dtype):
+    def __init__(self, args, dtype, dense):
         super().__init__()
         self.norm1, self.norm2 = RMSNorm(args.hidden), RMSNorm(args.hidden)
         head_dim = args.hidden // args.heads
         self.attention = ms_ops.nn.DSAttention(args.hidden, args.heads, head_dim, rope_head_dim=head_dim // 2,
                                                index_heads=2, index_head_dim=head_dim,
                                                index_rope_head_dim=head_dim // 2, sparse_count=args.sparse_count,
-                                               max_seq_len=args.seq_len, dtype=dtype)
+                                               dense_warmup=dense, max_seq_len=args.seq_len, dtype=dtype)
         self.moe = ms_ops.nn.MoE(args.hidden, args.ffn, args.experts, args.top_k,
                                  capacity_factor=args.experts / args.top_k)
 
@@ -182,15 +187,16 @@ class DSABlock(nn.Cell):
 class TinyLM(nn.Cell):
     """``construct(tokens [B, S], targets [B, S])`` -> mean next-token loss (with ``--attention
     dsa``: (that loss, the indexer loss per token summed over layers)); ``hidden_states`` gives
-    the final normalised states [B, S, H] (for decoding; GQA attention only)."""
+    the final normalised states [B, S, H] (for decoding; GQA attention only). ``dense``: the DSA
+    layers' dense warm-up form (the same parameters)."""
 
-    def __init__(self, args, vocab_size):
+    def __init__(self, args, vocab_size, dense=False):
         super().__init__()
         dtype = DTYPES[args.dtype]
         self.dsa = args.attention == "dsa"
         self.embed = nn.Embedding(vocab_size, args.hidden)
-        block = DSABlock if self.dsa else Block
-        self.blocks = nn.CellList([block(args, dtype) for _ in range(args.layers)])
+        self.blocks = nn.CellList([DSABlock(args, dtype, dense) if self.dsa else Block(args, dtype)
+                                   for _ in range(args.layers)])
         self.norm = RMSNorm(args.hidden)
         self.head = ms_ops.nn.FusedLinearCrossEntropyLoss(args.hidden, vocab_size, dtype=dtype)
         self.cos, self.sin = rope_tables(args.seq_len, args.hidden // args.heads)
@@ -246,14 +252,16 @@ def parse_args(argv=None):
     p.add_argument("--attention", choices=["gqa", "dsa"], default="gqa",
                    help="gqa: flash attention (default); dsa: DeepSeek sparse attention + indexer loss")
     p.add_argument("--sparse-count", type=int, default=16, help="keys per token with --attention dsa")
+    p.add_argument("--dense-warmup-steps", type=int, default=10,
+                   help="with --attention dsa: the first steps use dense attention and the dense indexer loss")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--resume", action="store_true", help="continue from --out-dir/tiny_llm.ckpt")
     p.add_argument("--out-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "outputs"))
     return p.parse_args(argv)
 
 
-def build(args, vocab_size):
-    model = TinyLM(args, vocab_size)
+def build(args, vocab_size, dense=False):
+    model = TinyLM(args, vocab_size, dense)
     optimizer = nn.Adam(model.trainable_params(), learning_rate=args.lr)
     step = (TrainWithIndexerLoss if model.dsa else nn.TrainOneStepCell)(model, optimizer)
     step.set_train()
@@ -268,7 +276,8 @@ def main(argv=None):
     model, train_step = build(args, len(text.vocab))
     os.makedirs(args.out_dir, exist_ok=True)
     ckpt = os.path.join(args.out_dir, "tiny_llm.ckpt")
-    start, losses, indexer_losses = 0, [], []
+    start, losses, indexer_losses, warmup_losses = 0, [], [], []
+    state = None
     if args.resume:
         if not os.path.exists(ckpt):
             sys.exit(f"train_tiny_llm: --resume, but there is no checkpoint at {ckpt}")
@@ -277,20 +286,30 @@ def main(argv=None):
         losses = [float(v) for v in state.pop("losses").asnumpy()]
         ms.load_param_into_net(train_step, state, strict_load=True)
         print(f"resumed from {ckpt} at step {start}")
+    # The dense warm-up runs on its own network of the same parameters (dense_warmup is fixed at
+    # construction, and each form compiles its own graph); its state moves to the sparse one after.
+    warmup = min(max(args.dense_warmup_steps, 0), args.steps) if model.dsa else 0
+    warm_step = build(args, len(text.vocab), dense=True)[1] if start < warmup else None
+    if warm_step is not None and state is not None:
+        ms.load_param_into_net(warm_step, state, strict_load=True)
     rng = np.random.default_rng(args.seed + start)
     t0 = time.time()
     with tqdm(range(start, args.steps), desc="train", unit="step") as bar:
-        for _ in bar:
+        for step in bar:
             tokens, targets = text.batch(rng, args.batch, args.seq_len)
-            out = train_step(ms.Tensor(tokens), ms.Tensor(targets))
+            dense = step < warmup
+            out = (warm_step if dense else train_step)(ms.Tensor(tokens), ms.Tensor(targets))
             if model.dsa:
                 out, indexer = out
-                indexer_losses.append(float(indexer.asnumpy()))
+                (warmup_losses if dense else indexer_losses).append(float(indexer.asnumpy()))
+            if dense and step + 1 == warmup:
+                ms.load_param_into_net(train_step, {p.name: p for p in warm_step.get_parameters()}, strict_load=True)
             loss = float(out.asnumpy())
             losses.append(loss)
             bar.set_postfix(loss=f"{loss:.3f}")
     elapsed = time.time() - t0
-    ms.save_checkpoint(train_step, ckpt, append_dict={
+    last_step = warm_step if args.steps <= warmup and warm_step is not None else train_step
+    ms.save_checkpoint(last_step, ckpt, append_dict={
         "step": ms.Tensor(np.array(args.steps, np.int32)),
         "losses": ms.Tensor(np.array(losses, np.float32))})
 
@@ -301,14 +320,20 @@ def main(argv=None):
           f"(top {args.top_k})")
     print(f"loss: first {window} steps {first:.3f} -> last {window} steps {last:.3f} "
           f"(uniform guess: {math.log(len(text.vocab)):.3f}); {args.steps - start} steps in {elapsed:.0f} s")
+    if warmup_losses:
+        w = max(1, min(window, len(warmup_losses) // 2))
+        print(f"DSA dense warm-up ({len(warmup_losses)} steps, every causal key) indexer loss: first {w} steps "
+              f"{np.mean(warmup_losses[:w]):.4f} -> last {w} steps {np.mean(warmup_losses[-w:]):.4f}")
     if indexer_losses:
         # Both distributions start near uniform (KL near 0); the loss rises while the main
         # attention sharpens, then falls as the indexer follows: the highest window shows it.
+        window = max(1, min(window, len(indexer_losses)))
+        first = max(start, warmup)  # the sparse stage's first step
         means = np.convolve(indexer_losses, np.ones(window) / window, mode="valid")
         top = int(np.argmax(means))
         print(f"DSA (top {args.sparse_count} keys) indexer loss: first {window} steps "
               f"{np.mean(indexer_losses[:window]):.4f} -> last {window} steps {np.mean(indexer_losses[-window:]):.4f} "
-              f"(highest {window}-step mean {means[top]:.4f}, steps {start + top + 1}-{start + top + window})")
+              f"(highest {window}-step mean {means[top]:.4f}, steps {first + top + 1}-{first + top + window})")
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(np.arange(1, len(losses) + 1), losses)
     ax.set_xlabel("step")

@@ -62,15 +62,20 @@ def test_train_tiny_llm_example_learns_resumes_and_generates(tmp_path):
     assert not any(cwd.iterdir())
 
 def test_train_tiny_llm_dsa(tmp_path):
-    """--attention dsa: each layer is ms_ops.nn.DSAttention; the indexer loss is added to the LM
-    loss and printed beside it. 40 steps: the script exits non-zero unless the LM loss fell 20%,
-    which 20 steps do not quite reach."""
+    """--attention dsa: each layer is ms_ops.nn.DSAttention, dense for the first 10 steps (the
+    default warm-up), then sparse; the indexer loss is added to the LM loss and printed per stage.
+    40 steps: the script exits non-zero unless the LM loss fell 20%, which 20 steps do not quite
+    reach."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     proc = run_script("examples/train_tiny_llm.py", "--attention", "dsa", "--steps", "40", "--seq-len", "32",
                       "--sparse-count", "8", "--out-dir", str(tmp_path / "out"), cwd=cwd, timeout=900)
-    found = re.search(r"indexer loss: first \d+ steps ([\d.]+) -> last \d+ steps ([\d.]+)", proc.stdout)
+    found = re.search(r"\(top 8 keys\) indexer loss: first \d+ steps ([\d.]+) -> last \d+ steps ([\d.]+)",
+                      proc.stdout)
     assert found and float(found[1]) > 0 and float(found[2]) > 0 and "40 steps in" in proc.stdout
+    warm = re.search(r"dense warm-up \(10 steps, every causal key\) indexer loss: first \d+ steps ([\d.]+) -> "
+                     r"last \d+ steps ([\d.]+)", proc.stdout)
+    assert warm and float(warm[1]) > 0 and float(warm[2]) > 0
 
 
 def test_paged_kv_cache_example(tmp_path):

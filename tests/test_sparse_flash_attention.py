@@ -1,7 +1,8 @@
 """sparse_flash_attention and its gradient against the float64 reference
-(ms_ops.reference.dsa.sparse_flash_attention): BSND and TND (lengths 0 and 1), GQA, rope parts
-(the MLA layout, D = 512 + 64), sparse_block_size > 1, sparse_mode 0 and 3, -1 entries anywhere in
-a list, three dtypes, GRAPH and PYNATIVE; the statistics' layout; determinism; bad input."""
+(ms_ops.reference.dsa.sparse_flash_attention): BSND (also with per-batch lengths) and TND
+(lengths 0 and 1), paged keys (PA_BSND, forward), GQA, rope parts (the MLA layout, D = 512 + 64),
+sparse_block_size > 1, sparse_mode 0 and 3, pre/next_tokens bands, -1 entries anywhere in a list,
+three dtypes, GRAPH and PYNATIVE; the statistics' layout; determinism; bad input."""
 import re
 
 import mindspore as ms
@@ -72,13 +73,20 @@ def run(q, k, v, idx, dtype, mode, scale, qr=None, kr=None, grad=True, **kwargs)
 
 
 def check(q, k, v, idx, dtype, mode, scale=0.3, qr=None, kr=None, cum=None, block_size=1, sparse_mode=3,
-          grad=True):
+          grad=True, lens=None, band=None):
+    """``lens``: BSND per-batch (query, key) lengths; ``band``: (pre_tokens, next_tokens)."""
     kwargs = dict(sparse_block_size=block_size, sparse_mode=sparse_mode)
     if cum is not None:
         kwargs.update(layout_query="TND", layout_kv="TND", actual_seq_lengths_query=cum[0],
                       actual_seq_lengths_kv=cum[1])
+    if lens is not None:
+        kwargs.update(actual_seq_lengths_query=lens[0], actual_seq_lengths_kv=lens[1])
+    if band is not None:
+        kwargs.update(pre_tokens=band[0], next_tokens=band[1])
     got, w = run(q, k, v, idx, dtype, mode, scale, qr, kr, grad, **kwargs)
     ref_kw = dict(q_rope=qr, k_rope=kr, cum_q=None if cum is None else cum[0], cum_kv=None if cum is None else cum[1],
+                  len_q=None if lens is None else lens[0], len_kv=None if lens is None else lens[1],
+                  pre_tokens=None if band is None else band[0], next_tokens=None if band is None else band[1],
                   block_size=block_size, sparse_mode=sparse_mode, dout=w)
     ref = reference(q, k, v, idx, scale, **ref_kw)
     naive = reference(q, k, v, idx, scale, rnd=rounding(dtype), **ref_kw)
@@ -167,11 +175,15 @@ def small():
     (dict(heads=3), ValueError, "'key' has 3 heads, which must divide query's 2"),
     (dict(layout_kv="TND"), ValueError, "'layout_kv' 'TND' must equal 'layout_query' 'BSND'"),
     (dict(layout_query="BNSD", layout_kv="BNSD"), ValueError, "'layout_query' must be 'BSND' or 'TND'"),
-    (dict(block_table=True), ValueError, "'block_table'"),
+    (dict(block_table=True), ValueError, "'block_table' is required exactly with layout_kv 'PA_BSND'"),
+    (dict(layout_kv="PA_BSND"), ValueError, "'block_table' is required exactly with layout_kv 'PA_BSND'"),
+    (dict(block_table=True, layout_kv="PA_BSND"), ValueError, "'actual_seq_lengths_kv' is required with layout_kv"),
     (dict(sparse_mode=1), ValueError, "'sparse_mode' must be one of (0, 3)"),
-    (dict(pre_tokens=5), ValueError, "'pre_tokens' supports only the default"),
+    (dict(pre_tokens=1.5), TypeError, "'pre_tokens' must be an int"),
     (dict(sparse_block_size=0), ValueError, "'sparse_block_size' must be >= 1"),
-    (dict(actual_seq_lengths_query=[4]), ValueError, "'actual_seq_lengths_query' is only supported with layout 'TND'"),
+    (dict(actual_seq_lengths_query=[4, 4]), ValueError,
+     "'actual_seq_lengths_query' must have one length per batch (1), got 2"),
+    (dict(actual_seq_lengths_kv=[7]), ValueError, "'actual_seq_lengths_kv' entries must be in [0, 6], got (7,)"),
 ])
 def test_static_errors(change, error, message):
     q, k, idx = small()
@@ -187,7 +199,7 @@ def test_static_errors(change, error, message):
     if "heads" in change:
         k = v = ms.Tensor(np.ones((1, 6, 3, 8), np.float32))
     if "block_table" in change:
-        kwargs["block_table"] = idx
+        kwargs["block_table"] = ms.Tensor(np.zeros((1, 2), np.int32))
     with pytest.raises(error, match=re.escape(f"{OP}: {message}")):
         ms_ops.sparse_flash_attention(q, k, v, idx, 0.5, **kwargs)
 
@@ -257,6 +269,14 @@ def test_long_index_lists():
     check(q, k, v, idx, "fp32", "pynative", scale=0.5, sparse_mode=0)
 
 
+def test_sparse_count_past_2048():
+    # Kernel numerics (PyNative): k = 2100 entries (CANN caps k at 2048; ours has no cap), with
+    # and without gradients.
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    q, k, v, idx, _ = bsnd(1, 3, 2200, 2, 1, 16, 2100, "fp32")
+    check(q, k, v, idx, "fp32", "pynative", scale=0.5, sparse_mode=0)
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
@@ -296,3 +316,99 @@ def test_value_is_key(mode):
     for name, got, i in (("d_query", dq, 3), ("d_query_rope", dqr, 6), ("d_key_rope", dkr, 7)):
         assert_close(name, got, ref[i], naive[i], "fp32")
     assert_close("d_key + d_value", dkv, ref[4] + ref[5], naive[4] + naive[5], "fp32")
+
+
+def bsnd_lengths(lens_q, lens_kv, s1, s2, n1, n2, d, topk, dtype, block_size=1):
+    """BSND data padded to S1 / S2 whose lists select only keys below each batch's key length."""
+    b = len(lens_q)
+    q = representable((b, s1, n1, d), dtype)
+    k = representable((b, s2, n2, d), dtype)
+    v = representable((b, s2, n2, d), dtype)
+    rows = [lens_kv[i] for i in range(b) for _ in range(s1)]
+    idx = make_indices(rows, rows, n2, topk, block_size).reshape(b, s1, n2, topk)
+    return q, k, v, idx
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_bsnd_per_batch_lengths(mode, dtype):
+    # Batch 1 has no keys, batch 2 no queries; padded query rows output 0 and get no gradient,
+    # padded keys none either.
+    lens_q, lens_kv = [9, 4, 0], [21, 0, 13]
+    q, k, v, idx = bsnd_lengths(lens_q, lens_kv, 11, 24, 4, 2, 32, 10, dtype, block_size=2)
+    out, smax, ssum, dq, dk, dv = check(q, k, v, idx, dtype, mode, scale=0.2, block_size=2,
+                                        lens=(lens_q, lens_kv))
+    assert smax.shape == (3, 2, 11, 2)
+    assert np.all(out[0, 9:] == 0) and np.all(dq[0, 9:] == 0) and np.all(out[1:] == 0)
+    assert np.all(dk[0, 21:] == 0) and np.all(dv[2, 13:] == 0)
+
+
+def test_band(mode):
+    # sparse_mode 3 with a 5-key window behind the diagonal; sparse_mode 0 with a band reaching 3
+    # keys past the anchor; a band entirely past the keys.
+    q, k, v, idx, _ = bsnd(1, 19, 40, 2, 1, 32, 30, "fp32", block_size=2)
+    check(q, k, v, idx, "fp32", mode, scale=0.1, block_size=2, band=(5, 0))
+    check(q, k, v, idx, "fp32", mode, scale=0.2, block_size=2, sparse_mode=0, band=(4, 3), grad=False)
+    out = check(q, k, v, idx, "fp32", mode, scale=0.2, block_size=2, sparse_mode=0, band=(-50, 90), grad=False)[0]
+    assert np.all(out == 0)
+
+
+def page(k, v, lens_kv, block, rope=None):
+    """Contiguous BSND key/value/key_rope -> ([blocks, block, N2, D] caches, block_table): each
+    batch's blocks in shuffled slots, with a spare block nobody uses."""
+    b, s2 = k.shape[:2]
+    per = -(-s2 // block)
+    slots = np.random.permutation(b * per + 1)
+    table = slots[:b * per].reshape(b, per).astype(np.int32)
+    caches = []
+    for x in (k, v) + ((rope,) if rope is not None else ()):
+        cache = np.zeros((b * per + 1, block) + x.shape[2:], x.dtype)
+        padded = np.zeros((b, per * block) + x.shape[2:], x.dtype)
+        padded[:, :s2] = x
+        for i in range(b):
+            for j in range(per):
+                cache[table[i, j]] = padded[i, j * block:(j + 1) * block]
+        caches.append(cache)
+    return caches, table
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_paged_forward(mode, dtype):
+    lens_q, lens_kv = [7, 5], [30, 9]
+    q, k, v, idx = bsnd_lengths(lens_q, lens_kv, 7, 30, 4, 1, 32, 12, dtype)
+    qr, kr = representable((2, 7, 4, 8), dtype), representable((2, 30, 1, 8), dtype)
+    (kc, vc, krc), table = page(k, v, lens_kv, 8, kr)
+    args = [to_ms(a, dtype) for a in (q, kc, vc)] + [ms.Tensor(idx), to_ms(qr, dtype), to_ms(krc, dtype)]
+    kw = dict(block_table=ms.Tensor(table), layout_kv="PA_BSND", actual_seq_lengths_kv=lens_kv,
+              actual_seq_lengths_query=lens_q)
+    got = [to_np(x) for x in Attention(scale_value=0.2, **kw)(*args)]
+    ref_kw = dict(q_rope=qr, k_rope=kr, len_q=lens_q, len_kv=lens_kv)
+    ref = reference(q, k, v, idx, 0.2, **ref_kw)
+    naive = reference(q, k, v, idx, 0.2, rnd=rounding(dtype), **ref_kw)
+    for name, g, r, nv in zip(("attention_out", "softmax_max", "softmax_sum"), got, ref, naive):
+        assert_close(name, g, r, nv, dtype)
+    loss, wt = Loss(Attention(scale_value=0.2, **kw)), ms.Tensor(np.ones(got[0].shape, np.float32))
+    with pytest.raises(ValueError, match=re.escape(f"{OP}: no gradient with 'block_table'")):
+        if mode == "graph":
+            ms.grad(loss, grad_position=(0,))(*args, wt)
+        else:
+            ms.grad(lambda *a: loss(*a, wt), grad_position=(0,))(*args)
+
+
+@pytest.mark.parametrize("table,lens,message", [
+    ([[0, 1]], [17], "'block_table': is too short: 2 blocks of 8 keys cannot hold batch 0's 17 keys"),
+    ([[0, 3]], [9], "'block_table': entry [0, 1] is 3, outside [0, 3) (key's blocks)"),
+    ([[0, -1]], [8], None),
+])
+def test_paged_errors(table, lens, message):
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    q = ms.Tensor(np.ones((1, 2, 2, 8), np.float32))
+    k = ms.Tensor(np.ones((3, 8, 1, 8), np.float32))
+    idx = ms.Tensor(np.zeros((1, 2, 1, 1), np.int32))
+    kw = dict(block_table=ms.Tensor(np.array(table, np.int32)), layout_kv="PA_BSND", actual_seq_lengths_kv=lens)
+    if message is None:
+        # Entries past a sequence's blocks are never read: -1 there is fine.
+        out = ms_ops.sparse_flash_attention(q, k, k, idx, 0.5, **kw)[0]
+        assert np.allclose(to_np(out), 1.0)
+        return
+    with pytest.raises(RuntimeError, match=re.escape(f"ms_ops.{OP}: {message}")):
+        ms_ops.sparse_flash_attention(q, k, k, idx, 0.5, **kw)[0].asnumpy()

@@ -100,6 +100,54 @@ inline ge::graphStatus DsaSetGradTiling(gert::TilingContext *context, const plat
   return status;
 }
 
+// The KL losses' TilingFunc (inputs: query, key, query_index, key_index, weights, [sparse_indices,]
+// softmax_max, softmax_sum, query_rope, key_rope, actual_seq_qlen, actual_seq_klen). The dense
+// loss's k is every key of a sequence, bounded here by the key length (BSND) or the packed length
+// (TND): the lengths' values are not seen here.
+inline ge::graphStatus DsaKlTiling(gert::TilingContext *context, bool sparse, const char *op) {
+  const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
+  const size_t after = sparse ? 1 : 0;  // inputs after weights shift by sparse_indices
+  LightningIndexerProblem p;
+  if (!DsaProblem(context, 2, 3, 9 + after, -1, p, true)) {
+    std::fprintf(stderr, "ms_ops %s: tiling: layout must be BSND or TND\n", op);
+    return ge::GRAPH_FAILED;
+  }
+  const int64_t keys = DsaKeyTokens(context, 3);
+  if (sparse) {
+    p.topK = DsaLastDim(context, 5);
+  } else {
+    p.topK = p.kLenMode == 2 ? keys : p.batch > 0 ? keys / p.batch : 0;
+    p.topK = p.topK > 0 ? p.topK : 1;
+  }
+  const gert::RuntimeAttrs *attrs = context->GetAttrs();
+  const std::vector<int64_t> q = Dims(context->GetInputShape(0)->GetStorageShape());
+  const std::vector<int64_t> k = Dims(context->GetInputShape(1)->GetStorageShape());
+  DsaMainAttention main;
+  if (q.size() >= 3 && k.size() >= 3) {
+    main.n1 = q[q.size() - 2];
+    main.dim = q.back();
+    main.n2 = k[k.size() - 2];
+  }
+  main.ropeDim = *attrs->GetAttrPointer<bool>(kKlHasRope) ? DsaLastDim(context, 7 + after) : 0;
+  main.scale = *attrs->GetAttrPointer<float>(kKlScaleValue);
+  LightningIndexerGradTiling t = ComputeLightningIndexerGradTiling(p, keys, ReadPlatformInfo(ascendc), main);
+  DsaSetBand(t.data, *attrs->GetAttrPointer<int64_t>(kKlPreTokens), *attrs->GetAttrPointer<int64_t>(kKlNextTokens));
+  return DsaSetGradTiling(context, ascendc, t, op);
+}
+
+// The KL losses' outputs: d query_index, d key_index, d weights as inputs 2..4, and the loss [1].
+inline ge::graphStatus DsaKlInferShape(gert::InferShapeContext *context) {
+  for (size_t o = 0; o < 3; ++o) *context->GetOutputShape(o) = *context->GetInputShape(2 + o);
+  SetDims(context->GetOutputShape(3), {1});
+  return ge::GRAPH_SUCCESS;
+}
+
+inline ge::graphStatus DsaKlInferDataType(gert::InferDataTypeContext *context) {
+  for (size_t o = 0; o < 3; ++o) context->SetOutputDataType(o, context->GetInputDataType(2));
+  context->SetOutputDataType(3, ge::DT_FLOAT);
+  return ge::GRAPH_SUCCESS;
+}
+
 // Query's leading dims, then [N2, k]; unknown rank in, unknown rank out.
 inline std::vector<int64_t> DsaOutShape(const std::vector<int64_t> &query, const std::vector<int64_t> &key,
                                         int64_t k) {

@@ -42,7 +42,7 @@ class LightningIndexerGradBase {
       const LigSeg seg = Segment(b);
       for (int64_t i = 0; i < seg.rows; ++i)
         for (int64_t n = 0; n < td.n2; ++n, ++item)
-          if (item % GetBlockNum() == GetBlockIdx()) Token(seg, i, n);
+          if (item % GetBlockNum() == GetBlockIdx()) static_cast<Derived *>(this)->Token(seg, i, n);
     }
     mmNT.End();
     mmNN.End();
@@ -84,7 +84,8 @@ class LightningIndexerGradBase {
     pipe.InitBuffer(inQ_, 2, tileBytes_);
     pipe.InitBuffer(outQ_, 1, tileBytes_);
     pipe.InitBuffer(xf_, tileBytes_);
-    pipe.InitBuffer(idx_, UbBytes(td.topK, 4));
+    // A run of at most kPad list entries at a time (all of them unless the derived kernel chunks).
+    pipe.InitBuffer(idx_, UbBytes(td.topK < int64_t(kp) ? td.topK : int64_t(kp), 4));
     pipe.InitBuffer(live_, UbBytes(kp, 4));
     pipe.InitBuffer(pos_, UbBytes(kp, 4));
     pipe.InitBuffer(dI_, UbBytes(kp, 4));
@@ -121,7 +122,8 @@ class LightningIndexerGradBase {
     return s;
   }
 
-  // Query row i of the batch and key head n.
+  // Query row i of the batch and key head n, all its keys at once (a derived kernel may chunk them
+  // with its own Token).
   __aicore__ inline void Token(const LigSeg &seg, int64_t i, int64_t n) {
     using namespace AscendC;
     const LightningIndexerGradTilingData &td = *td_;
@@ -146,17 +148,32 @@ class LightningIndexerGradBase {
     AddKeyGrads(seg, n, live);
   }
 
+  // The keys [first, last] query row i may count (empty when first > last): causal in sparse_mode
+  // 3, and within the KL losses' band.
+  __aicore__ inline void KeyRange(const LigSeg &seg, int64_t i, int64_t &first, int64_t &last) const {
+    const LightningIndexerGradTilingData &td = *td_;
+    first = 0;
+    last = -1;
+    if (i >= seg.valid) return;
+    const int64_t anchor = i + seg.keys - seg.valid;
+    last = td.sparseMode == 0 ? seg.keys - 1 : anchor;
+    if (td.band) {
+      const int64_t ahead = anchor + td.nextTokens, behind = anchor - td.preTokens;
+      last = ahead < last ? ahead : last;
+      first = behind > 0 ? behind : 0;
+    }
+    last = last < seg.keys - 1 ? last : seg.keys - 1;
+  }
+
   // Every visible key of query row i (a dense kernel's selection) into live_: the count.
   __aicore__ inline uint32_t AllVisible(const LigSeg &seg, int64_t i) {
     using namespace AscendC;
-    int64_t v = 0;
-    if (i < seg.valid) {
-      v = td_->sparseMode == 0 ? seg.keys : i + 1 + seg.keys - seg.valid;
-      v = v < 0 ? 0 : v > seg.keys ? seg.keys : v;
-    }
+    int64_t first, last;
+    KeyRange(seg, i, first, last);
+    const int64_t v = last >= first ? last - first + 1 : 0;
     if (v > 0) {
       OrderPipes<HardEvent::S_V>(&pipe);
-      CreateVecIndex(live_.Get<int32_t>(), int32_t(0), static_cast<uint32_t>(v));
+      CreateVecIndex(live_.Get<int32_t>(), static_cast<int32_t>(first), static_cast<uint32_t>(v));
       OrderPipes<HardEvent::V_S>(&pipe);
     }
     return static_cast<uint32_t>(v);
@@ -165,8 +182,13 @@ class LightningIndexerGradBase {
   // The token's live selected keys (index >= 0) into live_ (key indices in the batch) and, in
   // selection order, their positions j into pos_ (for the derived DeltaI): the count.
   __aicore__ inline uint32_t Gather(const LigSeg &seg, int64_t sel) {
+    return Gather(seg, sel, 0, seg.keys - 1, static_cast<uint32_t>(td_->topK));
+  }
+
+  // The same over the k list entries at sel, counting only the selected keys in [first, last]
+  // (the KL losses' band).
+  __aicore__ inline uint32_t Gather(const LigSeg &seg, int64_t sel, int64_t first, int64_t last, uint32_t k) {
     using namespace AscendC;
-    const uint32_t k = static_cast<uint32_t>(td_->topK);
     LocalTensor<int32_t> idx = idx_.Get<int32_t>(), live = live_.Get<int32_t>(), pos = pos_.Get<int32_t>();
     OrderPipes<HardEvent::S_MTE2>(&pipe);
     CopyIn(idx, idxGm_[sel], k);
@@ -174,7 +196,7 @@ class LightningIndexerGradBase {
     uint32_t n = 0;
     for (uint32_t j = 0; j < k; ++j) {
       const int32_t s = idx.GetValue(j);
-      if (s >= 0 && s < seg.keys) {
+      if (s >= first && s <= last) {
         live.SetValue(n, s);
         pos.SetValue(n, static_cast<int32_t>(j));
         ++n;
@@ -268,8 +290,9 @@ class LightningIndexerGradBase {
     OrderPipes<HardEvent::V_S>(&pipe);
   }
 
-  // From S (s_) and dI (dI_, zero past the live keys): dw into dwRow_ and out, dS into ds_.
-  __aicore__ inline void Scores(uint32_t g, uint32_t kp, int64_t qRow) {
+  // From S (s_) and dI (dI_, zero past the live keys): dw into dwRow_ (added to it with `add`: a
+  // chunk of the token's keys) and out (unless `store` is false), dS into ds_.
+  __aicore__ inline void Scores(uint32_t g, uint32_t kp, int64_t qRow, bool add = false, bool store = true) {
     using namespace AscendC;
     const uint32_t per = tileBytes_ / (kp * 4);
     LocalTensor<float> dI = dI_.Get<float>(), tmp = tmp_.Get<float>(), red = red_.Get<float>();
@@ -291,7 +314,7 @@ class LightningIndexerGradBase {
         Muls(tmp, dI, wg, static_cast<int32_t>(kp));
         Select(y[j * kp], mask, tmp, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, kp);
         OrderPipes<HardEvent::V_S>(&pipe);
-        dw.SetValue(g0 + j, red.GetValue(0));
+        dw.SetValue(g0 + j, add ? dw.GetValue(g0 + j) + red.GetValue(0) : red.GetValue(0));
         OrderPipes<HardEvent::S_V>(&pipe);
       }
       inQ_.FreeTensor(x);
@@ -300,7 +323,7 @@ class LightningIndexerGradBase {
       CopyOut(ds_[uint64_t(g0) * kp], y, nr * kp);
       outQ_.FreeTensor(y);
     }
-    StoreWeights(qRow);
+    if (store) StoreWeights(qRow);
   }
 
   // dwRow_ (g floats) to d_weights at qRow.
@@ -450,15 +473,15 @@ class LightningIndexerGradBase {
     AscendC::PipeBarrier<PIPE_ALL>();
   }
 
-  // c[m, n] = a[m, k] x b[k, n].
+  // c[m, n] = a[m, k] x b[k, n] (added to c with `add`).
   __aicore__ inline void MmNN(const AscendC::GlobalTensor<float> &c, const AscendC::GlobalTensor<float> &a, int lda,
-                              const AscendC::GlobalTensor<float> &b, int ldb, int m, int n, int k) {
+                              const AscendC::GlobalTensor<float> &b, int ldb, int m, int n, int k, uint8_t add = 0) {
     AscendC::PipeBarrier<PIPE_ALL>();
     mmNN.SetOrgShape(m, ldb, lda, k);
     mmNN.SetSingleShape(m, n, k);
     mmNN.SetTensorA(a);
     mmNN.SetTensorB(b);
-    mmNN.IterateAll(c, 0, true);
+    mmNN.IterateAll(c, add, true);
     mmNN.End();
     AscendC::PipeBarrier<PIPE_ALL>();
   }

@@ -3,6 +3,7 @@
 #define MS_OPS_DSA_LIGHTNING_INDEXER_GRAD_TILING_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "../common/platform.h"
@@ -32,8 +33,11 @@ inline LightningIndexerGradTiling ComputeLightningIndexerGradTiling(const Lightn
                                                                     int64_t tokens2, const PlatformInfo &platform,
                                                                     const DsaMainAttention &main = {}) {
   LightningIndexerGradTiling t;
-  if (p.n1 < 1 || p.n2 < 1 || p.n1 % p.n2 != 0 || p.dim < 1 || p.topK < 1 || p.topK > kLiMaxTopK) {
-    t.error = "needs N1 a multiple of N2 >= 1, D >= 1 and 1 <= k <= 2048";
+  // The KL losses (a main attention) walk a token's keys in runs of at most kLiMaxTopK; the
+  // indexer's gradient takes them at once.
+  const bool kl = main.n1 > 0;
+  if (p.n1 < 1 || p.n2 < 1 || p.n1 % p.n2 != 0 || p.dim < 1 || p.topK < 1 || (!kl && p.topK > kLiMaxTopK)) {
+    t.error = "needs N1 a multiple of N2 >= 1, D >= 1 and k >= 1 (at most 2048 for the indexer's gradient)";
     return t;
   }
   LightningIndexerGradTilingData &d = t.data;
@@ -48,7 +52,7 @@ inline LightningIndexerGradTiling ComputeLightningIndexerGradTiling(const Lightn
   d.dim = p.dim;
   d.topK = p.topK;
   d.sparseMode = p.sparseMode;
-  d.kPad = static_cast<uint32_t>(AlignUp(uint64_t(p.topK), 64));
+  d.kPad = static_cast<uint32_t>(AlignUp(uint64_t(p.topK < kLiMaxTopK ? p.topK : kLiMaxTopK), 64));
   d.keyRows = tokens2 * p.n2;
   const uint64_t g = uint64_t(d.group), dim = uint64_t(p.dim), kp = d.kPad;
   uint64_t at = 0;
@@ -75,6 +79,7 @@ inline LightningIndexerGradTiling ComputeLightningIndexerGradTiling(const Lightn
   d.offMq = carve(mg * md);
   d.offMk = carve(kp * md);
   d.offMs = carve(mg * kp);
+  d.offIp = kl ? carve(2 * AlignUp(uint64_t(p.topK), kp)) : 0;
   d.blockFloats = at;
   const uint64_t items = uint64_t(p.tokens1) * uint64_t(p.n2);
   uint64_t blocks = items < platform.aicCoreNum ? items : platform.aicCoreNum;
@@ -90,6 +95,16 @@ inline LightningIndexerGradTiling ComputeLightningIndexerGradTiling(const Lightn
   t.tilingKey = p.dataType == LiFloat::kF32 ? 1 : p.dataType == LiFloat::kF16 ? 2 : 3;
   t.workspaceBytes = empty ? 0 : (blocks * d.blockFloats + AlignUp(items, kLiAlignFloats)) * 4;
   return t;
+}
+
+// The KL losses' pre_tokens/next_tokens into the tiling: a band unless both are the default
+// 2^63-1, each clamped to +-2^62 so that the kernel's anchor +- them cannot overflow.
+inline void DsaSetBand(LightningIndexerGradTilingData &d, int64_t pre, int64_t next) {
+  constexpr int64_t kFarTokens = int64_t(1) << 62;
+  auto clamp = [](int64_t v) { return v < -kFarTokens ? -kFarTokens : v > kFarTokens ? kFarTokens : v; };
+  d.band = pre != std::numeric_limits<int64_t>::max() || next != std::numeric_limits<int64_t>::max() ? 1 : 0;
+  d.preTokens = clamp(pre);
+  d.nextTokens = clamp(next);
 }
 
 }  // namespace ms_ops

@@ -21,6 +21,7 @@ struct LightningIndexerGradTilingData {
   uint32_t qLenMode, kLenMode;
   int64_t n1, n2, group, dim;
   int64_t topK;          // keys per token: sparse_indices' last dim, or (dense) the most visible keys
+  // kPad: lanes of one run of a token's keys (the KL losses take longer lists in runs of kPad).
   uint32_t sparseMode;    // the dense kernel's visible keys: 0 all, 3 right-down causal
   uint32_t kPad;
   int64_t keyRows;  // T2 * N2 rows of dim in key and d_key
@@ -33,7 +34,14 @@ struct LightningIndexerGradTilingData {
   int64_t tokens1;
   int64_t mainN1, mainN2, mainGroup, mainDim, ropeDim;
   float scale;
-  uint64_t offMq, offMk, offMs, offLoss;
+  // The KL losses' pre_tokens/next_tokens band (band 0: none): query i of a batch with `valid`
+  // queries and `keys` keys counts key j only if a - preTokens <= j <= a + nextTokens, a = i +
+  // keys - valid (anchored at the bottom-right; sparse_mode 3 caps nextTokens at 0).
+  uint32_t band;
+  int64_t preTokens, nextTokens;
+  // offIp: the token's indexer scores and unnormalised targets, run after run ([2, topK rounded
+  // up to kPad]), between the KL kernel's two passes.
+  uint64_t offMq, offMk, offMs, offIp, offLoss;
   TCubeTiling mmNT;  // scores = query group x gathered keysᵀ (both the indexer's and the main)
   TCubeTiling mmNN;  // d query group = d scores x gathered keys
   TCubeTiling mmTN;  // d gathered keys = d scoresᵀ x query group

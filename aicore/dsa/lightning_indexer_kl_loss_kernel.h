@@ -7,8 +7,9 @@
 //   indexer I_j = Σ_h w[h] ReLU(q_index[h] · k_index[j]),  s = softmax(I) over the same keys;
 //   loss  += Σ_j p_j (log p_j - log s_j),   dI = s - p  (seed 000's identity),
 // and the engine (lightning_indexer_grad_kernel.h) takes dI to d query_index, d key_index and
-// d weights. Each token's loss waits in the workspace; block 0 adds them in token order after
-// the SyncAll, so the loss, like the key gradient, is deterministic. Kernel code only.
+// d weights. The keys come in runs of kPad (Token: two passes when a token has more). Each
+// token's loss waits in the workspace; block 0 adds them in token order after the SyncAll, so
+// the loss, like the key gradient, is deterministic. Kernel code only.
 #ifndef MS_OPS_DSA_LIGHTNING_INDEXER_KL_LOSS_KERNEL_H_
 #define MS_OPS_DSA_LIGHTNING_INDEXER_KL_LOSS_KERNEL_H_
 
@@ -60,6 +61,7 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
     mq_.SetGlobalBuffer(ws + td.offMq, uint64_t(td.mainGroup) * mw);
     mk_.SetGlobalBuffer(ws + td.offMk, kp * mw);
     ms_.SetGlobalBuffer(ws + td.offMs, uint64_t(td.mainGroup) * kp);
+    ip_.SetGlobalBuffer(ws + td.offIp, 2 * AlignUp(uint64_t(td.topK), kp));
     tokLoss_.SetGlobalBuffer(base + td.offLoss, uint64_t(td.tokens1) * td.n2);
     this->pipe.InitBuffer(p_, UbBytes(kp, 4));
     this->pipe.InitBuffer(idx_, UbBytes(kp, 4));
@@ -72,46 +74,113 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
   }
 
  private:
-  __aicore__ inline uint32_t Keys(const LigSeg &seg, int64_t i, int64_t sel) {
+  // Query row i of the batch and key head n. Its keys (every visible key, or the live entries of
+  // its sparse_indices list, within the band) are taken in runs of kPad: pass 1 forms each run's
+  // indexer scores I and unnormalised target p (kept in the workspace) and the token's totals (max
+  // and Σ exp of I, Σ p); pass 2 turns each run into dI = softmax(I) - p / Σ p, the loss's terms,
+  // and through the engine into d weights and d query (both summed over the runs) and the key
+  // gradients. A single run is the whole list (up to kPad keys).
+  __aicore__ inline void Token(const LigSeg &seg, int64_t i, int64_t n) {
+    const LightningIndexerGradTilingData &td = *this->td_;
+    const uint32_t g = static_cast<uint32_t>(td.group), d = static_cast<uint32_t>(td.dim);
+    const int64_t row = seg.qStart + i, qRow = row * td.n1 + n * g, sel = (row * td.n2 + n) * td.topK;
+    int64_t first = 0, last = seg.keys - 1;
+    if (Dense || td.band) this->KeyRange(seg, i, first, last);
+    const int64_t span = Dense ? (last >= first ? last - first + 1 : 0) : td.topK, run = td.kPad;
+    const int64_t runs = (span + run - 1) / run;
+    this->LoadRows(this->qGm_, qRow * td.dim, td.dim, g, d, this->qf_);
+    this->LoadWeights(qRow);
+    LoadMainQuery(row, n);
+    Totals tot;
+    uint32_t total = 0;
+    for (int64_t r = 0; r < runs; ++r) {
+      const uint32_t live = RunKeys(seg, sel, first, last, r, span);
+      if (live == 0) continue;
+      total += live;
+      const uint32_t kp = (live + 63) / 64 * 64;
+      IndexerScores(seg, n, live, kp);
+      Target(seg, i, n, live, kp, tot);
+      Indexer(kp, tot);
+      SaveRun(r, kp);
+    }
+    if (total == 0) {
+      this->StoreZeros(qRow, g, d);
+      Empty(row, n);
+      return;
+    }
+    bool started = false;
+    for (int64_t r = 0; r < runs; ++r) {
+      const uint32_t live = RunKeys(seg, sel, first, last, r, span);
+      if (live == 0) continue;
+      const uint32_t kp = (live + 63) / 64 * 64;
+      IndexerScores(seg, n, live, kp);
+      DeltaI(r, kp, tot);
+      this->Scores(g, kp, qRow, started, false);
+      this->MmNN(this->dqf_, this->ds_, kp, this->kf_, d, g, d, kp, started ? 1 : 0);
+      this->MmTN(this->dkf_, this->ds_, kp, this->qf_, d, kp, d, g);
+      this->AddKeyGrads(seg, n, live);
+      started = true;
+    }
+    this->StoreRows(this->dqf_, this->dqGm_, qRow * td.dim, uint64_t(g) * d);
+    this->StoreWeights(qRow);
+    // Σ p' log p' - Σ p' log softmax(I) = Σ p' log p' + log Z - Σ p' (I - M) (0 without mass).
+    const float loss = tot.mass > 0.0f ? tot.plogp + (LogOf(tot.z) - tot.pI) : 0.0f;
+    StoreLoss(uint64_t(row * td.n2 + n), loss);
+  }
+
+  // A token's running totals over its runs.
+  struct Totals {
+    float max = kFar, z = 0.0f;                 // max of I, Σ exp(I - max)
+    float mass = 0.0f;                          // Σ p (p unnormalised)
+    float plogp = 0.0f, pI = 0.0f;              // Σ p' log p', Σ p' (I - max), p' = p / Σ p
+  };
+
+  // Run r of the token's keys into live_: the count (0: none live in it).
+  __aicore__ inline uint32_t RunKeys(const LigSeg &seg, int64_t sel, int64_t first, int64_t last, int64_t r,
+                                     int64_t span) {
+    const int64_t run = this->td_->kPad, at = r * run, count = span - at < run ? span - at : run;
     if constexpr (Dense) {
-      return this->AllVisible(seg, i);
+      OrderPipes<HardEvent::S_V>(&this->pipe);
+      CreateVecIndex(this->live_.template Get<int32_t>(), static_cast<int32_t>(first + at),
+                     static_cast<uint32_t>(count));
+      OrderPipes<HardEvent::V_S>(&this->pipe);
+      return static_cast<uint32_t>(count);
     } else {
-      return this->Gather(seg, sel);
+      return this->Gather(seg, sel + at, first, last, static_cast<uint32_t>(count));
     }
   }
 
-  __aicore__ inline void DeltaI(const LigSeg &seg, int64_t i, int64_t n, int64_t, uint32_t live, uint32_t kp) {
-    const LightningIndexerGradTilingData &td = *this->td_;
-    const int64_t row = seg.qStart + i;
-    const float lossTok = Target(seg, i, n, live, kp);
-    StoreLoss(uint64_t(row * td.n2 + n), lossTok + Indexer(kp));
+  // The run's keys and the indexer's scores S = q_group · K_runᵀ into s_.
+  __aicore__ inline void IndexerScores(const LigSeg &seg, int64_t n, uint32_t live, uint32_t kp) {
+    const uint32_t g = static_cast<uint32_t>(this->td_->group), d = static_cast<uint32_t>(this->td_->dim);
+    this->LoadKeys(seg, n, live);
+    this->MmNT(this->s_, this->qf_, d, this->kf_, d, g, kp, d);
   }
 
-  // One float to the per-token losses (through UB: the blocks' results meet at the SyncAll).
-  __aicore__ inline void StoreLoss(uint64_t slot, float value) {
-    LocalTensor<float> red = this->red_.template Get<float>();
-    Duplicate(red, value, 8);
-    OrderPipes<HardEvent::V_MTE3>(&this->pipe);
-    CopyOut(tokLoss_[slot], red, 1);
-    OrderPipes<HardEvent::MTE3_V>(&this->pipe);
-  }
-
-  // p_ = the target over the kp lanes (0 past the live keys); returns Σ p log p.
-  __aicore__ inline float Target(const LigSeg &seg, int64_t i, int64_t n, uint32_t live, uint32_t kp) {
+  // The main attention's query rows of the group (with rope) into mq_, once per token.
+  __aicore__ inline void LoadMainQuery(int64_t row, int64_t n) {
     const LightningIndexerGradTilingData &td = *this->td_;
-    const int64_t row = seg.qStart + i, mg = td.mainGroup, md = td.mainDim, dr = td.ropeDim;
+    const int64_t mg = td.mainGroup, md = td.mainDim, dr = td.ropeDim;
     const uint32_t mw = static_cast<uint32_t>(md + dr);
     const int64_t qRow = row * td.mainN1 + n * mg;
     this->LoadRows(qmGm_, qRow * md, md, static_cast<uint32_t>(mg), static_cast<uint32_t>(md), mq_, mw);
     if (dr > 0) this->LoadRows(qrGm_, qRow * dr, dr, static_cast<uint32_t>(mg), static_cast<uint32_t>(dr), mq_[md], mw);
+  }
+
+  // p_ = the run's unnormalised target over the kp lanes (0 past the live keys; the live-lane mask
+  // in mask_); adds Σ p to the totals.
+  __aicore__ inline void Target(const LigSeg &seg, int64_t i, int64_t n, uint32_t live, uint32_t kp, Totals &tot) {
+    const LightningIndexerGradTilingData &td = *this->td_;
+    const int64_t row = seg.qStart + i, mg = td.mainGroup, md = td.mainDim, dr = td.ropeDim;
+    const uint32_t mw = static_cast<uint32_t>(md + dr);
     this->LoadKeyRows(kmGm_, seg.kStart, td.mainN2, n, md, live, mk_, mw);
     if (dr > 0) this->LoadKeyRows(krGm_, seg.kStart, td.mainN2, n, dr, live, mk_[md], mw);
     this->MmNT(ms_, mq_, mw, mk_, mw, static_cast<int>(mg), static_cast<int>(kp), static_cast<int>(mw));
     // The statistics of head g of the group: (B, N2, S1, G) or (N2, T1, G).
     const int64_t stat = td.qLenMode == 2 ? (n * td.tokens1 + row) * mg
                                           : ((seg.qStart / td.seq1 * td.mainN2 + n) * td.seq1 + i) * mg;
-    LocalTensor<float> p = p_.Get<float>(), t = this->tmp_.template Get<float>(), red = this->red_.template Get<float>();
-    LocalTensor<uint8_t> liveMask = this->mask_.template Get<uint8_t>(), pMask = pMask_.Get<uint8_t>();
+    LocalTensor<float> p = p_.Get<float>(), t = this->tmp_.template Get<float>();
+    LocalTensor<uint8_t> liveMask = this->mask_.template Get<uint8_t>();
     Duplicate(p, 0.0f, static_cast<int32_t>(kp));
     CompareScalar(liveMask, lane_.Get<float>(), static_cast<float>(live), CMPMODE::LT, kp);
     const uint32_t per = this->tileBytes_ / (kp * 4);
@@ -132,30 +201,15 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
       this->inQ_.FreeTensor(x);
     }
     Select(p, liveMask, p, 0.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, kp);
-    ReduceSum(red, p, this->redTmp_.template Get<float>(), static_cast<int32_t>(kp));
-    OrderPipes<HardEvent::V_S>(&this->pipe);
-    const float total = red.GetValue(0);
-    OrderPipes<HardEvent::S_V>(&this->pipe);
-    mass_ = total > 0.0f ? 1.0f : 0.0f;
-    Muls(p, p, total > 0.0f ? 1.0f / total : 0.0f, static_cast<int32_t>(kp));
-    // Σ p log p over the lanes with p > 0 (log 1 = 0 stands in elsewhere).
-    CompareScalar(pMask, p, 0.0f, CMPMODE::GT, kp);
-    Select(t, pMask, p, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, kp);
-    Ln(t, t, static_cast<int32_t>(kp));
-    Mul(t, t, p, static_cast<int32_t>(kp));
-    ReduceSum(red, t, this->redTmp_.template Get<float>(), static_cast<int32_t>(kp));
-    OrderPipes<HardEvent::V_S>(&this->pipe);
-    const float plogp = red.GetValue(0);
-    OrderPipes<HardEvent::S_V>(&this->pipe);
-    return plogp;
+    tot.mass += Sum(p, kp);
   }
 
-  // From the indexer scores (s_) and weights: dI_ = softmax(I) - p_; returns -Σ p log softmax(I).
-  __aicore__ inline float Indexer(uint32_t kp) {
+  // I = Σ_h w_h ReLU(S_h) of the run into idx_ (kFar past the live keys); folds the run into the
+  // totals' max and Σ exp.
+  __aicore__ inline void Indexer(uint32_t kp, Totals &tot) {
     const uint32_t g = static_cast<uint32_t>(this->td_->group);
-    LocalTensor<float> p = p_.Get<float>(), I = idx_.Get<float>(), t = this->tmp_.template Get<float>();
+    LocalTensor<float> I = idx_.Get<float>(), t = this->tmp_.template Get<float>();
     LocalTensor<float> e = t2_.Get<float>(), red = this->red_.template Get<float>(), w = this->wRow_.template Get<float>();
-    LocalTensor<float> dI = this->dI_.template Get<float>();
     LocalTensor<uint8_t> liveMask = this->mask_.template Get<uint8_t>();
     Duplicate(I, 0.0f, static_cast<int32_t>(kp));
     const uint32_t per = this->tileBytes_ / (kp * 4);
@@ -175,23 +229,80 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
     Select(I, liveMask, I, kFar, SELMODE::VSEL_TENSOR_SCALAR_MODE, kp);
     ReduceMax(red, I, this->redTmp_.template Get<float>(), static_cast<int32_t>(kp), false);
     OrderPipes<HardEvent::V_S>(&this->pipe);
-    const float top = red.GetValue(0);
+    const float top = red.GetValue(0), next = top > tot.max ? top : tot.max;
     OrderPipes<HardEvent::S_V>(&this->pipe);
-    Adds(I, I, -top, static_cast<int32_t>(kp));
-    Exp(e, I, static_cast<int32_t>(kp));
-    ReduceSum(red, e, this->redTmp_.template Get<float>(), static_cast<int32_t>(kp));
-    OrderPipes<HardEvent::V_S>(&this->pipe);
-    const float sum = red.GetValue(0);
-    OrderPipes<HardEvent::S_V>(&this->pipe);
-    // dI = e / sum - p; the loss term -Σ p (I - top - log sum) = Σ p · log sum - Σ p (I - top).
-    Muls(e, e, 1.0f / sum, static_cast<int32_t>(kp));
-    Sub(dI, e, p, static_cast<int32_t>(kp));
+    Adds(e, I, -next, static_cast<int32_t>(kp));
+    Exp(e, e, static_cast<int32_t>(kp));
+    tot.z = tot.z * ExpOf(tot.max - next) + Sum(e, kp);
+    tot.max = next;
+  }
+
+  // The run's I (idx_) and p (p_) to the workspace, for pass 2.
+  __aicore__ inline void SaveRun(int64_t r, uint32_t kp) {
+    const uint64_t at = uint64_t(r) * this->td_->kPad, stride = AlignUp(uint64_t(this->td_->topK), this->td_->kPad);
+    OrderPipes<HardEvent::V_MTE3>(&this->pipe);
+    CopyOut(ip_[at], idx_.Get<float>(), kp);
+    CopyOut(ip_[stride + at], p_.Get<float>(), kp);
+    OrderPipes<HardEvent::MTE3_V>(&this->pipe);
+  }
+
+  // dI_ = exp(I - max) / Σ exp - p' of run r, p' = p / Σ p (0 past the live keys: I is kFar, p 0
+  // there); adds Σ p' log p' and Σ p' (I - max) to the totals (the loss's terms, from the
+  // normalised target as with a single run).
+  __aicore__ inline void DeltaI(int64_t r, uint32_t kp, Totals &tot) {
+    const uint64_t at = uint64_t(r) * this->td_->kPad, stride = AlignUp(uint64_t(this->td_->topK), this->td_->kPad);
+    LocalTensor<float> p = p_.Get<float>(), I = idx_.Get<float>(), dI = this->dI_.template Get<float>();
+    LocalTensor<float> t = this->tmp_.template Get<float>();
+    LocalTensor<uint8_t> pMask = pMask_.Get<uint8_t>();
+    // The run's scores and targets were written by this block's MTE3 in pass 1.
+    OrderPipes<HardEvent::MTE3_MTE2>(&this->pipe);
+    OrderPipes<HardEvent::V_MTE2>(&this->pipe);
+    CopyIn(I, ip_[at], kp);
+    CopyIn(p, ip_[stride + at], kp);
+    OrderPipes<HardEvent::MTE2_V>(&this->pipe);
+    Adds(I, I, -tot.max, static_cast<int32_t>(kp));
+    Muls(p, p, tot.mass > 0.0f ? 1.0f / tot.mass : 0.0f, static_cast<int32_t>(kp));
     Mul(t, p, I, static_cast<int32_t>(kp));
-    ReduceSum(red, t, this->redTmp_.template Get<float>(), static_cast<int32_t>(kp));
+    tot.pI += Sum(t, kp);
+    // Σ p' log p' over the lanes with p' > 0 (log 1 = 0 stands in elsewhere).
+    CompareScalar(pMask, p, 0.0f, CMPMODE::GT, kp);
+    Select(t, pMask, p, 1.0f, SELMODE::VSEL_TENSOR_SCALAR_MODE, kp);
+    Ln(t, t, static_cast<int32_t>(kp));
+    Mul(t, t, p, static_cast<int32_t>(kp));
+    tot.plogp += Sum(t, kp);
+    Exp(I, I, static_cast<int32_t>(kp));
+    Muls(I, I, 1.0f / tot.z, static_cast<int32_t>(kp));
+    Sub(dI, I, p, static_cast<int32_t>(kp));
+  }
+
+  // One float to the per-token losses (through UB: the blocks' results meet at the SyncAll).
+  __aicore__ inline void StoreLoss(uint64_t slot, float value) {
+    LocalTensor<float> red = this->red_.template Get<float>();
+    Duplicate(red, value, 8);
+    OrderPipes<HardEvent::V_MTE3>(&this->pipe);
+    CopyOut(tokLoss_[slot], red, 1);
+    OrderPipes<HardEvent::MTE3_V>(&this->pipe);
+  }
+
+  // Σ of kp lanes of x (a scalar).
+  __aicore__ inline float Sum(const LocalTensor<float> &x, uint32_t kp) {
+    LocalTensor<float> red = this->red_.template Get<float>();
+    ReduceSum(red, x, this->redTmp_.template Get<float>(), static_cast<int32_t>(kp));
     OrderPipes<HardEvent::V_S>(&this->pipe);
-    const float pI = red.GetValue(0);
+    const float v = red.GetValue(0);
     OrderPipes<HardEvent::S_V>(&this->pipe);
-    return mass_ * LogOf(sum) - pI;
+    return v;
+  }
+
+  // exp x of a scalar through the vector unit.
+  __aicore__ inline float ExpOf(float x) {
+    LocalTensor<float> red = this->red_.template Get<float>();
+    Duplicate(red, x, 8);
+    Exp(red, red, 8);
+    OrderPipes<HardEvent::V_S>(&this->pipe);
+    const float v = red.GetValue(0);
+    OrderPipes<HardEvent::S_V>(&this->pipe);
+    return v;
   }
 
   // log x of a scalar through the vector unit (kernels have no libm).
@@ -232,9 +343,8 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
   }
 
   GlobalTensor<T> qmGm_, kmGm_, qrGm_, krGm_;
-  GlobalTensor<float> maxGm_, sumGm_, lossGm_, mq_, mk_, ms_, tokLoss_;
+  GlobalTensor<float> maxGm_, sumGm_, lossGm_, mq_, mk_, ms_, ip_, tokLoss_;
   TBuf<TPosition::VECCALC> p_, idx_, t2_, lane_, pMask_;
-  float mass_ = 0.0f;  // Σ p: 1, or 0 when the main attention gave the selected keys no weight
 };
 
 }  // namespace kernel

@@ -150,8 +150,8 @@ class DSAttention(RecoveringCell):
     indexer loss :func:`ms_ops.sparse_lightning_indexer_kl_loss` over the same keys from that
     attention's softmax statistics. ``dense_warmup=True`` (DeepSeek-V3.2's warm-up stage):
     dense causal :func:`ms_ops.flash_attention_score` (its statistics by return_softmax_lse) and
-    :func:`ms_ops.dense_lightning_indexer_kl_loss` over every causal key (at most 2048 per
-    sequence); the indexer's top-k is not needed then. The mode is fixed at construction; both
+    :func:`ms_ops.dense_lightning_indexer_kl_loss` over every causal key; the indexer's top-k is
+    not needed then. The mode is fixed at construction; both
     modes have the same parameters, so the sparse stage can load the warm-up's checkpoint.
 
     The indexer reads ``stop_gradient(x)`` and its loss treats the main attention's query, key

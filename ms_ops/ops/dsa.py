@@ -28,7 +28,7 @@ def _int64_tensor(values):
     return ms.Tensor(np.array(values, dtype=np.int64))
 
 
-def _lengths(op, name, values, layout, batch, limit):
+def lengths_arg(op, name, values, layout, batch, limit):
     """(int64 Tensor or a [1] placeholder, given): one sequence-lengths argument, cumulative for
     TND and per batch for BSND; list values are checked here, Tensor values by the kernel."""
     if values is None:
@@ -78,7 +78,8 @@ def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, 
     check_int(op, "sparse_mode", sparse_mode, allowed=(0, 3))
     for name, v in (("pre_tokens", pre_tokens), ("next_tokens", next_tokens)):
         check_int(op, name, v)
-        if v != _FAR:
+        # The KL losses take a band (which keys count); the indexer only the default.
+        if v != _FAR and op == _LI:
             raise ValueError(f"{op}: '{name}' accepts only the default 2**63-1, got {v}")
     rank = 3 if layout_query == "TND" else 4
     for name, t in (("query", query), ("key", key), ("weights", weights)):
@@ -106,15 +107,15 @@ def sequence_lengths(op, query, key, layout, actual_seq_lengths_query, actual_se
     """(query lengths, key lengths, whether each was given) for the kernels. Paged keys
     (layout_key PA_BSND) need per-batch key lengths; the kernel checks them against the table."""
     tnd = layout == "TND"
-    qlen, has_q = _lengths(op, "actual_seq_lengths_query", actual_seq_lengths_query, layout,
+    qlen, has_q = lengths_arg(op, "actual_seq_lengths_query", actual_seq_lengths_query, layout,
                            None if tnd else query.shape[0], query.shape[0] if tnd else query.shape[1])
     if layout_key == "PA_BSND":
         if actual_seq_lengths_key is None:
             raise ValueError(f"{op}: 'actual_seq_lengths_key' is required with layout_key 'PA_BSND' "
                              f"(per-batch key lengths)")
-        klen, has_k = _lengths(op, "actual_seq_lengths_key", actual_seq_lengths_key, "BSND", None, None)
+        klen, has_k = lengths_arg(op, "actual_seq_lengths_key", actual_seq_lengths_key, "BSND", None, None)
         return qlen, klen, has_q, has_k
-    klen, has_k = _lengths(op, "actual_seq_lengths_key", actual_seq_lengths_key, layout,
+    klen, has_k = lengths_arg(op, "actual_seq_lengths_key", actual_seq_lengths_key, layout,
                            None if tnd else key.shape[0], key.shape[0] if tnd else key.shape[1])
     return qlen, klen, has_q, has_k
 
@@ -241,8 +242,13 @@ def sparse_lightning_indexer_kl_loss(query, key, query_index, key_index, weights
         query_rope, key_rope: [.., N1, Dr] and [.., N2, Dr], both or neither.
         actual_seq_qlen, actual_seq_klen: as lightning_indexer's lengths (TND: cumulative, required).
         layout (str): "BSND" or "TND".
-        sparse_mode (int): 0 or 3 (the selection already encodes the mask).
-        pre_tokens, next_tokens (int): only the default 2**63-1.
+        sparse_mode (int): 0 or 3 (the selection already encodes the causal mask; with a band,
+            3 also drops selected keys past the diagonal).
+        pre_tokens, next_tokens (int): a band on the keys that count, as sparse_flash_attention's:
+            query i of a sequence with S1 queries and S2 keys counts key j only if
+            ``i + S2 - S1 - pre_tokens <= j <= i + S2 - S1 + next_tokens`` (sparse_mode 3 caps
+            next_tokens at 0); selected keys outside it are treated as -1 entries. The defaults
+            2**63-1 are no band.
 
     Returns:
         Tensor: loss, float32 of shape (1,).
@@ -273,8 +279,9 @@ def dense_lightning_indexer_kl_loss(query, key, query_index, key_index, weights,
     over every key a query token sees (``sparse_mode`` 3: right-down causal; 0: all keys) instead
     of a selection, with softmax_max / softmax_sum of the dense main attention (same layouts). One
     kernel (dense_lightning_indexer_grad_kl_loss) computes the loss and the gradients to
-    query_index, key_index and weights; deterministic. A sequence may have at most 2048 keys (the
-    kernel gathers a token's keys at once). Arguments as the sparse loss's, minus sparse_indices.
+    query_index, key_index and weights; deterministic. Any number of keys: the kernel takes a
+    token's keys in runs of 2048 (two passes past that). Arguments as the sparse loss's, minus
+    sparse_indices.
 
     Returns:
         Tensor: loss, float32 of shape (1,).

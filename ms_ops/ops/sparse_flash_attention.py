@@ -2,15 +2,13 @@
 SparseFlashAttention), differentiable with respect to query, key, value, query_rope and key_rope.
 Signature and defaults are MindSpore's ``ops.sparse_flash_attention``.
 """
-import functools
-
 import mindspore as ms
-import numpy as np
 from mindspore import ops
 
 from ms_ops._custom import custom_op
 from ms_ops.bprop.sparse_flash_attention import make_sparse_flash_attention_bprop
 from ms_ops.kernels.sparse_flash_attention import SPARSE_FLASH_ATTENTION
+from ms_ops.ops.dsa import lengths_arg
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _OP = "sparse_flash_attention"
@@ -18,31 +16,9 @@ _FAR = 2**63 - 1
 _LAYOUTS = {"BSND": 4, "TND": 3}
 
 
-@functools.lru_cache(maxsize=None)
-def _int64_tensor(values):
-    """The int64 Tensor of a tuple of ints (a compile-time constant in GRAPH mode)."""
-    return ms.Tensor(np.array(values, dtype=np.int64))
-
-
 def _placeholder(dtype):
     """The [1] tensor standing in for an absent optional input (the kernel never reads it)."""
     return ops.zeros((1,), dtype)
-
-
-def _lengths(name, values, total):
-    """Cumulative lengths as an int64 Tensor; a list is checked here, a Tensor by the kernel."""
-    if isinstance(values, ms.Tensor):
-        if values.dtype not in (ms.int64, ms.int32) or values.ndim != 1:
-            raise TypeError(f"{_OP}: '{name}' must be a 1-D int32/int64 Tensor, got {values.dtype} of shape "
-                            f"{values.shape}")
-        return values.astype(ms.int64)
-    if not isinstance(values, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, int) for x in values):
-        raise TypeError(f"{_OP}: '{name}' must be a list of ints or an int64 Tensor, got {values!r}")
-    if not values or any(b < a for a, b in zip((0,) + tuple(values), values)):
-        raise ValueError(f"{_OP}: '{name}' must be non-decreasing cumulative lengths from >= 0, got {values}")
-    if known(total) and values[-1] != total:
-        raise ValueError(f"{_OP}: '{name}' must end at the packed length {total} (T), got {values[-1]}")
-    return _int64_tensor(tuple(values))
 
 
 def _check_dim(name, t, axis, want, what):
@@ -50,7 +26,7 @@ def _check_dim(name, t, axis, want, what):
         raise ValueError(f"{_OP}: '{name}' dimension {axis} must equal {what} ({want}), got shape {t.shape}")
 
 
-def _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layout):
+def _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layout, paged):
     rank = _LAYOUTS[layout]
     for name, t in (("query", query), ("key", key), ("value", value), ("sparse_indices", sparse_indices)):
         check_tensor(_OP, name, t)
@@ -70,7 +46,7 @@ def _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layo
     for axis in range(rank - 2):
         _check_dim("sparse_indices", sparse_indices, axis, query.shape[axis], "query's")
     _check_dim("sparse_indices", sparse_indices, n, n2, "key's head count")
-    if rank == 4:
+    if rank == 4 and not paged:
         _check_dim("key", key, 0, query.shape[0], "query's batch")
     if (query_rope is None) != (key_rope is None):
         given, missing = ("query_rope", "key_rope") if key_rope is None else ("key_rope", "query_rope")
@@ -108,23 +84,31 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
         key: ``[B, S2, N2, D]`` or ``[T2, N2, D]``, query's dtype, N1 a multiple of N2.
         value: key's shape but its own head dim Dv, query's dtype.
         sparse_indices: int32 ``[B, S1, N2, K]`` or ``[T1, N2, K]``: block indices in
-            ``[0, ceil(S2 / sparse_block_size))`` of the row's sequence, or -1; no repeats in a list
-            (the kernel checks the values: RuntimeError naming the entry).
+            ``[0, ceil(S2 / sparse_block_size))`` of the row's sequence (S2 its key length), or -1;
+            no repeats in a list (the kernel checks the values: RuntimeError naming the entry). K
+            is not capped.
         scale_value (float): the scale of the scores.
-        actual_seq_lengths_query, actual_seq_lengths_kv (list of int or int Tensor): TND only and
-            required there: cumulative lengths, one per sequence, the last one T1 / T2 (lengths 0
-            allowed).
+        block_table (Tensor, optional): paged keys, exactly with layout_kv "PA_BSND": int32
+            ``[B, max_blocks]``; key and value are then ``[num_blocks, block_size, N2, D]`` and key
+            position p of batch b is row ``p % block_size`` of block ``block_table[b, p // block_size]``.
+            Forward only: MindSpore's gradient takes no block table (ms.grad raises ValueError).
+        actual_seq_lengths_query, actual_seq_lengths_kv (list of int or int Tensor): with TND
+            required: cumulative lengths, one per sequence, the last one T1 / T2 (lengths 0
+            allowed). With BSND optional: one length per batch, in [0, S1] / [0, S2] (query rows
+            past their length output 0 and get no gradient; keys past it are never seen);
+            actual_seq_lengths_kv is required with PA_BSND.
         query_rope, key_rope (Tensor, optional): together or not at all: query's / key's shape
             with the rope head dim Dr (the MLA layout, e.g. D = 512 + Dr = 64).
         sparse_block_size (int): keys per index entry, >= 1.
-        layout_query, layout_kv (str): "BSND" or "TND", the same for both.
+        layout_query, layout_kv (str): "BSND" or "TND", the same for both, or BSND queries with
+            "PA_BSND" keys (block_table).
         sparse_mode (int): 3 (default, causal from the bottom-right) or 0 (every selected key).
-        pre_tokens, next_tokens (int): only the defaults (no band), as on Ascend.
+        pre_tokens, next_tokens (int): a band on the selected keys, anchored like sparse_mode 3 at
+            the bottom-right: query i of a sequence with S1 queries and S2 keys sees key p only if
+            ``i + S2 - S1 - pre_tokens <= p <= i + S2 - S1 + next_tokens`` (sparse_mode 3 caps
+            next_tokens at 0). The defaults 2**63-1 are no band (Ascend accepts only those).
         attention_mode (int): 0, 1 or 2 (2: MindSpore's MLA-absorb mode); the math is the same.
         return_softmax_lse (bool): accepted for compatibility; the statistics are always returned.
-
-    Not supported (a ValueError names the argument): block_table and layout_kv "PA_BSND" (paged
-    keys), per-batch lengths with BSND.
 
     Returns:
         tuple: (attention_out ``[.., N1, Dv]`` in query's dtype, softmax_max, softmax_sum), the
@@ -136,40 +120,45 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
     sparse_flash_attention_grad (deterministic: key gradients are gathered per key tile); the
     statistics outputs are not differentiated.
     """
-    if block_table is not None:
-        raise ValueError(f"{_OP}: 'block_table' (paged keys, layout_kv 'PA_BSND') is not supported yet in ms_ops")
-    for name, layout in (("layout_query", layout_query), ("layout_kv", layout_kv)):
-        if layout not in _LAYOUTS:
-            raise ValueError(f"{_OP}: '{name}' must be 'BSND' or 'TND', got {layout!r}")
-    if layout_kv != layout_query:
-        raise ValueError(f"{_OP}: 'layout_kv' {layout_kv!r} must equal 'layout_query' {layout_query!r}")
+    if layout_query not in _LAYOUTS:
+        raise ValueError(f"{_OP}: 'layout_query' must be 'BSND' or 'TND', got {layout_query!r}")
+    paged = layout_kv == "PA_BSND"
+    if layout_kv != layout_query and not (paged and layout_query == "BSND"):
+        raise ValueError(f"{_OP}: 'layout_kv' {layout_kv!r} must equal 'layout_query' {layout_query!r} "
+                         f"(or be 'PA_BSND' with 'BSND' queries)")
+    if paged != (block_table is not None):
+        raise ValueError(f"{_OP}: 'block_table' is required exactly with layout_kv 'PA_BSND' (paged keys), got "
+                         f"{'none' if block_table is None else 'one'} with layout_kv {layout_kv!r}")
+    if paged:
+        check_tensor(_OP, "block_table", block_table)
+        if block_table.dtype != ms.int32 or block_table.ndim != 2:
+            raise TypeError(f"{_OP}: 'block_table' must be a 2-D int32 Tensor [batch, max_blocks], got "
+                            f"{block_table.dtype} of shape {block_table.shape}")
+        if actual_seq_lengths_kv is None:
+            raise ValueError(f"{_OP}: 'actual_seq_lengths_kv' is required with layout_kv 'PA_BSND' "
+                             f"(per-batch key lengths)")
     check_int(_OP, "sparse_mode", sparse_mode, allowed=(0, 3))
     check_int(_OP, "sparse_block_size", sparse_block_size, low=1)
     check_int(_OP, "attention_mode", attention_mode, allowed=(0, 1, 2))
     for name, v in (("pre_tokens", pre_tokens), ("next_tokens", next_tokens)):
         check_int(_OP, name, v)
-        if v != _FAR:
-            raise ValueError(f"{_OP}: '{name}' supports only the default 2**63-1, got {v}")
     if not isinstance(return_softmax_lse, bool):
         raise TypeError(f"{_OP}: 'return_softmax_lse' must be a bool, got {type(return_softmax_lse).__name__}")
     if isinstance(scale_value, bool) or not isinstance(scale_value, (int, float)):
         raise TypeError(f"{_OP}: 'scale_value' must be a float, got {type(scale_value).__name__}")
-    _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layout_query)
-    if layout_query == "TND":
-        for name, v in (("actual_seq_lengths_query", actual_seq_lengths_query),
-                        ("actual_seq_lengths_kv", actual_seq_lengths_kv)):
-            if v is None:
-                raise ValueError(f"{_OP}: '{name}' is required with layout 'TND' (cumulative lengths)")
-        seq_q = _lengths("actual_seq_lengths_query", actual_seq_lengths_query, query.shape[0])
-        seq_kv = _lengths("actual_seq_lengths_kv", actual_seq_lengths_kv, key.shape[0])
-    else:
-        for name, v in (("actual_seq_lengths_query", actual_seq_lengths_query),
-                        ("actual_seq_lengths_kv", actual_seq_lengths_kv)):
-            if v is not None:
-                raise ValueError(f"{_OP}: '{name}' is only supported with layout 'TND' in ms_ops")
-        seq_q = seq_kv = _placeholder(ms.int64)
+    _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layout_query, paged)
+    tnd = layout_query == "TND"
+    seq_q, has_q = lengths_arg(_OP, "actual_seq_lengths_query", actual_seq_lengths_query, layout_query,
+                               None if tnd else query.shape[0], query.shape[0] if tnd else query.shape[1])
+    # Paged: the block table bounds the key lengths (the kernel checks them against it).
+    seq_kv, has_kv = lengths_arg(_OP, "actual_seq_lengths_kv", actual_seq_lengths_kv, layout_query,
+                                 None if tnd else query.shape[0],
+                                 None if paged else key.shape[0] if tnd else key.shape[1])
     if query_rope is None:
         query_rope = key_rope = _placeholder(query.dtype)
+    table = block_table if paged else _placeholder(ms.int32)
     prim = custom_op(SPARSE_FLASH_ATTENTION, make_sparse_flash_attention_bprop, scale_value=float(scale_value),
-                     sparse_block_size=sparse_block_size, layout=layout_query, sparse_mode=sparse_mode)
-    return prim(query, key, value, sparse_indices, query_rope, key_rope, seq_q, seq_kv)
+                     sparse_block_size=sparse_block_size, layout=layout_query, sparse_mode=sparse_mode,
+                     layout_kv=layout_kv, has_lengths_query=has_q and not tnd, has_lengths_kv=has_kv and not tnd,
+                     pre_tokens=pre_tokens, next_tokens=next_tokens)
+    return prim(query, key, value, sparse_indices, query_rope, key_rope, seq_q, seq_kv, table)

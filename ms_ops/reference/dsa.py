@@ -178,9 +178,11 @@ def sparse_lightning_indexer_kl_loss(q, k, qi, ki, w, indices, mx, sm, scale, se
 # float64 numpy statement of sparse_flash_attention and its gradient. The test oracle; never on an
 # op's path.
 #
-# Query row t (of its sequence: i-th query, the sequence having s1 queries and s2 keys) and key
-# head n2 see the keys J(t, n2): for every entry e of sparse_indices[t, n2] that is not -1, keys
-# e*block_size .. e*block_size + block_size - 1 that are < s2 and, with sparse_mode 3, <= i + s2 - s1.
+# Query row t (of its sequence: i-th query, the sequence having s1 queries and s2 keys; rows past
+# s1 of a padded BSND batch see nothing) and key head n2 see the keys J(t, n2): for every entry e
+# of sparse_indices[t, n2] that is not -1, keys e*block_size .. e*block_size + block_size - 1 that
+# are < s2, within the band [a - pre_tokens, a + next_tokens] around a = i + s2 - s1 and, with
+# sparse_mode 3, <= a.
 # The G = N1/N2 query heads of n2 attend over J with score scale * (q·k + q_rope·k_rope). A row with
 # no visible key outputs 0, max the lowest float32, sum 0, and gets no gradient. ``rnd`` is applied
 # after every operation: the identity gives the reference, a rounding to fp16/bf16/fp32 the same math
@@ -199,11 +201,17 @@ def _sfa_matmul(a, b, rnd):
     return rnd((rnd(a).astype(np.float32) @ rnd(b).astype(np.float32)).astype(np.float64))
 
 
-def sparse_visible_keys(indices, i, s1, s2, block_size, sparse_mode):
-    """Sorted positions of the keys one index list selects that query i sees."""
-    limit = s2 - 1 if sparse_mode == 0 else min(s2 - 1, i + s2 - s1)
+def sparse_visible_keys(indices, i, s1, s2, block_size, sparse_mode, pre_tokens=None, next_tokens=None):
+    """Sorted positions of the keys one index list selects that query i sees (None: no band)."""
+    anchor = i + s2 - s1
+    limit = s2 - 1 if sparse_mode == 0 else min(s2 - 1, anchor)
+    first = 0
+    if next_tokens is not None:
+        limit = min(limit, anchor + next_tokens)
+    if pre_tokens is not None:
+        first = anchor - pre_tokens
     keys = [e * block_size + r for e in indices if e != -1 for r in range(block_size)]
-    return np.array(sorted(p for p in keys if p <= limit), dtype=np.int64)
+    return np.array(sorted(p for p in keys if first <= p <= limit), dtype=np.int64)
 
 
 def _sfa_packed(x, batch):
@@ -211,16 +219,23 @@ def _sfa_packed(x, batch):
 
 
 def sparse_flash_attention(q, k, v, indices, scale, *, q_rope=None, k_rope=None, cum_q=None, cum_kv=None,
-                           block_size=1, sparse_mode=3, dout=None, rnd=None):
-    """(attention_out, softmax_max, softmax_sum) of BSND ([B, S, N, D]) or TND ([T, N, D], with
-    cumulative ``cum_q``/``cum_kv``) inputs, statistics [B, N2, S1, G] or [N2, T1, G]; with
-    ``dout`` also (d query, d key, d value, d query_rope, d key_rope) (rope ones None without rope).
+                           len_q=None, len_kv=None, block_size=1, sparse_mode=3, pre_tokens=None,
+                           next_tokens=None, dout=None, rnd=None):
+    """(attention_out, softmax_max, softmax_sum) of BSND ([B, S, N, D], optionally with per-batch
+    ``len_q``/``len_kv``) or TND ([T, N, D], with cumulative ``cum_q``/``cum_kv``) inputs,
+    statistics [B, N2, S1, G] or [N2, T1, G]; with ``dout`` also (d query, d key, d value,
+    d query_rope, d key_rope) (rope ones None without rope). ``pre_tokens``/``next_tokens``: the
+    band (None: none).
     """
     rnd = rnd or _sfa_exact
     batch = None if q.ndim == 3 else q.shape[0]
     if batch is not None:
         s1, s2 = q.shape[1], k.shape[1]
-        cum_q, cum_kv = [s1 * (b + 1) for b in range(batch)], [s2 * (b + 1) for b in range(batch)]
+        seqs = [(b * s1, s1 if len_q is None else len_q[b], b * s2, s2 if len_kv is None else len_kv[b])
+                for b in range(batch)]
+    else:
+        seqs = [((cum_q[b - 1] if b else 0), cum_q[b] - (cum_q[b - 1] if b else 0), (cum_kv[b - 1] if b else 0),
+                 cum_kv[b] - (cum_kv[b - 1] if b else 0)) for b in range(len(cum_q))]
     q, k, v, indices = (_sfa_packed(x, batch) for x in (q, k, v, indices))
     grads = dout is not None
     if grads:
@@ -236,12 +251,11 @@ def sparse_flash_attention(q, k, v, indices, scale, *, q_rope=None, k_rope=None,
     smax = np.full((n2, t1, g), SFA_LOWEST)
     ssum = np.zeros((n2, t1, g))
     dq, dk, dvv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
-    for b in range(len(cum_q)):
-        q0, q1 = (cum_q[b - 1] if b else 0), cum_q[b]
-        k0, k1 = (cum_kv[b - 1] if b else 0), cum_kv[b]
-        for t in range(q0, q1):
+    for q0, s1_b, k0, s2_b in seqs:
+        for t in range(q0, q0 + s1_b):
             for h in range(n2):
-                keys = sparse_visible_keys(indices[t, h], t - q0, q1 - q0, k1 - k0, block_size, sparse_mode)
+                keys = sparse_visible_keys(indices[t, h], t - q0, s1_b, s2_b, block_size, sparse_mode, pre_tokens,
+                                           next_tokens)
                 if keys.size == 0:
                     continue
                 heads = slice(h * g, (h + 1) * g)

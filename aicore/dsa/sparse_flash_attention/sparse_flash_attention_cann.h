@@ -18,7 +18,10 @@
 namespace ms_ops {
 
 // Attribute order of both OpDefs.
-enum SfaAttr : size_t { kSfaScale, kSfaBlockSize, kSfaLayout, kSfaSparseMode };
+enum SfaAttr : size_t {
+  kSfaScale, kSfaBlockSize, kSfaLayout, kSfaSparseMode, kSfaLayoutKv, kSfaHasLengthsQ, kSfaHasLengthsKv,
+  kSfaPreTokens, kSfaNextTokens
+};
 
 inline matmul_tiling::DataType SfaMatmulType(ge::DataType d) {
   return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
@@ -47,7 +50,8 @@ inline std::vector<int64_t> SfaValues(gert::TilingContext *context, size_t index
   return out;
 }
 
-// ropeIn: the index of query_rope, followed by key_rope and the two cumulative lengths.
+// ropeIn: the index of query_rope, followed by key_rope, the two lengths inputs and (forward
+// only) block_table.
 inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *op, bool grad, size_t ropeIn) {
   const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
@@ -57,8 +61,13 @@ inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *o
   p.blockSize = *attrs->GetAttrPointer<int64_t>(kSfaBlockSize);
   p.sparseMode = *attrs->GetAttrPointer<int64_t>(kSfaSparseMode);
   p.dataType = ToFloatEnum<SfaFloat>(dtype);
-  const char *layout = attrs->GetStr(kSfaLayout);
+  p.preTokens = *attrs->GetAttrPointer<int64_t>(kSfaPreTokens);
+  p.nextTokens = *attrs->GetAttrPointer<int64_t>(kSfaNextTokens);
+  p.lengthsQ = *attrs->GetAttrPointer<bool>(kSfaHasLengthsQ);
+  p.lengthsKv = *attrs->GetAttrPointer<bool>(kSfaHasLengthsKv);
+  const char *layout = attrs->GetStr(kSfaLayout), *layoutKv = attrs->GetStr(kSfaLayoutKv);
   p.packed = layout != nullptr && std::string(layout) == "TND";
+  p.paged = !grad && layoutKv != nullptr && std::string(layoutKv) == "PA_BSND";
   const auto q = Dims(context->GetInputShape(0)->GetStorageShape()), k = Dims(context->GetInputShape(1)->GetStorageShape());
   const auto v = Dims(context->GetInputShape(2)->GetStorageShape()), idx = Dims(context->GetInputShape(3)->GetStorageShape());
   const auto qRope = Dims(context->GetInputShape(ropeIn)->GetStorageShape());
@@ -82,6 +91,13 @@ inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *o
       p.batch = static_cast<int64_t>(p.cumQ.size());
       if (p.cumQ.empty() || p.cumQ.back() != p.seq1 || p.cumKv.size() != p.cumQ.size() || p.cumKv.back() != p.seq2)
         error = "the actual sequence lengths must be cumulative, ending at T1/T2";
+    } else if (p.paged) {
+      const auto table = Dims(context->GetInputShape(ropeIn + 4)->GetStorageShape());
+      p.pageSize = k[1];
+      p.maxPages = table.size() == 2 ? table[1] : 0;
+      p.seq2 = p.pageSize * p.maxPages;
+      p.keyRows = k[0] * k[1];
+      if (p.maxPages < 1) error = "block_table must be [batch, max_blocks]";
     }
   }
   SparseFlashAttentionTiling t;

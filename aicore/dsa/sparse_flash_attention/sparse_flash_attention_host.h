@@ -1,9 +1,11 @@
 // The CPU entries' common part for sparse_flash_attention and its gradient: attribute reading, the
-// checks of query/key/value/rope against the layout, of the packed lengths (TND) and of every
+// checks of query/key/value/rope against the layout, of the lengths (cumulative with TND,
+// per-batch with BSND), of the block table of paged keys (forward only) and of every
 // sparse_indices value (range per sequence, no repeats in a list), and shape inference.
 #ifndef MS_OPS_SPARSE_FLASH_ATTENTION_HOST_H_
 #define MS_OPS_SPARSE_FLASH_ATTENTION_HOST_H_
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,44 @@
 
 namespace ms_ops {
 
-// The tensors both entries read, by role; rope and lengths are [1] placeholders when absent.
+// The tensors both entries read, by role; rope, lengths and the block table are [1] placeholders
+// when absent; `table` is null for the gradient (MindSpore's takes no block table).
 struct SfaInputs {
-  const Arg *q, *k, *v, *idx, *qRope, *kRope, *cumQ, *cumKv;
+  const Arg *q, *k, *v, *idx, *qRope, *kRope, *cumQ, *cumKv, *table;
 };
+
+// BSND per-batch lengths: `batch` int64 entries in [0, limit].
+inline std::vector<int64_t> SfaPerBatch(const Arg &a, int64_t batch, int64_t limit) {
+  Require(a.dtype == DType::kI64 && a.shape.size() == 1 && a.shape[0] == batch, a.name,
+          "must be 1-D int64 with one length per batch (" + std::to_string(batch) + "), got " +
+              std::string(a.dtypeName) + " " + ShapeStr(a.shape));
+  const int64_t *v = reinterpret_cast<const int64_t *>(a.data);
+  std::vector<int64_t> out(v, v + batch);
+  for (int64_t b = 0; b < batch; ++b)
+    Require(out[b] >= 0 && out[b] <= limit, a.name,
+            "entry " + std::to_string(b) + " is " + std::to_string(out[b]) + ", outside [0, " +
+                std::to_string(limit) + "]");
+  return out;
+}
+
+// block_table [B, max_blocks] int32: every block a sequence's keys use names a block of key.
+inline void SfaCheckTable(const SparseFlashAttentionProblem &p, const Arg &table, int64_t blocks) {
+  RequireDType(table, DType::kI32, "int32");
+  Require(table.shape.size() == 2 && table.shape[0] == p.batch && table.shape[1] >= 1, "block_table",
+          "must be [batch, max_blocks] with batch " + std::to_string(p.batch) + ", got " + ShapeStr(table.shape));
+  const int32_t *t = reinterpret_cast<const int32_t *>(table.data);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    Require(p.lenKv[b] <= p.seq2, "block_table",
+            "is too short: " + std::to_string(p.maxPages) + " blocks of " + std::to_string(p.pageSize) +
+                " keys cannot hold batch " + std::to_string(b) + "'s " + std::to_string(p.lenKv[b]) + " keys");
+    for (int64_t j = 0; j * p.pageSize < p.lenKv[b]; ++j) {
+      const int32_t v = t[b * p.maxPages + j];
+      Require(v >= 0 && v < blocks, "block_table",
+              "entry [" + std::to_string(b) + ", " + std::to_string(j) + "] is " + std::to_string(v) +
+                  ", outside [0, " + std::to_string(blocks) + ") (key's blocks)");
+    }
+  }
+}
 
 inline std::vector<int64_t> SfaCumulative(const Arg &a, int64_t batch, int64_t total) {
   Require(a.dtype == DType::kI64 && a.shape.size() == 1, a.name,
@@ -41,7 +77,7 @@ inline void SfaCheckIndices(const SparseFlashAttentionProblem &p, const Arg &idx
   int64_t maxBlocks = 0;
   std::vector<int64_t> blocksOf(size_t(p.batch > 0 ? p.batch : 0));
   for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t s2 = p.packed ? p.cumKv[b] - (b ? p.cumKv[b - 1] : 0) : p.seq2;
+    const int64_t s2 = p.packed ? p.cumKv[b] - (b ? p.cumKv[b - 1] : 0) : p.lengthsKv ? p.lenKv[b] : p.seq2;
     blocksOf[b] = (s2 + p.blockSize - 1) / p.blockSize;
     maxBlocks = blocksOf[b] > maxBlocks ? blocksOf[b] : maxBlocks;
   }
@@ -78,6 +114,11 @@ inline void SfaCheckIndices(const SparseFlashAttentionProblem &p, const Arg &idx
 inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, const SfaInputs &in) {
   SparseFlashAttentionProblem p;
   const std::string layout = ReadAttr<std::string>(extra, "layout");
+  const std::string layoutKv = ReadAttr<std::string>(extra, "layout_kv");
+  p.preTokens = ReadAttr<int64_t>(extra, "pre_tokens");
+  p.nextTokens = ReadAttr<int64_t>(extra, "next_tokens");
+  p.lengthsQ = ReadAttr<bool>(extra, "has_lengths_query");
+  p.lengthsKv = ReadAttr<bool>(extra, "has_lengths_kv");
   p.scale = ReadAttr<float>(extra, "scale_value");
   p.blockSize = ReadAttr<int64_t>(extra, "sparse_block_size");
   p.sparseMode = ReadAttr<int64_t>(extra, "sparse_mode");
@@ -85,6 +126,13 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
   Require(p.blockSize >= 1, "sparse_block_size", "must be >= 1, got " + std::to_string(p.blockSize));
   Require(p.sparseMode == 0 || p.sparseMode == 3, "sparse_mode", "must be 0 or 3, got " + std::to_string(p.sparseMode));
   p.packed = layout == "TND";
+  p.paged = layoutKv == "PA_BSND";
+  Require(layoutKv == layout || (p.paged && layout == "BSND" && in.table != nullptr), "layout_kv",
+          "must equal layout_query (" + layout + ")" +
+              (in.table != nullptr ? std::string(" or be PA_BSND with BSND queries")
+                                   : std::string(" (paged keys have no gradient)")) +
+              ", got " + layoutKv);
+  Require(!p.paged || p.lengthsKv, "actual_seq_lengths_kv", "is required with layout_kv PA_BSND (per-batch lengths)");
   const Arg &q = *in.q, &k = *in.k, &v = *in.v, &idx = *in.idx;
   RequireFloat(q);
   for (const Arg *a : {in.k, in.v})
@@ -107,7 +155,7 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
           "heads " + std::to_string(p.heads2) + " must divide query's " + std::to_string(p.heads1) + " (GQA/MQA)");
   Require(p.dim >= 1 && k.shape[d] == p.dim, "key",
           "head dim must be query's " + std::to_string(p.dim) + ", got shape " + ShapeStr(k.shape));
-  Require(p.packed || k.shape[0] == p.batch, "key", "batch differs from query's " + std::to_string(p.batch));
+  Require(p.packed || p.paged || k.shape[0] == p.batch, "key", "batch differs from query's " + std::to_string(p.batch));
   Shape vWant = k.shape;
   vWant[d] = p.vDim;
   Require(p.vDim >= 1 && v.shape == vWant, "value", "must have key's shape but the head dim, got " + ShapeStr(v.shape));
@@ -134,6 +182,18 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
     p.cumQ = SfaCumulative(*in.cumQ, -1, p.seq1);
     p.cumKv = SfaCumulative(*in.cumKv, int64_t(p.cumQ.size()), p.seq2);
     p.batch = int64_t(p.cumQ.size());
+  } else {
+    if (p.paged) {
+      p.pageSize = k.shape[1];
+      p.maxPages = in.table->shape.size() == 2 ? in.table->shape[1] : 0;
+      p.seq2 = p.pageSize * p.maxPages;
+      p.keyRows = k.shape[0] * k.shape[1];
+    }
+    if (p.lengthsQ) SfaPerBatch(*in.cumQ, p.batch, p.seq1);
+    // Paged: the block table bounds the lengths (SfaCheckTable names it when too short).
+    const int64_t kvLimit = p.paged ? std::numeric_limits<int64_t>::max() : p.seq2;
+    if (p.lengthsKv) p.lenKv = SfaPerBatch(*in.cumKv, p.batch, kvLimit);
+    if (p.paged) SfaCheckTable(p, *in.table, k.shape[0]);
   }
   SfaCheckIndices(p, idx);
   return p;

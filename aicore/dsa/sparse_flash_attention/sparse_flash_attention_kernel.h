@@ -30,10 +30,12 @@ __aicore__ inline SfaSeq SfaSequence(const SparseFlashAttentionTilingData &td, c
     s.s1 = cumQ.GetValue(b) - s.qStart;
     s.s2 = cumKv.GetValue(b) - s.kStart;
   } else {
+    // The padded layout's rows stay where they are; only the lengths shrink (paged keys have no
+    // kStart: their rows come from the block table).
     s.qStart = b * td.seq1;
     s.kStart = b * td.seq2;
-    s.s1 = td.seq1;
-    s.s2 = td.seq2;
+    s.s1 = td.lengthsQ ? cumQ.GetValue(b) : td.seq1;
+    s.s2 = td.lengthsKv ? cumKv.GetValue(b) : td.seq2;
   }
   return s;
 }
@@ -48,18 +50,34 @@ __aicore__ inline SfaSeq SfaSequenceOfRow(const SparseFlashAttentionTilingData &
   return SfaSequence(td, cumQ, cumKv, b);
 }
 
-// The last key position query i of sequence sq may see (-1: none): sparse_mode 3 anchors the
-// causal diagonal at the bottom-right corner.
-__aicore__ inline int64_t SfaLimit(const SparseFlashAttentionTilingData &td, const SfaSeq &sq, int64_t i) {
-  const int64_t last = sq.s2 - 1;
-  if (td.sparseMode != 3) return last;
-  const int64_t causal = i + sq.s2 - sq.s1;
-  return causal < last ? causal : last;
+// The furthest key past its anchor i + s2 - s1 that a query sees: next_tokens, and with
+// sparse_mode 3 (causal from the bottom-right corner) at most 0.
+__aicore__ inline int64_t SfaAhead(const SparseFlashAttentionTilingData &td) {
+  return td.sparseMode == 3 && td.nextTokens > 0 ? 0 : td.nextTokens;
+}
+
+// The key positions [first, last] query i of sequence sq may see (empty when first > last): the
+// sequence's keys within the band, none for a row past the sequence's query length.
+struct SfaRange {
+  int64_t first, last;
+};
+
+__aicore__ inline SfaRange SfaVisible(const SparseFlashAttentionTilingData &td, const SfaSeq &sq, int64_t i) {
+  if (i >= sq.s1) return {0, -1};
+  const int64_t anchor = i + sq.s2 - sq.s1, hi = anchor + SfaAhead(td), lo = anchor - td.preTokens;
+  return {lo > 0 ? lo : 0, Min64(hi, sq.s2 - 1)};
+}
+
+// The token row of key position p of sequence sq (through the block table for paged keys).
+__aicore__ inline int64_t SfaKeyRow(const SparseFlashAttentionTilingData &td,
+                                    const AscendC::GlobalTensor<int32_t> &table, const SfaSeq &sq, int64_t p) {
+  if (!td.paged) return sq.kStart + p;
+  return int64_t(table.GetValue(sq.b * td.maxPages + p / td.pageSize)) * td.pageSize + p % td.pageSize;
 }
 
 // The selected key positions a query row sees, in index-list order (Next), or those of one key
-// range (Mark): entry e selects keys [e*blockSize, (e+1)*blockSize); -1 entries and keys beyond
-// the limit are skipped. The list is read into UB idxChunk entries at a time and walked by the
+// range (Mark): entry e selects keys [e*blockSize, (e+1)*blockSize); -1 entries and keys outside
+// the visible range are skipped. The list is read into UB idxChunk entries at a time and walked by the
 // scalar unit.
 class SfaKeyCursor {
  public:
@@ -72,9 +90,10 @@ class SfaKeyCursor {
     blockSize_ = td.blockSize;
   }
 
-  __aicore__ inline void Start(const AscendC::GlobalTensor<int32_t> &list, int64_t limit) {
+  __aicore__ inline void Start(const AscendC::GlobalTensor<int32_t> &list, const SfaRange &visible) {
     list_ = list;
-    limit_ = limit;
+    first_ = visible.first;
+    limit_ = visible.last;
     e_ = 0;
     r_ = 0;
     loaded_ = -1;
@@ -92,6 +111,16 @@ class SfaKeyCursor {
         r_ = 0;
         continue;
       }
+      if (p < first_) {
+        // Below the band: on to the block's first visible key (or past the block).
+        const int64_t skip = first_ - v * blockSize_;
+        r_ = skip < blockSize_ ? skip : blockSize_;
+        if (r_ == blockSize_) {
+          ++e_;
+          r_ = 0;
+        }
+        continue;
+      }
       pos.SetValue(n++, static_cast<int32_t>(p));
       if (++r_ == blockSize_) {
         ++e_;
@@ -105,12 +134,12 @@ class SfaKeyCursor {
   // (a block is clipped to the range, not expanded); whether any was set.
   __aicore__ inline bool Mark(const AscendC::LocalTensor<float> &keep, int64_t k0, int64_t n) {
     bool any = false;
-    const int64_t last = Min64(limit_, k0 + n - 1);
+    const int64_t last = Min64(limit_, k0 + n - 1), lo = first_ > k0 ? first_ : k0;
     for (e_ = 0; e_ < topK_; ++e_) {
       if (loaded_ < 0 || e_ >= loaded_ + chunk_) Load();
       const int64_t v = buf_.GetValue(static_cast<uint32_t>(e_ - loaded_));
       if (v < 0) continue;
-      const int64_t from = v * blockSize_ > k0 ? v * blockSize_ : k0, to = Min64(v * blockSize_ + blockSize_ - 1, last);
+      const int64_t from = v * blockSize_ > lo ? v * blockSize_ : lo, to = Min64(v * blockSize_ + blockSize_ - 1, last);
       for (int64_t p = from; p <= to; ++p) keep.SetValue(static_cast<uint32_t>(p - k0), 1.0f);
       any = any || from <= to;
     }
@@ -130,7 +159,7 @@ class SfaKeyCursor {
   AscendC::TPipe *pipe_ = nullptr;
   AscendC::LocalTensor<int32_t> buf_;
   AscendC::GlobalTensor<int32_t> list_;
-  int64_t chunk_ = 0, topK_ = 0, blockSize_ = 1, limit_ = -1, e_ = 0, r_ = 0, loaded_ = -1;
+  int64_t chunk_ = 0, topK_ = 0, blockSize_ = 1, first_ = 0, limit_ = -1, e_ = 0, r_ = 0, loaded_ = -1;
 };
 
 // GM to GM through a UB row: `len` elements of src into dst.

@@ -23,6 +23,13 @@ struct SparseFlashAttentionTilingData {
   int64_t dim, ropeDim, qkDim, vDim;
   int64_t topK, blockSize;          // index entries per (query row, key head); keys per entry
   int64_t sparseMode;               // 3: key p visible to query i iff p <= i + s2 - s1; 0: all
+  // The band around a = i + s2 - s1 (anchored at the bottom-right, as sparse_mode 3): key p is
+  // visible iff a - preTokens <= p <= a + nextTokens; clamped to +-2^62 so that a +- them never
+  // overflows (the defaults 2^63-1 mean no band).
+  int64_t preTokens, nextTokens;
+  // Paged keys (PA_BSND): key/value [blocks, pageSize, N2, D], key position p of sequence b at
+  // token row blockTable[b * maxPages + p / pageSize] * pageSize + p % pageSize.
+  int64_t pageSize, maxPages;
   int64_t idxChunk;                 // index entries read into UB at a time
   int64_t nTile;                    // gathered keys per tile (forward, backward query pass)
   int64_t keyTile;                  // keys per backward key-pass item
@@ -32,6 +39,9 @@ struct SparseFlashAttentionTilingData {
   // value is the key tensor itself (the MLA absorb layout passes one tensor twice, vDim == dim):
   // the value rows are the gathered key rows' first vDim elements, not gathered again.
   uint32_t valueIsKey;
+  // BSND with per-batch lengths: actual_seq_lengths_query / _kv hold B lengths (<= S1 / S2);
+  // query rows past their sequence's length see no key. Paged keys always have them.
+  uint32_t lengthsQ, lengthsKv, paged;
   float scale;
   TCubeTiling mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
   TCubeTiling mmNN;  // O += P V, dQ += dS K
@@ -42,12 +52,20 @@ namespace ms_ops {
 
 enum class SfaFloat { kF32, kF16, kBF16 };
 
+// pre_tokens / next_tokens beyond this are no band (and a query's anchor +- them cannot overflow).
+constexpr int64_t kSfaFar = int64_t(1) << 62;
+
 struct SparseFlashAttentionProblem {
   int64_t batch = 0, heads1 = 0, heads2 = 0, seq1 = 0, seq2 = 0;
   int64_t dim = 0, ropeDim = 0, vDim = 0, topK = 0, blockSize = 1, sparseMode = 3;
   bool packed = false;
+  bool lengthsQ = false, lengthsKv = false;  // BSND per-batch lengths
+  bool paged = false;                        // PA_BSND keys: seq2 is max_blocks * pageSize
+  int64_t pageSize = 0, maxPages = 0, keyRows = 0;  // paged: block size, table width, blocks * block size
+  int64_t preTokens = kSfaFar, nextTokens = kSfaFar;
   bool valueIsKey = false;  // key and value are one tensor
   std::vector<int64_t> cumQ, cumKv;  // TND only
+  std::vector<int64_t> lenKv;        // BSND per-batch key lengths (host checks only)
   SfaFloat dataType = SfaFloat::kF32;
   float scale = 1.0f;
 };
@@ -99,7 +117,14 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.packed = p.packed ? 1 : 0;
   d.valueIsKey = p.valueIsKey && p.vDim == p.dim ? 1 : 0;
   d.qRows = p.packed ? p.seq1 : p.batch * p.seq1;
-  d.kRows = p.packed ? p.seq2 : p.batch * p.seq2;
+  d.kRows = p.paged ? p.keyRows : p.packed ? p.seq2 : p.batch * p.seq2;
+  d.lengthsQ = p.lengthsQ ? 1 : 0;
+  d.lengthsKv = p.lengthsKv || p.paged ? 1 : 0;
+  d.paged = p.paged ? 1 : 0;
+  d.pageSize = p.pageSize;
+  d.maxPages = p.maxPages;
+  d.preTokens = p.preTokens < -kSfaFar ? -kSfaFar : p.preTokens > kSfaFar ? kSfaFar : p.preTokens;
+  d.nextTokens = p.nextTokens < -kSfaFar ? -kSfaFar : p.nextTokens > kSfaFar ? kSfaFar : p.nextTokens;
   d.dim = p.dim;
   d.ropeDim = p.ropeDim;
   d.qkDim = p.dim + p.ropeDim;

@@ -19,6 +19,8 @@ class SparseFlashAttentionMsops : public OpDef {
       this->Input(in).ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
     for (const char *in : {"actual_seq_lengths_query", "actual_seq_lengths_kv"})
       this->Input(in).ParamType(REQUIRED).ValueDepend(REQUIRED).DataType(i64).Format(nd).UnknownShapeFormat(nd);
+    // Paged keys (layout_kv PA_BSND): [batch, max_blocks]; read by the kernel only.
+    this->Input("block_table").ParamType(REQUIRED).DataType(i32).Format(nd).UnknownShapeFormat(nd);
     this->Output("attention_out").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
     this->Output("softmax_max").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
     this->Output("softmax_sum").ParamType(REQUIRED).DataType(f32).Format(nd).UnknownShapeFormat(nd);
@@ -27,6 +29,11 @@ class SparseFlashAttentionMsops : public OpDef {
     this->Attr("sparse_block_size").AttrType(OPTIONAL).Int(1);
     this->Attr("layout").AttrType(OPTIONAL).String("BSND");
     this->Attr("sparse_mode").AttrType(OPTIONAL).Int(3);
+    this->Attr("layout_kv").AttrType(OPTIONAL).String("BSND");
+    this->Attr("has_lengths_query").AttrType(OPTIONAL).Bool(false);
+    this->Attr("has_lengths_kv").AttrType(OPTIONAL).Bool(false);
+    this->Attr("pre_tokens").AttrType(OPTIONAL).Int(9223372036854775807LL);
+    this->Attr("next_tokens").AttrType(OPTIONAL).Int(9223372036854775807LL);
 
     ms_ops::AddAiCoreConfig(*this, "sparse_flash_attention");
   }

@@ -31,6 +31,7 @@ struct SfaArgs {
   GM_ADDR kRope;
   GM_ADDR cumQ;
   GM_ADDR cumKv;
+  GM_ADDR blockTable;
   GM_ADDR out;
   GM_ADDR maxOut;
   GM_ADDR sumOut;
@@ -66,10 +67,9 @@ class SparseFlashAttentionKernel {
     outGm_.SetGlobalBuffer((__gm__ T *)a.out, qRows * dv);
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxOut, qRows);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumOut, qRows);
-    if (td.packed) {
-      cumQ_.SetGlobalBuffer((__gm__ int64_t *)a.cumQ, uint64_t(td.batch));
-      cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
-    }
+    if (td.packed || td.lengthsQ) cumQ_.SetGlobalBuffer((__gm__ int64_t *)a.cumQ, uint64_t(td.batch));
+    if (td.packed || td.lengthsKv) cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
+    if (td.paged) tableGm_.SetGlobalBuffer((__gm__ int32_t *)a.blockTable, uint64_t(td.batch) * td.maxPages);
     // The block's workspace, in SfaWorkspaceFloats' order.
     __gm__ float *ws = (__gm__ float *)GetUserWorkspace(a.workspace) + GetBlockIdx() * ms_ops::SfaWorkspaceFloats(td, false);
     sGm_.SetGlobalBuffer(ws, g * n);
@@ -129,7 +129,7 @@ class SparseFlashAttentionKernel {
                    td.ropeDim);
     Duplicate(St(kRunMax), kSfaLowest, g);
     Duplicate(St(kSum), 0.0f, g);
-    cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaLimit(td, sq, t - sq.qStart));
+    cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, t - sq.qStart));
     const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
     bool started = false;
     for (;;) {
@@ -138,7 +138,7 @@ class SparseFlashAttentionKernel {
       // The previous tile's matmuls have read the gathered rows.
       PipeBarrier<PIPE_ALL>();
       for (uint32_t j = 0; j < nt; ++j) {
-        const int64_t key = sq.kStart + pos.GetValue(j);
+        const int64_t key = SfaKeyRow(td, tableGm_, sq, pos.GetValue(j));
         SfaGatherRow(&pipe, row, kgGm_[int64_t(j) * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
         if (!td.valueIsKey)
           SfaGatherRow(&pipe, row, vgGm_[int64_t(j) * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
@@ -282,6 +282,7 @@ class SparseFlashAttentionKernel {
   TBuf<TPosition::VECCALC> tmp_, gather_, zero_, red_, idx_, pos_, state_;
   SfaKeyCursor cursor_;
   GlobalTensor<int64_t> cumQ_, cumKv_;
+  GlobalTensor<int32_t> tableGm_;
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, outGm_, pGm_, qgGm_, kgGm_, vgGm_;
   GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
@@ -306,7 +307,8 @@ __aicore__ inline void Run(const SfaArgs &a, const SparseFlashAttentionTilingDat
 extern "C" __global__ __aicore__ void sparse_flash_attention(GM_ADDR query, GM_ADDR key, GM_ADDR value,
                                                              GM_ADDR sparseIndices, GM_ADDR queryRope,
                                                              GM_ADDR keyRope, GM_ADDR actualSeqQ,
-                                                             GM_ADDR actualSeqKv, GM_ADDR attentionOut,
+                                                             GM_ADDR actualSeqKv, GM_ADDR blockTable,
+                                                             GM_ADDR attentionOut,
                                                              GM_ADDR softmaxMax, GM_ADDR softmaxSum,
                                                              GM_ADDR workspace, GM_ADDR tiling) {
   // Cube and vector work in one kernel: one AIV per AIC, so a block is one core pair.
@@ -314,7 +316,7 @@ extern "C" __global__ __aicore__ void sparse_flash_attention(GM_ADDR query, GM_A
   REGISTER_TILING_DEFAULT(SparseFlashAttentionTilingData);
   GET_TILING_DATA(td, tiling);
   const SfaArgs a{query,       key,          value,      sparseIndices, queryRope, keyRope,
-                  actualSeqQ,  actualSeqKv,  attentionOut, softmaxMax,  softmaxSum, workspace};
+                  actualSeqQ,  actualSeqKv,  blockTable, attentionOut, softmaxMax,  softmaxSum, workspace};
   // Literal keys (one binary per TILING_KEY_IS): 1 fp32, 2 fp16, 3 bf16.
   if (TILING_KEY_IS(1)) {
     Run<float>(a, td);

@@ -33,7 +33,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   Require(nparam == 17, "params", "expected 12 inputs and 5 outputs, got " + std::to_string(nparam) + " tensors");
   const std::vector<Arg> a = Args(nparam, params, ndims, shapes, dtypes, kNames);
   SparseFlashAttentionProblem p = SfaReadProblem(static_cast<mindspore::AotExtra *>(extraPtr),
-                                                       {&a[0], &a[1], &a[2], &a[3], &a[8], &a[9], &a[10], &a[11]});
+                                                       {&a[0], &a[1], &a[2], &a[3], &a[8], &a[9], &a[10], &a[11], nullptr});
   const std::vector<Shape> fwd = SparseFlashAttentionOutShapes(a[0].shape, a[1].shape, a[2].shape,
                                                                p.packed ? "TND" : "BSND");
   for (int i : {4, 5}) {

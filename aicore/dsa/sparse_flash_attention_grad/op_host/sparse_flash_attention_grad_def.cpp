@@ -29,6 +29,11 @@ class SparseFlashAttentionGradMsops : public OpDef {
     this->Attr("sparse_block_size").AttrType(OPTIONAL).Int(1);
     this->Attr("layout").AttrType(OPTIONAL).String("BSND");
     this->Attr("sparse_mode").AttrType(OPTIONAL).Int(3);
+    this->Attr("layout_kv").AttrType(OPTIONAL).String("BSND");
+    this->Attr("has_lengths_query").AttrType(OPTIONAL).Bool(false);
+    this->Attr("has_lengths_kv").AttrType(OPTIONAL).Bool(false);
+    this->Attr("pre_tokens").AttrType(OPTIONAL).Int(9223372036854775807LL);
+    this->Attr("next_tokens").AttrType(OPTIONAL).Int(9223372036854775807LL);
 
     ms_ops::AddAiCoreConfig(*this, "sparse_flash_attention_grad");
   }

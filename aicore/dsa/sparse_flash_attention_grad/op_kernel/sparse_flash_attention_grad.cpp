@@ -78,10 +78,8 @@ class SparseFlashAttentionGradKernel {
     dvGm_.SetGlobalBuffer((__gm__ T *)a.dv, kRows * td.vDim);
     dqRopeGm_.SetGlobalBuffer((__gm__ T *)a.dqRope, ropeQ);
     dkRopeGm_.SetGlobalBuffer((__gm__ T *)a.dkRope, ropeK);
-    if (td.packed) {
-      cumQ_.SetGlobalBuffer((__gm__ int64_t *)a.cumQ, uint64_t(td.batch));
-      cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
-    }
+    if (td.packed || td.lengthsQ) cumQ_.SetGlobalBuffer((__gm__ int64_t *)a.cumQ, uint64_t(td.batch));
+    if (td.packed || td.lengthsKv) cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
     // The block's workspace, in SfaWorkspaceFloats' order.
     const uint64_t m = uint64_t(td.tokChunk) * td.group, k = uint64_t(td.keyTile > td.nTile ? td.keyTile : td.nTile);
     const uint64_t qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim), wide = qk > dv ? qk : dv, rows = m > k ? m : k;
@@ -161,7 +159,7 @@ class SparseFlashAttentionGradKernel {
       SfaGatherRow(&pipe, row, qgGm_[h * td.qkDim], qGm_, qRopeGm_, t, td.heads1, n2 * td.group + h, td.dim,
                    td.ropeDim);
     RowStats(0, t, n2, SfaStatBase(td, sq, t, n2));
-    cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaLimit(td, sq, t - sq.qStart));
+    cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, t - sq.qStart));
     const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
     bool started = false;
     for (;;) {
@@ -202,7 +200,9 @@ class SparseFlashAttentionGradKernel {
     SfaSeq sq;
     int64_t k0;
     LocateKeyTile(tile, sq, k0);
-    const int64_t nk = Min64(td.keyTile, sq.s2 - k0);
+    // BSND tiles span the padded S2 (the tiling cannot see the lengths on the device): keys past
+    // the sequence's length are never visible and get zero gradients.
+    const int64_t nk = Min64(td.keyTile, (td.packed ? sq.s2 : td.seq2) - k0);
     PipeBarrier<PIPE_ALL>();
     const LocalTensor<T> row = gather_.Get<T>();
     for (int64_t j = 0; j < nk; ++j) {
@@ -210,9 +210,9 @@ class SparseFlashAttentionGradKernel {
       SfaGatherRow(&pipe, row, kgGm_[j * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
       if (!td.valueIsKey) SfaGatherRow(&pipe, row, vgGm_[j * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
     }
-    // Query i sees keys up to i + S2 - S1 in sparse_mode 3: earlier rows see none of the tile.
-    int64_t first = 0;
-    if (td.sparseMode == 3 && k0 - (sq.s2 - sq.s1) > 0) first = k0 - (sq.s2 - sq.s1);
+    // Query i sees keys up to i + S2 - S1 + SfaAhead: earlier rows see none of the tile.
+    int64_t first = k0 - (sq.s2 - sq.s1) - SfaAhead(td);
+    if (first < 0) first = 0;
     const LocalTensor<float> keep = keep_.Get<float>();
     const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
     bool started = false;
@@ -223,7 +223,7 @@ class SparseFlashAttentionGradKernel {
       OrderPipes<HardEvent::MTE3_V>(&pipe);
       Duplicate(keep, 0.0f, static_cast<int32_t>(nk));
       OrderPipes<HardEvent::V_S>(&pipe);
-      cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaLimit(td, sq, i));
+      cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, i));
       if (!cursor_.Mark(keep, k0, nk)) continue;
       OrderPipes<HardEvent::V_MTE3>(&pipe);
       OrderPipes<HardEvent::S_MTE3>(&pipe);
