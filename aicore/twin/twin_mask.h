@@ -121,11 +121,18 @@ struct Lanes {
   }
 };
 
-// f(e0, n) for each run of n adjacent lanes e0 .. e0 + n - 1 of the set `on` that lies in one group
-// of `per` lanes (per divides 64: a data block of the operand, or 64 for whole words). Word-level
-// bit scans: a mask of any shape costs one step per run, not one per lane.
-template <class F>
-inline void RunsOf(const uint64_t on[2], uint32_t per, F f) {
+// The runs of adjacent active lanes of one repeat, each inside one group of `per` lanes (per
+// divides 64: a data block of an operand, or 64 for whole words), and the groups that have any.
+struct Runs {
+  uint8_t e0[128], n[128];
+  uint32_t count;
+  uint32_t groups;  // bit g: group g has an active lane (at most 8 groups of data blocks)
+};
+
+// Word-level bit scans: a mask of any shape costs one step per run, not one per lane.
+inline void RunsOf(const uint64_t on[2], uint32_t per, Runs *out) {
+  out->count = 0;
+  out->groups = 0;
   for (uint32_t w = 0; w < 2; ++w) {
     uint64_t m = on[w];
     while (m != 0) {
@@ -135,10 +142,32 @@ inline void RunsOf(const uint64_t on[2], uint32_t per, F f) {
       m = len + s >= 64 ? 0 : m & ~(((1ull << len) - 1) << s);
       for (uint32_t e0 = w * 64 + s; len != 0;) {
         const uint32_t n = std::min(len, per - e0 % per);
-        f(e0, n);
+        out->e0[out->count] = static_cast<uint8_t>(e0);
+        out->n[out->count++] = static_cast<uint8_t>(n);
+        if (e0 / per < 32) out->groups |= 1u << (e0 / per);
         e0 += n;
         len -= n;
       }
+    }
+  }
+}
+
+// f(r, runs) for every repeat. The runs are worked out once: every repeat has the same lanes in
+// normal mode, and all but the last (partial) one all lanes in counter mode.
+template <class F>
+inline void ForRepeatRuns(const Lanes &l, uint32_t per, F f) {
+  if (l.repeats == 0) return;
+  uint64_t on[2];
+  Runs same, last;
+  l.Of(0, on);
+  RunsOf(on, per, &same);
+  for (uint32_t r = 0; r < l.repeats; ++r) {
+    if (l.counter && uint64_t(r + 1) * l.lanes > l.count) {
+      l.Of(r, on);
+      RunsOf(on, per, &last);
+      f(r, last);
+    } else {
+      f(r, same);
     }
   }
 }
@@ -225,22 +254,19 @@ inline Strided<T> Operand(const char *call, const LocalTensor<T> &t, const Lanes
     write ? UbWrite(kPipeV, call, t.TwinData() + first, blocks * ONE_BLK_SIZE)
           : UbRead(kPipeV, call, t.TwinData() + first, blocks * ONE_BLK_SIZE);
   };
-  for (uint32_t r = 0; r < l.repeats; ++r) {
-    uint64_t on[2];
-    l.Of(r, on);
-    uint32_t used = 0;  // the blocks with an active lane, as bits (at most 8: lanes * sizeof(T) <= 256 bytes)
-    RunsOf(on, per, [&](uint32_t e0, uint32_t) { used |= 1u << (e0 / per); });
+  ForRepeatRuns(l, per, [&](uint32_t r, const Runs &runs) {
+    uint32_t used = runs.groups;  // the blocks with an active lane (at most 8: lanes * sizeof(T) <= 256 bytes)
     if (blk == 0) {
       if (used != 0) access(r * rep * per, 1);
-      continue;
+      return;
     }
     while (used != 0) {
       const uint32_t b = __builtin_ctz(used);
       const uint32_t run = blk == 1 ? __builtin_ctz(~(used >> b)) : 1;
       access((r * rep + b * blk) * per, run);
-      used &= run >= 32 ? 0 : ~(((1u << run) - 1) << b);
+      used &= ~(((1u << run) - 1) << b);
     }
-  }
+  });
   return Strided<T>{t.TwinData(), blk, rep, end};
 }
 
@@ -248,12 +274,9 @@ inline Strided<T> Operand(const char *call, const LocalTensor<T> &t, const Lanes
 // one data block of T, so adjacent in every operand of T: the caller's loop over them vectorizes.
 template <typename T, class F>
 inline void ForBlocks(const Lanes &l, F f) {
-  constexpr uint32_t per = Strided<T>::kPerBlock;
-  for (uint32_t r = 0; r < l.repeats; ++r) {
-    uint64_t on[2];
-    l.Of(r, on);
-    RunsOf(on, per, [&](uint32_t e0, uint32_t n) { f(r, e0, n); });
-  }
+  ForRepeatRuns(l, Strided<T>::kPerBlock, [&](uint32_t r, const Runs &runs) {
+    for (uint32_t i = 0; i < runs.count; ++i) f(r, runs.e0[i], runs.n[i]);
+  });
 }
 
 // g(k) for k in [0, n), n <= per: a whole block as a loop of constant length.
@@ -269,13 +292,10 @@ inline void InBlock(uint32_t n, G g) {
 // f(r, e) for every active lane, in order.
 template <class F>
 inline void ForLanes(const Lanes &l, F f) {
-  for (uint32_t r = 0; r < l.repeats; ++r) {
-    uint64_t on[2];
-    l.Of(r, on);
-    RunsOf(on, 64, [&](uint32_t e0, uint32_t n) {
-      for (uint32_t e = e0; e < e0 + n; ++e) f(r, e);
-    });
-  }
+  ForRepeatRuns(l, 64, [&](uint32_t r, const Runs &runs) {
+    for (uint32_t i = 0; i < runs.count; ++i)
+      for (uint32_t e = runs.e0[i]; e < uint32_t(runs.e0[i]) + runs.n[i]; ++e) f(r, e);
+  });
 }
 
 }  // namespace twin_detail
