@@ -697,6 +697,7 @@ SIGNATURES0 = {
     "twin_cmp0": [I, I, I, V, V, V, U, V, U64, U64, ctypes.c_float],
     "twin_cmp0_int32": [I, V, V, V],
     "twin_sel0": [I, I, I, V, V, V, V, U64, U64, U64, U, V, ctypes.c_float],
+    "twin_sel_count0": [V, V, V, V, U],
     "twin_cast0": [I, I, I, V, V, U64, U64, U64, U, V],
     "twin_softmax_flash": [I, V, V, V, U, U, U],
     "twin_tpl": [U64, U64, U64, V, V, U, U8P, I],
@@ -821,6 +822,17 @@ def test_level0_select(lib0, dtype, mode, kind, bits, length, repeat, strides):
     assert status == 0
     np.testing.assert_array_equal(got, sel0_model(dtype, mode, kind, bits, length, repeat, strides, -9.0, x, y, sel, z))
     assert not np.array_equal(got, z)
+
+
+def test_select_count_form_mode0_reuses_the_first_bits(lib0):
+    rng = np.random.default_rng(5)
+    n = BUF // 4
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    sel = rng.integers(0, 256, BUF).astype(np.uint8)
+    z = np.zeros(n, np.float32)
+    assert lib0.twin_sel_count0(P(x), P(y), P(sel), P(z), 200) == 0
+    bits = np.unpackbits(sel[:8], bitorder="little").astype(bool)  # 64 lanes of float a repeat
+    np.testing.assert_array_equal(z[:200], np.where(np.tile(bits, 4)[:200], x[:200], y[:200]))
 
 
 @pytest.mark.parametrize("mode,kind,message", [

@@ -202,6 +202,21 @@ TWIN_EXPORT int twin_sel0(int half, int mode, int kind, void *x, void *y, void *
               : Sel0<float>(mode, kind, x, y, sel, z, m0, m1, len, repeat, strides, scalar);
 }
 
+// The count form of Select in mode 0: every repeat takes its bits from sel's first 16 bytes.
+TWIN_EXPORT int twin_sel_count0(void *x, void *y, void *sel, void *z, uint32_t n) {
+  return Run("twin_sel_count0", [&] {
+    Bufs b;
+    LocalTensor<float> a = LoadIn<float>(b.qx, x, kBuf), c = LoadIn<float>(b.qy, y, kBuf);
+    LocalTensor<uint8_t> m = LoadIn<uint8_t>(b.qm, sel, kBuf);
+    LocalTensor<float> out = b.qo.AllocTensor<float>();
+    Select(out, m, a, c, SELMODE::VSEL_CMPMASK_SPR, n);
+    b.qx.FreeTensor(a);
+    b.qy.FreeTensor(c);
+    b.qm.FreeTensor(m);
+    StoreOut(b.qo, out, z, kBuf);
+  });
+}
+
 // pair: 0 half -> float, 1 float -> half, 2 float -> int32_t, 3 int32_t -> float, 4 half -> int32_t.
 TWIN_EXPORT int twin_cast0(int pair, int mode, int kind, void *x, void *z, uint64_t m0, uint64_t m1, uint64_t len,
                            uint32_t repeat, const uint32_t *strides) {
