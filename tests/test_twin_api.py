@@ -698,6 +698,7 @@ SIGNATURES0 = {
     "twin_cmp0_int32": [I, V, V, V],
     "twin_sel0": [I, I, I, V, V, V, V, U64, U64, U64, U, V, ctypes.c_float],
     "twin_sel_count0": [V, V, V, V, U],
+    "twin_init_gm": [V, U, ctypes.c_float, I],
     "twin_cast0": [I, I, I, V, V, U64, U64, U64, U, V],
     "twin_softmax_flash": [I, V, V, V, U, U, U],
     "twin_tpl": [U64, U64, U64, V, V, U, U8P, I],
@@ -939,6 +940,15 @@ def test_softmax_flash_and_log_softmax(lib0):
     np.testing.assert_allclose(z2[:, :valid], np.log10(e / e.sum(1, keepdims=True)), rtol=2e-6, atol=2e-6)
     np.testing.assert_allclose(st2[1][:, 0], e.sum(1), rtol=2e-6)
     assert np.isnan(z2[:, valid:]).all()
+
+
+def test_init_global_memory(lib0):
+    n = 5000  # more than one of the twin's 4096-element stores
+    z = np.zeros(n + 8, np.float32)
+    assert lib0.twin_init_gm(P(z), n, 2.5, 0) == 0
+    np.testing.assert_array_equal(z, np.concatenate([np.full(n, 2.5, np.float32), np.zeros(8, np.float32)]))
+    assert lib0.twin_init_gm(P(z), n, 2.5, 1) == 0  # under SetAtomicAdd it adds, as DataCopyPad does
+    np.testing.assert_array_equal(z[:n], np.full(n, 5.0, np.float32))
 
 
 # tiling key: D_T in bits 0..7, TILE_NUM's index in [1, 2, 3, 8] in bits 8..11, IS_SPLIT in bit 12

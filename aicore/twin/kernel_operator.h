@@ -13,6 +13,7 @@
 #include "twin_select.h"
 #include "twin_cmpsel0.h"
 #include "twin_sync.h"
+#include "twin_cache.h"
 #include "twin_tiling.h"
 #include "twin_atomic.h"
 #include "twin_mask.h"

@@ -263,6 +263,19 @@ TWIN_EXPORT int twin_softmax_flash(int which, float *x, float *z, float *stats, 
   });
 }
 
+// z[0..n) = value by InitGlobalMemory (accumulated into z under SetAtomicAdd when atomic), the
+// scalar cache then flushed as CANN kernels do before reading it back with GetValue.
+TWIN_EXPORT int twin_init_gm(float *z, uint32_t n, float value, int atomic) {
+  return Run("twin_init_gm", [&] {
+    GlobalTensor<float> g = Gm<float>(z, n);
+    if (atomic) SetAtomicAdd<float>();
+    InitGlobalMemory(g, n, value);
+    if (atomic) SetAtomicNone();
+    DataCacheCleanAndInvalid<float, CacheLine::SINGLE_CACHE_LINE, DcciDst::CACHELINE_OUT>(g);
+    if (g.GetValue(n - 1) != (atomic ? 2 * value : value)) ms_ops::twin::Fail("twin_init_gm", "GetValue disagrees");
+  });
+}
+
 // ---- tiling-key templates ----
 
 namespace {
