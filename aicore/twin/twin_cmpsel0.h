@@ -187,9 +187,7 @@ inline void SelectScalar0(const LocalTensor<T> &dst, const LocalTensor<U> &selMa
   const uint8_t *m = SelBits(selMask, mode, l);
   const uint32_t lanes = l.lanes;
   Select0<T>(dst, src0, nullptr, src1, l, p, [m, lanes](uint32_t r, uint32_t e) { return BitAt(m, uint64_t(r) * lanes + e); });
-  ::ms_ops::twin::Block &b = ::ms_ops::twin::Current();
-  for (uint32_t k = 0; k < kCmpMaskBytes / sizeof(T); ++k) std::memcpy(b.cmpMask + k * sizeof(T), &src1, sizeof(T));
-  b.cmpMaskAddress = false;
+  CmpMaskHolds(src1);
 }
 
 }  // namespace twin_detail

@@ -88,6 +88,14 @@ inline const uint8_t *MaskArg(const char *call, const LocalTensor<U> &mask, uint
 
 inline bool Bit(const uint8_t *m, uint32_t i) { return (m[i >> 3] >> (i & 7)) & 1; }
 
+// CMPMASK (twin_cmpsel0.h) filled with copies of a Select's scalar, which passes through it.
+template <typename T>
+inline void CmpMaskHolds(T v) {
+  ::ms_ops::twin::Block &b = ::ms_ops::twin::Current();
+  for (uint32_t k = 0; k < sizeof(b.cmpMask) / sizeof(T); ++k) std::memcpy(b.cmpMask + k * sizeof(T), &v, sizeof(T));
+  b.cmpMaskAddress = false;
+}
+
 }  // namespace twin_detail
 
 // A set mask bit selects src0, a clear bit src1. Mode 2 consumes selMask's bits end to end; mode 0
@@ -112,8 +120,10 @@ inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, con
     return;
   }
   for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i) ? a[i] : b[i];
+  ::ms_ops::twin::Current().cmpMaskAddress = true;  // mode 2 passes selMask's address through CMPMASK
 }
 
+// The scalar goes through CMPMASK, where it stays.
 template <typename T, typename U>
 inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, const LocalTensor<T> &src0, T src1,
                    SELMODE selMode, uint32_t count) {
@@ -124,6 +134,7 @@ inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, con
   const uint8_t *m = MaskArg("Select", selMask, count);
   T *d = VecOut("Select", dst, count);
   for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i) ? a[i] : src1;
+  CmpMaskHolds(src1);
 }
 
 namespace twin_detail {
