@@ -2,7 +2,7 @@
 // to an integer; the other pairs of Atlas A2 in twin_cast_pairs.h),
 // with the RoundMode semantics: CAST_NONE rounds to nearest even where the conversion loses
 // precision, CAST_ROUND is half away from zero, CAST_ODD rounds to odd. float -> int32_t
-// saturates at the int32 range and maps NaN to 0.
+// saturates at the int32 range and maps NaN to 0. The level-0 forms are in twin_cast0.h.
 #ifndef MS_OPS_TWIN_CAST_H_
 #define MS_OPS_TWIN_CAST_H_
 

@@ -38,8 +38,8 @@ inline void Cast0(const LocalTensor<T> &dst, const LocalTensor<U> &src, RoundMod
 }  // namespace twin_detail
 
 template <typename T, typename U, bool isSetMask = true>
-inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const RoundMode &roundMode, const uint64_t mask[],
-                 const uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {
+inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const RoundMode &roundMode,
+                 const uint64_t mask[], const uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {
   using W = twin_detail::Wider<T, U>;
   twin_detail::Cast0(dst, src, roundMode, twin_detail::MaskOf<W, isSetMask>("Cast", mask, repeatTime), repeatParams);
 }

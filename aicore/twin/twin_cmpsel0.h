@@ -174,7 +174,8 @@ inline void SelectTensors0(const LocalTensor<T> &dst, const LocalTensor<U> &selM
     return;
   }
   const uint32_t lanes = l.lanes;
-  Select0(dst, src0, &src1, T(), l, p, [m, lanes](uint32_t r, uint32_t e) { return BitAt(m, uint64_t(r) * lanes + e); });
+  Select0(dst, src0, &src1, T(), l, p,
+          [m, lanes](uint32_t r, uint32_t e) { return BitAt(m, uint64_t(r) * lanes + e); });
   ::ms_ops::twin::Current().cmpMaskAddress = true;
 }
 
@@ -186,7 +187,8 @@ inline void SelectScalar0(const LocalTensor<T> &dst, const LocalTensor<U> &selMa
     Fail("Select", "a scalar src1 needs SELMODE::VSEL_TENSOR_SCALAR_MODE");
   const uint8_t *m = SelBits(selMask, mode, l);
   const uint32_t lanes = l.lanes;
-  Select0<T>(dst, src0, nullptr, src1, l, p, [m, lanes](uint32_t r, uint32_t e) { return BitAt(m, uint64_t(r) * lanes + e); });
+  Select0<T>(dst, src0, nullptr, src1, l, p,
+             [m, lanes](uint32_t r, uint32_t e) { return BitAt(m, uint64_t(r) * lanes + e); });
   CmpMaskHolds(src1);
 }
 
@@ -273,8 +275,8 @@ inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, con
 // Register forms: mode 0 selects by CMPMASK's bits (mode 2 would need selMask's address in it,
 // which only a mode 2 Select with a selMask puts there); mode 1 takes its scalar from CMPMASK.
 template <typename T, SELMODE selMode>
-inline void Select(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1, uint8_t repeatTime,
-                   const BinaryRepeatParams &repeatParams) {
+inline void Select(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1,
+                   uint8_t repeatTime, const BinaryRepeatParams &repeatParams) {
   twin_detail::SelectTypes<T, uint8_t>();
   static_assert(selMode != SELMODE::VSEL_TENSOR_SCALAR_MODE, "Select: this register form takes two tensors");
   if (selMode == SELMODE::VSEL_TENSOR_TENSOR_MODE)

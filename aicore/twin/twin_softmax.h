@@ -8,6 +8,7 @@
 //                    expMax = exp(inMax - max), sum = inSum * expMax + row sum.
 // Shapes come from softmaxShapeInfo, or from the tiling where it is all zero. Exponentials are
 // computed in float; the scratch buffer is checked for alignment but not needed by the twin.
+// SoftmaxFlash and LogSoftMax, on the same rows, are in twin_softmax_flash.h.
 #ifndef MS_OPS_TWIN_SOFTMAX_H_
 #define MS_OPS_TWIN_SOFTMAX_H_
 
@@ -114,7 +115,8 @@ inline void SoftmaxRows(const char *call, int mode, const LocalTensor<T> &dst, c
       for (uint32_t c = 0; c < sh.valid; ++c)
         out[c] = static_cast<T>(std::log10(std::exp(static_cast<float>(row[c]) - mx) * scale));
     } else {
-      for (uint32_t c = 0; c < sh.valid; ++c) out[c] = static_cast<T>(std::exp(static_cast<float>(row[c]) - mx) * scale);
+      for (uint32_t c = 0; c < sh.valid; ++c)
+        out[c] = static_cast<T>(std::exp(static_cast<float>(row[c]) - mx) * scale);
     }
     if (merge) {
       const float factor = mode == 3 ? e : earlier / total;

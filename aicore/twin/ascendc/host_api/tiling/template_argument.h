@@ -159,7 +159,8 @@ inline bool NotInKey(const ParamStruct &p) {
 // p's values as a plain list (UINT ranges expanded), checked: some, distinct, each within the bit
 // width (an input/output reference aside). `width` overrides p's own (a UINT SEL takes its DECL's).
 inline bool Expand(ParamStruct *p, uint8_t width, std::string *why) {
-  const std::string where = std::string("ASCENDC_TPL_") + KindName(p->paramType) + "_" + p->macroType + "(" + p->name + ")";
+  const std::string where =
+      std::string("ASCENDC_TPL_") + KindName(p->paramType) + "_" + p->macroType + "(" + p->name + ")";
   if (width != 0) p->bitWidth = width;
   if (p->paramType == ASCENDC_TPL_UINT) {
     if (p->vals.size() < 2) return Bad(why, where + ": needs a list kind (ASCENDC_TPL_UI_LIST/RANGE/MIX) and values");
@@ -297,7 +298,8 @@ inline std::vector<uint64_t> DecodeTplTilingKey(TilingDeclareParams decl, Tiling
     const uint64_t field = p.bitWidth >= 64 ? key >> shift : (key >> shift) & ((1ull << p.bitWidth) - 1);
     if (p.paramType == ASCENDC_TPL_UINT && field >= p.vals.size())
       Fail("GET_TPL_TILING_KEY", "tiling key " + std::to_string(key) + ": " + p.name + " index " +
-                                     std::to_string(field) + " is past its " + std::to_string(p.vals.size()) + " values");
+                                     std::to_string(field) + " is past its " + std::to_string(p.vals.size()) +
+                                     " values");
     vals.push_back(p.paramType == ASCENDC_TPL_UINT ? p.vals[field] : field);
     shift += p.bitWidth;
   }
