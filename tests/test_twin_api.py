@@ -699,6 +699,7 @@ SIGNATURES0 = {
     "twin_sel0": [I, I, I, V, V, V, V, U64, U64, U64, U, V, ctypes.c_float],
     "twin_sel_count0": [V, V, V, V, U],
     "twin_init_gm": [V, U, ctypes.c_float, I],
+    "twin_softmax_flash_f16": [V, V, V, V, U, U, I],
     "twin_cast0": [I, I, I, V, V, U64, U64, U64, U, V],
     "twin_softmax_flash": [I, V, V, V, U, U, U],
     "twin_tpl": [U64, U64, U64, V, V, U, U8P, I],
@@ -940,6 +941,24 @@ def test_softmax_flash_and_log_softmax(lib0):
     np.testing.assert_allclose(z2[:, :valid], np.log10(e / e.sum(1, keepdims=True)), rtol=2e-6, atol=2e-6)
     np.testing.assert_allclose(st2[1][:, 0], e.sum(1), rtol=2e-6)
     assert np.isnan(z2[:, valid:]).all()
+
+
+def test_softmax_flash_half_with_float_statistics(lib0):
+    rng = np.random.default_rng(12)
+    m, k = 2, 32
+    x = (rng.standard_normal((m, k)) * 2).astype(np.float16)
+    v = x.astype(np.float64)
+    prev_max, prev_sum = np.float64([[1.0], [4.0]]), np.float64([[3.0], [0.5]])
+    stats = np.concatenate([np.repeat(prev_max, 8, 1), np.repeat(prev_sum, 8, 1)]).astype(np.float32)
+    z, e = np.zeros((m, k), np.float16), np.zeros((m, 16), np.float16)
+    assert lib0.twin_softmax_flash_f16(P(x), P(z), P(stats), P(e), m, k, 1) == 0
+    new_max = np.maximum(prev_max, v.max(1, keepdims=True))
+    total = np.exp(prev_max - new_max) * prev_sum + np.exp(v - new_max).sum(1, keepdims=True)
+    np.testing.assert_allclose(z.astype(np.float64), np.exp(v - new_max) / total, rtol=2e-3, atol=1e-4)
+    np.testing.assert_allclose(stats[m:, 0], total[:, 0], rtol=1e-6)
+    np.testing.assert_array_equal(stats[:m], np.repeat(new_max, 8, 1).astype(np.float32))
+    np.testing.assert_allclose(e[:, 0].astype(np.float64), (np.exp(prev_max - new_max) * prev_sum / total)[:, 0],
+                               rtol=2e-3)
 
 
 def test_init_global_memory(lib0):

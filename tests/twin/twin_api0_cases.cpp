@@ -263,6 +263,33 @@ TWIN_EXPORT int twin_softmax_flash(int which, float *x, float *z, float *stats, 
   });
 }
 
+// SoftmaxFlash on half x [m, k] with float statistics: stats holds max and sum (m x 8 floats
+// each, in for update), e the half expMax (m x 16).
+TWIN_EXPORT int twin_softmax_flash_f16(void *x, void *z, float *stats, void *e, uint32_t m, uint32_t k, int update) {
+  return Run("twin_softmax_flash_f16", [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qs;
+    TQue<QuePosition::VECOUT, 1> qo, qt, qe;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qs, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    pipe.InitBuffer(qt, 1, kBuf);
+    pipe.InitBuffer(qe, 1, kBuf);
+    const uint32_t n = m * k, sn = m * 8;
+    LocalTensor<half> s = LoadIn<half>(qx, x, n * 2);
+    LocalTensor<float> in = LoadIn<float>(qs, stats, 2 * sn * 4);
+    LocalTensor<half> o = qo.AllocTensor<half>(), ex = qe.AllocTensor<half>();
+    LocalTensor<float> st = qt.AllocTensor<float>();
+    DataCopy(st, in, 2 * sn);
+    SoftmaxFlash<half>(o, st[sn], st, s, ex, st[sn], st, SoftMaxTiling{}, update != 0, SoftMaxShapeInfo{m, k, m, k});
+    qx.FreeTensor(s);
+    qs.FreeTensor(in);
+    StoreOut(qo, o, z, n * 2);
+    StoreOut(qt, st, stats, 2 * sn * 4);
+    StoreOut(qe, ex, e, m * 32);
+  });
+}
+
 // z[0..n) = value by InitGlobalMemory (accumulated into z under SetAtomicAdd when atomic), the
 // scalar cache then flushed as CANN kernels do before reading it back with GetValue.
 TWIN_EXPORT int twin_init_gm(float *z, uint32_t n, float value, int atomic) {
