@@ -688,3 +688,328 @@ def test_aic_only_kernel_runs_on_cube_cores(lib, aic):
     out = np.full(2, -1, np.int32)
     assert lib.twin_task_type(aic, P(out)) == 0
     assert list(out) == [aic, aic]
+
+
+# ---- level-0 Compare / Select / Cast, SoftmaxFlash, LogSoftMax, tiling-key templates, flag modes ----
+
+U8P = ctypes.POINTER(ctypes.c_uint64)
+SIGNATURES0 = {
+    "twin_cmp0": [I, I, I, V, V, V, U, V, U64, U64, ctypes.c_float],
+    "twin_cmp0_int32": [I, V, V, V],
+    "twin_sel0": [I, I, I, V, V, V, V, U64, U64, U64, U, V, ctypes.c_float],
+    "twin_sel_count0": [V, V, V, V, U],
+    "twin_init_gm": [V, U, ctypes.c_float, I],
+    "twin_softmax_flash_f16": [V, V, V, V, U, U, I],
+    "twin_cast0": [I, I, I, V, V, U64, U64, U64, U, V],
+    "twin_softmax_flash": [I, V, V, V, U, U, U],
+    "twin_tpl": [U64, U64, U64, V, V, U, U8P, I],
+    "twin_tpl_decode": [U64, V],
+    "twin_crosscore_modes": [I, I],
+}
+LT, GT, EQ, LE, GE, NE = range(6)
+CMP = [np.less, np.greater, np.equal, np.less_equal, np.greater_equal, np.not_equal]
+
+
+@pytest.fixture(scope="module")
+def lib0(tmp_path_factory):
+    return build_cases(tmp_path_factory.mktemp("twin_api0_cases"), "twin_api0_cases", SIGNATURES0)
+
+
+def lanes_on(kind, bits, length, lanes, repeat):
+    """(repeats, on(r, e)) for kind 0 bitwise, 1 contiguous, 2 counter mode, 3 bits set beforehand."""
+    if kind == 2:
+        return -(-length // lanes), lambda r, e: r * lanes + e < length
+    return active(1 if kind == 1 else 0, bits, length, lanes, repeat)
+
+
+def cmp_inputs(dtype, seed):
+    rng = np.random.default_rng(seed)
+    n = BUF // np.dtype(dtype).itemsize
+    x = rng.integers(-3, 4, n).astype(dtype)
+    y = rng.integers(-3, 4, n).astype(dtype)
+    return x, y, rng.integers(0, 256, BUF).astype(np.uint8)
+
+
+@pytest.mark.parametrize("dtype,form,mode,repeat,strides", [
+    (np.float32, 0, LT, 3, (1, 2, 8, 16)),
+    (np.float16, 0, GE, 2, (2, 1, 16, 8)),
+    (np.float32, 1, NE, 4, (1, 1, 4, 8)),
+    (np.float16, 2, LE, 1, (1, 3, 8, 8)),
+    (np.float32, 2, EQ, 1, (1, 1, 8, 8)),
+])
+def test_level0_compare(lib0, dtype, form, mode, repeat, strides):
+    x, y, z = cmp_inputs(dtype, form * 10 + mode)
+    per, lanes = 32 // np.dtype(dtype).itemsize, 256 // np.dtype(dtype).itemsize
+    bits = (0xF0F0_0000_FFFF_0F0F, 0x0000_FFFF_0000_0001 if dtype == np.float16 else 0)
+    s = np.array(strides, np.uint32)
+    got = z.copy()
+    status = lib0.twin_cmp0(int(dtype == np.float16), form, mode, P(x), P(y), P(got), repeat, P(s), bits[0], bits[1],
+                            1.0)
+    assert status == 0
+    ref = z.copy()
+    scalar = dtype(1.0)
+    if form == 2:  # CMPMASK: masked-off lanes and bits past the repeat read 0
+        out = np.zeros(128, bool)
+        for e in range(lanes):
+            if (bits[e // 64] >> (e % 64)) & 1:
+                out[e] = CMP[mode](x[at(0, e, s[0], s[2], per)], y[at(0, e, s[1], s[3], per)])
+        ref[:16] = np.packbits(out, bitorder="little")
+    else:  # every lane compared (Atlas A2 ignores the mask), repeats packed end to end
+        out = np.zeros(repeat * lanes, bool)
+        for r in range(repeat):
+            for e in range(lanes):
+                b = scalar if form == 1 else y[at(r, e, s[1], s[3], per)]
+                out[r * lanes + e] = CMP[mode](x[at(r, e, s[0], s[2], per)], b)
+        ref[:repeat * lanes // 8] = np.packbits(out, bitorder="little")
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_level0_compare_int32_only_eq(lib0, capfd):
+    x = np.arange(BUF // 4, dtype=np.int32) % 5
+    y = np.arange(BUF // 4, dtype=np.int32) % 3
+    z = np.zeros(BUF, np.uint8)
+    assert lib0.twin_cmp0_int32(EQ, P(x), P(y), P(z)) == 0
+    np.testing.assert_array_equal(z[:8], np.packbits(x[:64] == y[:64], bitorder="little"))
+    assert lib0.twin_cmp0_int32(LT, P(x), P(y), P(z)) == 1
+    assert ("ms_ops twin_cmp0: block 0: Compare: int32_t operands compare only with CMPMODE::EQ on Atlas A2"
+            in capfd.readouterr().err)
+
+
+def run_sel0(lib0, dtype, mode, kind, bits=(0, 0), length=0, repeat=1, strides=(1, 1, 1, 8, 8, 8), scalar=-9.0):
+    rng = np.random.default_rng(mode * 10 + kind)
+    n = BUF // np.dtype(dtype).itemsize
+    x = rng.standard_normal(n).astype(dtype)
+    y = rng.standard_normal(n).astype(dtype)
+    sel = rng.integers(0, 256, BUF).astype(np.uint8)
+    z = rng.standard_normal(n).astype(dtype)
+    got = z.copy()
+    s = np.array(strides, np.uint32)
+    status = lib0.twin_sel0(int(dtype == np.float16), mode, kind, P(x), P(y), P(sel), P(got), bits[0], bits[1],
+                            length, repeat, P(s), scalar)
+    return status, got, (x, y, sel, z)
+
+
+def sel0_model(dtype, mode, kind, bits, length, repeat, strides, scalar, x, y, sel, z):
+    per, lanes = 32 // np.dtype(dtype).itemsize, 256 // np.dtype(dtype).itemsize
+    db, s0b, s1b, dr, s0r, s1r = strides
+    reps, on = lanes_on(kind, bits, length, lanes, repeat)
+    selbits = np.unpackbits(sel, bitorder="little")
+    out = z.copy()
+    for r in range(reps):
+        for e in range(lanes):
+            if not on(r, e):
+                continue
+            bit = selbits[e] if mode == 0 else selbits[r * lanes + e]
+            other = dtype(scalar) if mode == 1 else y[at(r, e, s1b, s1r, per)]
+            out[at(r, e, db, dr, per)] = x[at(r, e, s0b, s0r, per)] if bit else other
+    return out
+
+
+SEL0 = [
+    # dtype, mode, kind, bits, len, repeat, strides (dstBlk, src0Blk, src1Blk, dstRep, src0Rep, src1Rep)
+    (np.float32, 0, 0, (0xFFFF_0000_FF00_FF0F, 0), 0, 3, (1, 1, 1, 8, 8, 8)),
+    (np.float16, 1, 1, (0, 0), 100, 3, (2, 1, 1, 16, 8, 8)),
+    (np.float32, 2, 1, (0, 0), 64, 4, (1, 2, 1, 8, 16, 8)),
+    (np.float16, 2, 0, (0x8000_0000_0000_0001, 0xFF), 0, 2, (1, 1, 3, 8, 8, 24)),
+    (np.float32, 2, 2, (0, 0), 150, 0, (1, 1, 1, 8, 8, 8)),
+    (np.float16, 1, 2, (0, 0), 300, 0, (1, 1, 1, 8, 8, 8)),
+    (np.float32, 0, 3, (0x0F0F_0F0F_F0F0_F0F0, 0), 0, 2, (1, 1, 1, 8, 8, 8)),
+    (np.float16, 1, 3, (~0 & ALL, 0xFFFF), 0, 2, (1, 1, 1, 8, 8, 8)),
+]
+
+
+@pytest.mark.parametrize("dtype,mode,kind,bits,length,repeat,strides", SEL0)
+def test_level0_select(lib0, dtype, mode, kind, bits, length, repeat, strides):
+    status, got, (x, y, sel, z) = run_sel0(lib0, dtype, mode, kind, bits, length, repeat, strides)
+    assert status == 0
+    np.testing.assert_array_equal(got, sel0_model(dtype, mode, kind, bits, length, repeat, strides, -9.0, x, y, sel, z))
+    assert not np.array_equal(got, z)
+
+
+def test_select_count_form_mode0_reuses_the_first_bits(lib0):
+    rng = np.random.default_rng(5)
+    n = BUF // 4
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    sel = rng.integers(0, 256, BUF).astype(np.uint8)
+    z = np.zeros(n, np.float32)
+    assert lib0.twin_sel_count0(P(x), P(y), P(sel), P(z), 200) == 0
+    bits = np.unpackbits(sel[:8], bitorder="little").astype(bool)  # 64 lanes of float a repeat
+    np.testing.assert_array_equal(z[:200], np.where(np.tile(bits, 4)[:200], x[:200], y[:200]))
+
+
+@pytest.mark.parametrize("mode,kind,message", [
+    (10, 0, "Select: a scalar src1 needs SELMODE::VSEL_TENSOR_SCALAR_MODE"),
+    (11, 1, "Select: SELMODE::VSEL_TENSOR_SCALAR_MODE selects against a scalar src1, not a tensor"),
+    (2, 3, "Select: the register form of SELMODE::VSEL_TENSOR_TENSOR_MODE reads selMask's address from CMPMASK"),
+])
+def test_level0_select_rules(lib0, capfd, mode, kind, message):
+    status, got, (_, _, _, z) = run_sel0(lib0, np.float32, mode, kind, (ALL, 0), 64, 1)
+    assert status == 1
+    assert f"ms_ops twin_sel0: block 0: {message}" in capfd.readouterr().err
+    np.testing.assert_array_equal(got, z)
+
+
+CAST0_TYPES = {0: (np.float16, np.float32), 1: (np.float32, np.float16), 2: (np.float32, np.int32),
+               3: (np.int32, np.float32), 4: (np.float16, np.int32)}
+
+
+def cast_ref(v, mode, out_dtype):
+    if np.issubdtype(out_dtype, np.integer):
+        r = np.nan_to_num(ROUNDERS.get(mode, np.rint)(np.float64(v)))
+        return out_dtype(np.clip(r, np.iinfo(out_dtype).min, np.iinfo(out_dtype).max))
+    return out_dtype(v)
+
+
+CAST0 = [
+    # pair, round mode, kind, bits, len, repeat, strides (dstBlk, srcBlk, dstRep, srcRep)
+    (0, NONE, 0, (0xF0F0_F0F0_0F0F_FFFF, 0), 0, 2, (1, 1, 8, 4)),
+    (1, NONE, 1, (0, 0), 50, 3, (1, 1, 4, 8)),
+    (2, FLOOR, 2, (0, 0), 150, 0, (1, 1, 8, 8)),
+    (4, CEIL, 1, (0, 0), 64, 2, (2, 1, 16, 4)),
+    (3, NONE, 0, (0x8000_0000_0000_00FF, 0), 0, 1, (1, 2, 8, 16)),
+]
+
+
+@pytest.mark.parametrize("pair,mode,kind,bits,length,repeat,strides", CAST0)
+def test_level0_cast(lib0, pair, mode, kind, bits, length, repeat, strides):
+    src_t, dst_t = CAST0_TYPES[pair]
+    rng = np.random.default_rng(pair)
+    x = (rng.standard_normal(BUF // np.dtype(src_t).itemsize) * 1000).astype(src_t)
+    z = np.zeros(BUF // np.dtype(dst_t).itemsize, dst_t) + dst_t(3)
+    got = z.copy()
+    s = np.array(strides, np.uint32)
+    assert lib0.twin_cast0(pair, mode, kind, P(x), P(got), bits[0], bits[1], length, repeat, P(s)) == 0
+    lanes = 256 // max(np.dtype(src_t).itemsize, np.dtype(dst_t).itemsize)
+    ps, pd = 32 // np.dtype(src_t).itemsize, 32 // np.dtype(dst_t).itemsize
+    reps, on = lanes_on(kind, bits, length, lanes, repeat)
+    ref = z.copy()
+    for r in range(reps):
+        for e in range(lanes):
+            if on(r, e):
+                ref[at(r, e, s[0], s[2], pd)] = cast_ref(x[at(r, e, s[1], s[3], ps)], mode, dst_t)
+    np.testing.assert_array_equal(got, ref)
+    assert not np.array_equal(got, z)
+
+
+@pytest.mark.parametrize("pair,mode,bits,message", [
+    (4, NONE, (ALL, 0), "Cast: round mode 0 is not supported for this conversion on Atlas A2"),
+    (0, NONE, (ALL, 1), "Cast: mask[1] must be 0 for 32-bit operands (64 lanes a repeat)"),
+])
+def test_level0_cast_rules(lib0, capfd, pair, mode, bits, message):
+    src_t, dst_t = CAST0_TYPES[pair]
+    x = np.ones(BUF // np.dtype(src_t).itemsize, src_t)
+    z = np.zeros(BUF // np.dtype(dst_t).itemsize, dst_t)
+    s = np.array((1, 1, 8, 4), np.uint32)
+    assert lib0.twin_cast0(pair, mode, 0, P(x), P(z), bits[0], bits[1], 0, 1, P(s)) == 1
+    assert f"ms_ops twin_cast0: block 0: {message}" in capfd.readouterr().err
+    assert (z == 0).all()
+
+
+def run_flash(lib0, which, x, stats, valid):
+    m, k = x.shape
+    z = np.full((m, k), np.nan, np.float32)
+    st = stats.astype(np.float32).copy()
+    assert lib0.twin_softmax_flash(which, P(x), P(z), P(st), m, k, valid) == 0
+    return z, st.reshape(3, m, 8)
+
+
+def test_softmax_flash_and_log_softmax(lib0):
+    rng = np.random.default_rng(11)
+    m, k, valid = 4, 24, 21
+    x = rng.standard_normal((m, k)).astype(np.float32) * 3
+    v = x[:, :valid].astype(np.float64)
+    mx = v.max(1, keepdims=True)
+    e = np.exp(v - mx)
+    zero = np.zeros(3 * m * 8, np.float32)
+    z, st = run_flash(lib0, 0, x, zero, valid)
+    np.testing.assert_allclose(z[:, :valid], e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(st[0], np.repeat(mx.astype(np.float32), 8, 1))
+    np.testing.assert_allclose(st[1], np.repeat(e.sum(1, keepdims=True), 8, 1), rtol=2e-6)
+    assert (st[2] == 0).all()  # expMax is not written without isUpdate
+    prev_max = np.float64([[5.0], [-5.0], [0.0], [10.0]])
+    prev_sum = np.float64([[2.0], [3.0], [1.5], [0.25]])
+    stats = np.concatenate([np.repeat(prev_max, 8, 1), np.repeat(prev_sum, 8, 1), np.zeros((m, 8))])
+    z1, st1 = run_flash(lib0, 1, x, stats.reshape(-1), valid)
+    new_max = np.maximum(prev_max, mx)
+    scale = np.exp(prev_max - new_max)
+    total = scale * prev_sum + np.exp(v - new_max).sum(1, keepdims=True)
+    np.testing.assert_allclose(z1[:, :valid], np.exp(v - new_max) / total, rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(st1[0][:, 0], new_max[:, 0].astype(np.float32))
+    np.testing.assert_allclose(st1[1][:, 0], total[:, 0], rtol=2e-6)
+    np.testing.assert_allclose(st1[2][:, 0], (scale * prev_sum / total)[:, 0], rtol=2e-6)
+    z2, st2 = run_flash(lib0, 2, x, zero, valid)
+    np.testing.assert_allclose(z2[:, :valid], np.log10(e / e.sum(1, keepdims=True)), rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(st2[1][:, 0], e.sum(1), rtol=2e-6)
+    assert np.isnan(z2[:, valid:]).all()
+
+
+def test_softmax_flash_half_with_float_statistics(lib0):
+    rng = np.random.default_rng(12)
+    m, k = 2, 32
+    x = (rng.standard_normal((m, k)) * 2).astype(np.float16)
+    v = x.astype(np.float64)
+    prev_max, prev_sum = np.float64([[1.0], [4.0]]), np.float64([[3.0], [0.5]])
+    stats = np.concatenate([np.repeat(prev_max, 8, 1), np.repeat(prev_sum, 8, 1)]).astype(np.float32)
+    z, e = np.zeros((m, k), np.float16), np.zeros((m, 16), np.float16)
+    assert lib0.twin_softmax_flash_f16(P(x), P(z), P(stats), P(e), m, k, 1) == 0
+    new_max = np.maximum(prev_max, v.max(1, keepdims=True))
+    total = np.exp(prev_max - new_max) * prev_sum + np.exp(v - new_max).sum(1, keepdims=True)
+    np.testing.assert_allclose(z.astype(np.float64), np.exp(v - new_max) / total, rtol=2e-3, atol=1e-4)
+    np.testing.assert_allclose(stats[m:, 0], total[:, 0], rtol=1e-6)
+    np.testing.assert_array_equal(stats[:m], np.repeat(new_max, 8, 1).astype(np.float32))
+    np.testing.assert_allclose(e[:, 0].astype(np.float64), (np.exp(prev_max - new_max) * prev_sum / total)[:, 0],
+                               rtol=2e-3)
+
+
+def test_init_global_memory(lib0):
+    n = 5000  # more than one of the twin's 4096-element stores
+    z = np.zeros(n + 8, np.float32)
+    assert lib0.twin_init_gm(P(z), n, 2.5, 0) == 0
+    np.testing.assert_array_equal(z, np.concatenate([np.full(n, 2.5, np.float32), np.zeros(8, np.float32)]))
+    assert lib0.twin_init_gm(P(z), n, 2.5, 1) == 0  # under SetAtomicAdd it adds, as DataCopyPad does
+    np.testing.assert_array_equal(z[:n], np.full(n, 5.0, np.float32))
+
+
+# tiling key: D_T in bits 0..7, TILE_NUM's index in [1, 2, 3, 8] in bits 8..11, IS_SPLIT in bit 12
+TPL_INDEX = {1: 0, 2: 1, 3: 2, 8: 3}
+
+
+@pytest.mark.parametrize("dtype,tile,split", [(0, 1, 0), (0, 3, 1), (1, 2, 1), (1, 8, 1)])
+def test_tiling_key_templates(lib0, dtype, tile, split):
+    n = 64
+    np_t = np.float16 if dtype else np.float32
+    x = np.arange(n).astype(np_t) - np_t(20)
+    z = np.zeros(n, np_t)
+    key = ctypes.c_uint64()
+    assert lib0.twin_tpl(dtype, tile, split, P(x), P(z), n, ctypes.byref(key), 1) == 0
+    assert key.value == dtype | TPL_INDEX[tile] << 8 | split << 12
+    np.testing.assert_array_equal(z, x * np_t(tile) + np_t(split))
+    vals = np.zeros(3, np.uint64)
+    assert lib0.twin_tpl_decode(key.value, P(vals)) == 0
+    assert list(vals) == [dtype, tile, split]
+
+
+def test_tiling_key_template_rules(lib0, capfd):
+    key = ctypes.c_uint64()
+    # half is selected only with IS_SPLIT 1; 5 is no declared TILE_NUM
+    for args in [(1, 2, 0), (0, 5, 0)]:
+        assert lib0.twin_tpl(*args, None, None, 0, ctypes.byref(key), 0) == 2
+        assert key.value == ALL
+    err = capfd.readouterr().err
+    assert "GET_TPL_TILING_KEY: (D_T=1, TILE_NUM=2, IS_SPLIT=0) is in no ASCENDC_TPL_SEL combination" in err
+    assert "GET_TPL_TILING_KEY: (D_T=0, TILE_NUM=5, IS_SPLIT=0) is in no ASCENDC_TPL_SEL combination" in err
+    vals = np.zeros(3, np.uint64)
+    assert lib0.twin_tpl_decode(1 | 3 << 8 | 0 << 12, P(vals)) == 1  # half, TILE_NUM 8, IS_SPLIT 0
+    assert ("ms_ops twin_tpl_decode: block 0: GET_TPL_TILING_KEY: tiling key 769 is not one the declared "
+            "combinations encode") in capfd.readouterr().err
+
+
+def test_cross_core_flag_modes(lib0, capfd):
+    assert lib0.twin_crosscore_modes(0, 2) == 0
+    assert lib0.twin_crosscore_modes(2, 2) == 0
+    assert lib0.twin_crosscore_modes(0, 4) == 1
+    assert ("ms_ops twin_crosscore_modes: AIC 0: CrossCoreSetFlag: mode 4 (the AIC with one AIV) exists only on "
+            "Ascend 950PR/950DT; Atlas A2 has modes 0, 1, 2") in capfd.readouterr().err
+    assert lib0.twin_crosscore_modes(1, 2) == 1
+    assert ("ms_ops twin_crosscore_modes: AIC 0: CrossCoreSetFlag: flag 0 of AIV 0 of group 0 would count 16 sets "
+            "not yet waited for; the counter holds at most 15") in capfd.readouterr().err

@@ -1,12 +1,15 @@
 // The advanced API's elementwise math and reductions on UB tensors (CANN's adv_api math/,
-// activation/ and reduce/ families): Log, Log2, Log10, the Taylor-expanded Exp, Sigmoid and Sum.
+// activation/ and reduce/ families): Log, Log2, Log10, the Taylor-expanded Exp, Sigmoid and Sum;
+// and from its utils/ family InitGlobalMemory.
 // The shared scratch buffer the NPU needs for intermediates is checked for alignment but not used:
 // the twin computes each element in float directly. Forms without calCount take src's GetSize.
 #ifndef MS_OPS_TWIN_ADVANCED_H_
 #define MS_OPS_TWIN_ADVANCED_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "twin_select.h"
 #include "twin_vector.h"
@@ -79,6 +82,25 @@ inline void Sum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const Loca
 template <typename T, int32_t reduceDim = -1, bool isReuseSource = false, bool isBasicBlock = false>
 inline void Sum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const SumParams &sumParams) {
   twin_detail::SumRows(dst, src, sumParams);
+}
+
+// size elements of GM set to value, as the NPU does it: the AIVs fill a UB stack buffer with the
+// vector unit and store it with MTE3 (honouring a store atomic that is set, as DataCopyPad does);
+// on an AIC it does nothing. Ordered before later MTE3 stores (CANN ends it with
+// PipeBarrier<PIPE_MTE3>); other blocks see it after a SyncAll.
+template <typename T>
+inline void InitGlobalMemory(GlobalTensor<T> &gmWorkspaceAddr, const uint64_t size, const T value) {
+  if ASCEND_IS_AIC {
+    return;
+  }
+  constexpr uint64_t kChunk = 4096;
+  twin_detail::GmSpan("InitGlobalMemory", gmWorkspaceAddr, size * sizeof(T));
+  const std::vector<T> fill(std::min(size, kChunk), value);
+  for (uint64_t done = 0; done < size; done += kChunk) {
+    const uint64_t n = std::min(kChunk, size - done);
+    twin_detail::StoreRows("InitGlobalMemory", gmWorkspaceAddr[done], reinterpret_cast<const uint8_t *>(fill.data()),
+                           1, n * sizeof(T), n * sizeof(T), n * sizeof(T));
+  }
 }
 
 }  // namespace AscendC

@@ -2,7 +2,7 @@
 // to an integer; the other pairs of Atlas A2 in twin_cast_pairs.h),
 // with the RoundMode semantics: CAST_NONE rounds to nearest even where the conversion loses
 // precision, CAST_ROUND is half away from zero, CAST_ODD rounds to odd. float -> int32_t
-// saturates at the int32 range and maps NaN to 0.
+// saturates at the int32 range and maps NaN to 0. The level-0 forms are in twin_cast0.h.
 #ifndef MS_OPS_TWIN_CAST_H_
 #define MS_OPS_TWIN_CAST_H_
 
@@ -93,12 +93,12 @@ inline void FloatToBf16(bfloat16_t *d, const float *s, uint32_t n) {
 
 }  // namespace twin_detail
 
+namespace twin_detail {
+
+// n elements of s converted into d: the count form's work, and the level-0 form's (twin_cast0.h)
+// on the active lanes gathered into one run.
 template <typename T, typename U>
-inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const RoundMode &roundMode, const uint32_t count) {
-  using namespace twin_detail;
-  const U *s = VecIn("Cast", src, count);
-  T *d = VecOut("Cast", dst, count);
-  Disjoint("Cast", d, uint64_t(count) * sizeof(T), s, uint64_t(count) * sizeof(U));
+inline void Convert(T *d, const U *s, uint32_t count, RoundMode roundMode) {
   constexpr bool kToNarrow = std::is_same_v<U, float> && (std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>);
   constexpr bool kFromNarrow = std::is_same_v<T, float> && (std::is_same_v<U, half> || std::is_same_v<U, bfloat16_t>);
   if constexpr (kToNarrow) {
@@ -127,6 +127,17 @@ inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const Rou
   } else {
     static_assert(kAlwaysFalse<T>, "Cast: Atlas A2 has no such conversion");
   }
+}
+
+}  // namespace twin_detail
+
+template <typename T, typename U>
+inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const RoundMode &roundMode, const uint32_t count) {
+  using namespace twin_detail;
+  const U *s = VecIn("Cast", src, count);
+  T *d = VecOut("Cast", dst, count);
+  Disjoint("Cast", d, uint64_t(count) * sizeof(T), s, uint64_t(count) * sizeof(U));
+  Convert(d, s, count, roundMode);
 }
 
 }  // namespace AscendC

@@ -30,10 +30,19 @@ class CrossCore {
     } else if (mode == 2) {
       if (b.coreType == kAic) to = {int(3 * b.group + 1), int(3 * b.group + 2)};
       else to = {int(3 * b.group)};
+    } else if (mode == 4) {
+      Fail("CrossCoreSetFlag",
+           "mode 4 (the AIC with one AIV) exists only on Ascend 950PR/950DT; Atlas A2 has modes 0, 1, 2");
     } else {
       Fail("CrossCoreSetFlag", "mode " + std::to_string(mode) + " is not one of Atlas A2's modes 0, 1, 2");
     }
     std::lock_guard<std::mutex> lock(mu_);
+    for (int r : to)
+      if (pending_[{r, flag}].from[self] >= kMaxPendingSets)
+        Fail("CrossCoreSetFlag", "flag " + std::to_string(flag) + " of " + Name(r) + " would count " +
+                                     std::to_string(kMaxPendingSets + 1) +
+                                     " sets not yet waited for; the counter holds at most " +
+                                     std::to_string(kMaxPendingSets));
     for (int r : to) {
       Pending &p = pending_[{r, flag}];
       p.mode = mode;
@@ -71,7 +80,14 @@ class CrossCore {
     std::map<int, int> from;
   };
 
+  // CANN: a flag's counter takes at most 15 sets before a wait consumes them.
+  static constexpr int kMaxPendingSets = 15;
+
   int Cores() const { return int(3 * groups_); }
+  static std::string Name(int c) {
+    return (c % 3 == 0 ? std::string("the AIC") : "AIV " + std::to_string(c % 3 - 1)) + " of group " +
+           std::to_string(c / 3);
+  }
   static CoreType TypeOf(int c) { return c % 3 == 0 ? kAic : kAiv; }
   static int Id(const Block &b) { return int(3 * b.group + (b.coreType == kAic ? 0 : 1 + b.subIdx)); }
 

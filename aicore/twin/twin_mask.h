@@ -109,13 +109,68 @@ struct Lanes {
   bool On(uint32_t r, uint32_t e) const {
     return counter ? uint64_t(r) * lanes + e < count : ((bits[e >> 6] >> (e & 63)) & 1) != 0;
   }
-  // Any lane of [e0, e1) of repeat r on.
-  bool AnyOn(uint32_t r, uint32_t e0, uint32_t e1) const {
-    for (uint32_t e = e0; e < e1; ++e)
-      if (On(r, e)) return true;
-    return false;
+  // The lanes of repeat r that are on, as a 128-bit set (lanes 0..63 in on[0]).
+  void Of(uint32_t r, uint64_t on[2]) const {
+    if (!counter) {
+      on[0] = lanes < 64 ? bits[0] & ((1ull << lanes) - 1) : bits[0];
+      on[1] = lanes <= 64 ? 0 : (lanes < 128 ? bits[1] & ((1ull << (lanes - 64)) - 1) : bits[1]);
+      return;
+    }
+    const uint64_t done = uint64_t(r) * lanes;
+    FirstLanes(count > done ? static_cast<uint32_t>(std::min<uint64_t>(lanes, count - done)) : 0, on);
   }
 };
+
+// The runs of adjacent active lanes of one repeat, each inside one group of `per` lanes (per
+// divides 64: a data block of an operand, or 64 for whole words), and the groups that have any.
+struct Runs {
+  uint8_t e0[128], n[128];
+  uint32_t count;
+  uint32_t groups;  // bit g: group g has an active lane (at most 8 groups of data blocks)
+};
+
+// Word-level bit scans: a mask of any shape costs one step per run, not one per lane.
+inline void RunsOf(const uint64_t on[2], uint32_t per, Runs *out) {
+  out->count = 0;
+  out->groups = 0;
+  for (uint32_t w = 0; w < 2; ++w) {
+    uint64_t m = on[w];
+    while (m != 0) {
+      const uint32_t s = __builtin_ctzll(m);
+      const uint64_t rest = ~(m >> s);
+      uint32_t len = rest == 0 ? 64 - s : __builtin_ctzll(rest);
+      m = len + s >= 64 ? 0 : m & ~(((1ull << len) - 1) << s);
+      for (uint32_t e0 = w * 64 + s; len != 0;) {
+        const uint32_t n = std::min(len, per - e0 % per);
+        out->e0[out->count] = static_cast<uint8_t>(e0);
+        out->n[out->count++] = static_cast<uint8_t>(n);
+        if (e0 / per < 32) out->groups |= 1u << (e0 / per);
+        e0 += n;
+        len -= n;
+      }
+    }
+  }
+}
+
+// f(r, runs) for every repeat. The runs are worked out once: every repeat has the same lanes in
+// normal mode, and all but the last (partial) one all lanes in counter mode.
+template <class F>
+inline void ForRepeatRuns(const Lanes &l, uint32_t per, F f) {
+  if (l.repeats == 0) return;
+  uint64_t on[2];
+  Runs same, last;
+  l.Of(0, on);
+  RunsOf(on, per, &same);
+  for (uint32_t r = 0; r < l.repeats; ++r) {
+    if (l.counter && uint64_t(r + 1) * l.lanes > l.count) {
+      l.Of(r, on);
+      RunsOf(on, per, &last);
+      f(r, last);
+    } else {
+      f(r, same);
+    }
+  }
+}
 
 [[noreturn]] __attribute__((noinline, cold)) inline void BadRepeat(const char *call, int64_t repeat) {
   Fail(call, "repeatTime " + Str(static_cast<uint64_t>(repeat)) + " is outside [0, 255]");
@@ -171,17 +226,6 @@ inline Lanes MaskOf(const char *call, uint64_t mask, int64_t repeatTime) {
   return Resolve(call, lanes, repeatTime, isSetMask, bits);
 }
 
-// k when the active lanes of every repeat are exactly its first k (normal mode: the usual contiguous
-// and full masks), else -1. The level-0 loops below then skip the per-lane test and record a
-// repeat's data blocks as one access.
-inline int64_t PrefixLanes(const Lanes &l) {
-  if (l.counter) return -1;
-  const uint64_t lo = l.bits[0], hi = l.lanes > 64 ? l.bits[1] : 0;
-  if (hi == 0) return (lo & (lo + 1)) == 0 ? __builtin_popcountll(lo) : -1;
-  if (lo != ~0ull || (hi & (hi + 1)) != 0) return -1;
-  return 64 + __builtin_popcountll(hi);
-}
-
 // One operand of a level-0 call: element e of repeat r, strides in 32-byte data blocks.
 template <typename T>
 struct Strided {
@@ -194,52 +238,45 @@ struct Strided {
   }
 };
 
-// Checks operand t (aligned, every active element inside its buffer) and records its data
-// blocks as V-pipe reads or writes. `width` is the lanes' element size (the widest operand's),
-// lanes map to t's blocks by t's own element size.
+// Checks operand t (aligned, every active element inside its buffer) and records the data blocks
+// its active lanes touch as V-pipe reads or writes, adjacent blocks (block stride 1) as one access.
+// `l.lanes` is set by the widest operand's element size; lanes map to t's blocks by t's own.
 template <typename T>
 inline Strided<T> Operand(const char *call, const LocalTensor<T> &t, const Lanes &l, uint64_t blk, uint64_t rep,
                           bool write) {
   UbAligned(call, t.TwinData());
   constexpr uint32_t per = Strided<T>::kPerBlock;
-  const uint32_t blocks = (l.lanes + per - 1) / per;
-  const int64_t prefix = PrefixLanes(l);
-  if (prefix >= 0 && blk <= 1) {
-    // The active blocks of a repeat are one run of adjacent blocks (blk 1) or one block (blk 0).
-    const uint64_t used = (uint64_t(prefix) + per - 1) / per, run = (blk == 1 ? used : used != 0) * per;
-    for (uint32_t r = 0; run != 0 && r < l.repeats; ++r) {
-      const uint64_t first = r * rep * per;
-      if (first + run > t.TwinCap()) UbOutOfRange(call, first + run, t.TwinCap());
-      write ? UbWrite(kPipeV, call, t.TwinData() + first, run * sizeof(T))
-            : UbRead(kPipeV, call, t.TwinData() + first, run * sizeof(T));
-    }
-    const uint64_t end = run == 0 || l.repeats == 0 ? 0 : (uint64_t(l.repeats) - 1) * rep * per + run;
-    return Strided<T>{t.TwinData(), blk, rep, end};
-  }
   uint64_t end = 0;
-  for (uint32_t r = 0; r < l.repeats; ++r)
-    for (uint32_t b = 0; b < blocks; ++b) {
-      if (!l.AnyOn(r, b * per, std::min(l.lanes, (b + 1) * per))) continue;
-      const uint64_t first = (r * rep + b * blk) * per;
-      end = std::max(end, first + per);
-      if (first + per > t.TwinCap()) UbOutOfRange(call, first + per, t.TwinCap());
-      write ? UbWrite(kPipeV, call, t.TwinData() + first, ONE_BLK_SIZE)
-            : UbRead(kPipeV, call, t.TwinData() + first, ONE_BLK_SIZE);
+  auto access = [&](uint64_t first, uint64_t blocks) {
+    const uint64_t last = first + blocks * per;
+    if (last > t.TwinCap()) UbOutOfRange(call, last, t.TwinCap());
+    end = std::max(end, last);
+    write ? UbWrite(kPipeV, call, t.TwinData() + first, blocks * ONE_BLK_SIZE)
+          : UbRead(kPipeV, call, t.TwinData() + first, blocks * ONE_BLK_SIZE);
+  };
+  ForRepeatRuns(l, per, [&](uint32_t r, const Runs &runs) {
+    uint32_t used = runs.groups;  // the blocks with an active lane (at most 8: lanes * sizeof(T) <= 256 bytes)
+    if (blk == 0) {
+      if (used != 0) access(r * rep * per, 1);
+      return;
     }
+    while (used != 0) {
+      const uint32_t b = __builtin_ctz(used);
+      const uint32_t run = blk == 1 ? __builtin_ctz(~(used >> b)) : 1;
+      access((r * rep + b * blk) * per, run);
+      used &= ~(((1u << run) - 1) << b);
+    }
+  });
   return Strided<T>{t.TwinData(), blk, rep, end};
 }
 
-// With the usual masks (PrefixLanes), f(r, e0, n) for each run of n <= kPerBlock active lanes
-// e0 .. e0 + n - 1 of repeat r that lie in one data block of T, so adjacent in every operand: the
-// caller's loop over them vectorizes. False (nothing done) for other masks.
+// f(r, e0, n) for each run of n <= kPerBlock active lanes e0 .. e0 + n - 1 of repeat r that lie in
+// one data block of T, so adjacent in every operand of T: the caller's loop over them vectorizes.
 template <typename T, class F>
-inline bool ForBlocks(const Lanes &l, F f) {
-  const int64_t prefix = PrefixLanes(l);
-  if (prefix < 0) return false;
-  constexpr uint32_t per = Strided<T>::kPerBlock;
-  for (uint32_t r = 0; r < l.repeats; ++r)
-    for (uint32_t e0 = 0; e0 < uint32_t(prefix); e0 += per) f(r, e0, std::min<uint32_t>(per, uint32_t(prefix) - e0));
-  return true;
+inline void ForBlocks(const Lanes &l, F f) {
+  ForRepeatRuns(l, Strided<T>::kPerBlock, [&](uint32_t r, const Runs &runs) {
+    for (uint32_t i = 0; i < runs.count; ++i) f(r, runs.e0[i], runs.n[i]);
+  });
 }
 
 // g(k) for k in [0, n), n <= per: a whole block as a loop of constant length.
@@ -252,18 +289,13 @@ inline void InBlock(uint32_t n, G g) {
   }
 }
 
-// f(r, e) for every active lane.
+// f(r, e) for every active lane, in order.
 template <class F>
 inline void ForLanes(const Lanes &l, F f) {
-  const int64_t prefix = PrefixLanes(l);
-  if (prefix >= 0) {
-    for (uint32_t r = 0; r < l.repeats; ++r)
-      for (uint32_t e = 0; e < uint32_t(prefix); ++e) f(r, e);
-    return;
-  }
-  for (uint32_t r = 0; r < l.repeats; ++r)
-    for (uint32_t e = 0; e < l.lanes; ++e)
-      if (l.On(r, e)) f(r, e);
+  ForRepeatRuns(l, 64, [&](uint32_t r, const Runs &runs) {
+    for (uint32_t i = 0; i < runs.count; ++i)
+      for (uint32_t e = runs.e0[i]; e < uint32_t(runs.e0[i]) + runs.n[i]; ++e) f(r, e);
+  });
 }
 
 }  // namespace twin_detail

@@ -53,6 +53,10 @@ struct Block {
   // mode, the element count in the low word. A core starts in normal mode with every bit set.
   uint64_t vecMask[2] = {~0ull, ~0ull};
   bool maskCounter = false;
+  // The 128-bit CMPMASK register (twin_cmpsel0.h): compare bits, Select's mode 0 bits or mode 1
+  // scalar; cmpMaskAddress when a mode 2 Select left selMask's address there instead.
+  uint8_t cmpMask[16] = {};
+  bool cmpMaskAddress = false;
   // The store-atomic setting of MTE3 (twin_atomic.h): kAtomicNone or the operation, with the
   // element type it was set for (a tag naming the type, 0 for none).
   uint8_t atomicOp = 0;

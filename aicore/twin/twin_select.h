@@ -88,21 +88,42 @@ inline const uint8_t *MaskArg(const char *call, const LocalTensor<U> &mask, uint
 
 inline bool Bit(const uint8_t *m, uint32_t i) { return (m[i >> 3] >> (i & 7)) & 1; }
 
+// CMPMASK (twin_cmpsel0.h) filled with copies of a Select's scalar, which passes through it.
+template <typename T>
+inline void CmpMaskHolds(T v) {
+  ::ms_ops::twin::Block &b = ::ms_ops::twin::Current();
+  for (uint32_t k = 0; k < sizeof(b.cmpMask) / sizeof(T); ++k) std::memcpy(b.cmpMask + k * sizeof(T), &v, sizeof(T));
+  b.cmpMaskAddress = false;
+}
+
 }  // namespace twin_detail
 
-// A set mask bit selects src0, a clear bit src1.
+// A set mask bit selects src0, a clear bit src1. Mode 2 consumes selMask's bits end to end; mode 0
+// loads its first 16 bytes into CMPMASK and every 256-byte repeat uses their first
+// 256 / sizeof(T) bits again (twin_cmpsel0.h has the register).
 template <typename T, typename U>
 inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, const LocalTensor<T> &src0,
                    const LocalTensor<T> &src1, SELMODE selMode, uint32_t count) {
   using namespace twin_detail;
-  if (selMode != SELMODE::VSEL_TENSOR_TENSOR_MODE)
-    Fail("Select", "the tensor/tensor form needs SELMODE::VSEL_TENSOR_TENSOR_MODE");
+  if (selMode == SELMODE::VSEL_TENSOR_SCALAR_MODE)
+    Fail("Select", "SELMODE::VSEL_TENSOR_SCALAR_MODE selects against a scalar src1, not a tensor");
   const T *a = VecIn("Select", src0, count), *b = VecIn("Select", src1, count);
-  const uint8_t *m = MaskArg("Select", selMask, count);
+  const bool spr = selMode == SELMODE::VSEL_CMPMASK_SPR;
+  const uint8_t *m = MaskArg("Select", selMask, spr ? 128 : count);
   T *d = VecOut("Select", dst, count);
+  if (spr) {
+    ::ms_ops::twin::Block &blk = ::ms_ops::twin::Current();
+    std::memcpy(blk.cmpMask, m, sizeof(blk.cmpMask));
+    blk.cmpMaskAddress = false;
+    constexpr uint32_t lanes = ONE_REPEAT_BYTE_SIZE / sizeof(T);
+    for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i % lanes) ? a[i] : b[i];
+    return;
+  }
   for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i) ? a[i] : b[i];
+  ::ms_ops::twin::Current().cmpMaskAddress = true;  // mode 2 passes selMask's address through CMPMASK
 }
 
+// The scalar goes through CMPMASK, where it stays.
 template <typename T, typename U>
 inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, const LocalTensor<T> &src0, T src1,
                    SELMODE selMode, uint32_t count) {
@@ -113,6 +134,7 @@ inline void Select(const LocalTensor<T> &dst, const LocalTensor<U> &selMask, con
   const uint8_t *m = MaskArg("Select", selMask, count);
   T *d = VecOut("Select", dst, count);
   for (uint32_t i = 0; i < count; ++i) d[i] = Bit(m, i) ? a[i] : src1;
+  CmpMaskHolds(src1);
 }
 
 namespace twin_detail {

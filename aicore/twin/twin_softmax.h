@@ -8,6 +8,7 @@
 //                    expMax = exp(inMax - max), sum = inSum * expMax + row sum.
 // Shapes come from softmaxShapeInfo, or from the tiling where it is all zero. Exponentials are
 // computed in float; the scratch buffer is checked for alignment but not needed by the twin.
+// SoftmaxFlash and LogSoftMax, on the same rows, are in twin_softmax_flash.h.
 #ifndef MS_OPS_TWIN_SOFTMAX_H_
 #define MS_OPS_TWIN_SOFTMAX_H_
 
@@ -53,8 +54,9 @@ struct SoftmaxShape {
   uint32_t m, k, valid;
 };
 
-template <typename T>
-inline SoftmaxShape ShapeOf(const char *call, const SoftMaxTiling &t, const SoftMaxShapeInfo &s) {
+// Tiling: SoftMaxTiling or LogSoftMaxTiling (the same fields).
+template <typename T, typename Tiling>
+inline SoftmaxShape ShapeOf(const char *call, const Tiling &t, const SoftMaxShapeInfo &s) {
   const bool given = s.srcM != 0 || s.srcK != 0;
   SoftmaxShape r{given ? s.srcM : t.srcM, given ? s.srcK : t.srcK, 0};
   r.valid = given && s.oriSrcK != 0 ? s.oriSrcK : r.k;
@@ -74,20 +76,22 @@ inline void PutStat(S *p, uint32_t row, float v) {
   for (uint32_t j = 0; j < kStatWidth<S>; ++j) p[uint64_t(row) * kStatWidth<S> + j] = static_cast<S>(v);
 }
 
-// The rows of src (or of src after merging with the statistics in inMax / inSum):
-// mode 0 SoftMax, 1 SimpleSoftMax (max, sum given), 2 SoftmaxFlashV2, 3 SoftmaxFlashV2 update.
+// The rows of src (or of src after merging with the statistics in inMax / inSum): mode 0 SoftMax,
+// 1 SimpleSoftMax (max, sum given), 2 SoftmaxFlashV2, 3 SoftmaxFlashV2 update, 4 SoftmaxFlash
+// update (twin_softmax_flash.h), 5 LogSoftMax.
 template <typename T, typename S>
 inline void SoftmaxRows(const char *call, int mode, const LocalTensor<T> &dst, const LocalTensor<S> *sum,
                         const LocalTensor<S> *max, const LocalTensor<T> &src, const LocalTensor<T> *expMax,
                         const LocalTensor<S> *inSum, const LocalTensor<S> *inMax, const SoftmaxShape &sh) {
   const uint64_t n = uint64_t(sh.m) * sh.k, stats = uint64_t(sh.m) * kStatWidth<S>;
+  const bool merge = mode == 3 || mode == 4, divide = mode <= 1 || mode >= 4;
   const T *x = VecIn(call, src, n);
-  const S *givenMax = mode == 1 ? VecIn(call, *max, stats) : (mode == 3 ? VecIn(call, *inMax, stats) : nullptr);
-  const S *givenSum = mode == 1 ? VecIn(call, *sum, stats) : (mode == 3 ? VecIn(call, *inSum, stats) : nullptr);
+  const S *givenMax = mode == 1 ? VecIn(call, *max, stats) : (merge ? VecIn(call, *inMax, stats) : nullptr);
+  const S *givenSum = mode == 1 ? VecIn(call, *sum, stats) : (merge ? VecIn(call, *inSum, stats) : nullptr);
   T *d = VecOut(call, dst, n);
   S *outMax = mode != 1 && max != nullptr ? VecOut(call, *max, stats) : nullptr;
   S *outSum = mode != 1 && sum != nullptr ? VecOut(call, *sum, stats) : nullptr;
-  T *outExpMax = mode == 3 ? VecOut(call, *expMax, uint64_t(sh.m) * kStatWidth<T>) : nullptr;
+  T *outExpMax = merge ? VecOut(call, *expMax, uint64_t(sh.m) * kStatWidth<T>) : nullptr;
   for (uint32_t r = 0; r < sh.m; ++r) {
     const T *row = x + uint64_t(r) * sh.k;
     float mx = -INFINITY;
@@ -96,18 +100,27 @@ inline void SoftmaxRows(const char *call, int mode, const LocalTensor<T> &dst, c
     } else {
       for (uint32_t c = 0; c < sh.valid; ++c) mx = std::fmax(mx, static_cast<float>(row[c]));
     }
-    const float before = mode == 3 ? static_cast<float>(givenMax[uint64_t(r) * kStatWidth<S>]) : mx;
-    if (mode == 3) mx = std::fmax(mx, before);
+    const float before = merge ? static_cast<float>(givenMax[uint64_t(r) * kStatWidth<S>]) : mx;
+    if (merge) mx = std::fmax(mx, before);
     float total = 0;
     for (uint32_t c = 0; c < sh.valid; ++c) total += std::exp(static_cast<float>(row[c]) - mx);
     if (mode == 1) total = static_cast<float>(givenSum[uint64_t(r) * kStatWidth<S>]);
-    const float scale = mode <= 1 ? 1.0f / total : 1.0f;
-    for (uint32_t c = 0; c < sh.valid; ++c)
-      d[uint64_t(r) * sh.k + c] = static_cast<T>(std::exp(static_cast<float>(row[c]) - mx) * scale);
-    if (mode == 3) {
-      const float e = std::exp(before - mx);
-      for (uint32_t j = 0; j < kStatWidth<T>; ++j) outExpMax[uint64_t(r) * kStatWidth<T> + j] = static_cast<T>(e);
-      total += static_cast<float>(givenSum[uint64_t(r) * kStatWidth<S>]) * e;
+    // The earlier pieces' sum, rescaled to the new max.
+    const float e = merge ? std::exp(before - mx) : 1.0f;
+    const float earlier = merge ? static_cast<float>(givenSum[uint64_t(r) * kStatWidth<S>]) * e : 0.0f;
+    total += earlier;
+    const float scale = divide ? 1.0f / total : 1.0f;
+    T *out = d + uint64_t(r) * sh.k;
+    if (mode == 5) {
+      for (uint32_t c = 0; c < sh.valid; ++c)
+        out[c] = static_cast<T>(std::log10(std::exp(static_cast<float>(row[c]) - mx) * scale));
+    } else {
+      for (uint32_t c = 0; c < sh.valid; ++c)
+        out[c] = static_cast<T>(std::exp(static_cast<float>(row[c]) - mx) * scale);
+    }
+    if (merge) {
+      const float factor = mode == 3 ? e : earlier / total;
+      for (uint32_t j = 0; j < kStatWidth<T>; ++j) outExpMax[uint64_t(r) * kStatWidth<T> + j] = static_cast<T>(factor);
     }
     if (outMax != nullptr) PutStat(outMax, r, mx);
     if (outSum != nullptr) PutStat(outSum, r, total);

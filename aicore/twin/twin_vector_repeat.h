@@ -25,27 +25,23 @@ inline void Binary0(const char *call, const LocalTensor<T> &dst, const LocalTens
   Disjoint(call, d.base, d.end * sizeof(T), x.base, x.end * sizeof(T));
   Disjoint(call, d.base, d.end * sizeof(T), y.base, y.end * sizeof(T));
   constexpr uint32_t per = Strided<T>::kPerBlock;
-  if (ForBlocks<T>(l, [&](uint32_t r, uint32_t e0, uint32_t n) {
-        T *o = &d.At(r, e0);
-        const T *u = &x.At(r, e0), *v = &y.At(r, e0);
-        if constexpr (std::is_same_v<T, float>) {
-          // A whole float block as one 8-wide vector (both loaded before the store: o may be u or v).
-          if (n == per) {
-            F8 a, b;
-            std::memcpy(&a, u, sizeof(a));
-            std::memcpy(&b, v, sizeof(b));
-            const F8 c = f(a, b);
-            std::memcpy(o, &c, sizeof(c));
-            return;
-          }
-        }
-        InBlock<per>(n, [&](uint32_t k) {
-          o[k] = static_cast<T>(f(static_cast<Calc<T>>(u[k]), static_cast<Calc<T>>(v[k])));
-        });
-      }))
-    return;
-  ForLanes(l, [&](uint32_t r, uint32_t e) {
-    d.At(r, e) = static_cast<T>(f(static_cast<Calc<T>>(x.At(r, e)), static_cast<Calc<T>>(y.At(r, e))));
+  ForBlocks<T>(l, [&](uint32_t r, uint32_t e0, uint32_t n) {
+    T *o = &d.At(r, e0);
+    const T *u = &x.At(r, e0), *v = &y.At(r, e0);
+    if constexpr (std::is_same_v<T, float>) {
+      // A whole float block as one 8-wide vector (both loaded before the store: o may be u or v).
+      if (n == per) {
+        F8 a, b;
+        std::memcpy(&a, u, sizeof(a));
+        std::memcpy(&b, v, sizeof(b));
+        const F8 c = f(a, b);
+        std::memcpy(o, &c, sizeof(c));
+        return;
+      }
+    }
+    InBlock<per>(n, [&](uint32_t k) {
+      o[k] = static_cast<T>(f(static_cast<Calc<T>>(u[k]), static_cast<Calc<T>>(v[k])));
+    });
   });
 }
 
@@ -56,13 +52,11 @@ inline void Unary0(const char *call, const LocalTensor<T> &dst, const LocalTenso
   const Strided<T> d = Operand(call, dst, l, p.dstBlkStride, p.dstRepStride, true);
   Disjoint(call, d.base, d.end * sizeof(T), x.base, x.end * sizeof(T));
   constexpr uint32_t per = Strided<T>::kPerBlock;
-  if (ForBlocks<T>(l, [&](uint32_t r, uint32_t e0, uint32_t n) {
-        T *o = &d.At(r, e0);
-        const T *u = &x.At(r, e0);
-        InBlock<per>(n, [&](uint32_t k) { o[k] = static_cast<T>(f(static_cast<Calc<T>>(u[k]))); });
-      }))
-    return;
-  ForLanes(l, [&](uint32_t r, uint32_t e) { d.At(r, e) = static_cast<T>(f(static_cast<Calc<T>>(x.At(r, e)))); });
+  ForBlocks<T>(l, [&](uint32_t r, uint32_t e0, uint32_t n) {
+    T *o = &d.At(r, e0);
+    const T *u = &x.At(r, e0);
+    InBlock<per>(n, [&](uint32_t k) { o[k] = static_cast<T>(f(static_cast<Calc<T>>(u[k]))); });
+  });
 }
 
 }  // namespace twin_detail
@@ -137,7 +131,11 @@ namespace twin_detail {
 template <typename T>
 inline void Duplicate0(const LocalTensor<T> &dst, T value, const Lanes &l, uint16_t blk, uint8_t rep) {
   const Strided<T> d = Operand("Duplicate", dst, l, blk, rep, true);
-  ForLanes(l, [&](uint32_t r, uint32_t e) { d.At(r, e) = value; });
+  constexpr uint32_t per = Strided<T>::kPerBlock;
+  ForBlocks<T>(l, [&](uint32_t r, uint32_t e0, uint32_t n) {
+    T *o = &d.At(r, e0);
+    InBlock<per>(n, [&](uint32_t k) { o[k] = value; });
+  });
 }
 
 }  // namespace twin_detail
