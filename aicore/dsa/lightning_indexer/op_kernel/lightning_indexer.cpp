@@ -240,10 +240,8 @@ class LightningIndexerKernel {
       inQ_.EnQue(x);
       x = inQ_.DeQue<float>();
       Relu(x, x, static_cast<int32_t>(nr * pitch));
-      for (uint32_t j = 0; j < nr; ++j) {
-        Muls(tmp, x[j * pitch], w.GetValue(i * wPitch_ + g0 + j), static_cast<int32_t>(pitch));
-        Add(acc, acc, tmp, static_cast<int32_t>(pitch));
-      }
+      for (uint32_t j = 0; j < nr; ++j)
+        Axpy(acc, x[j * pitch], w.GetValue(i * wPitch_ + g0 + j), static_cast<int32_t>(pitch));
       inQ_.FreeTensor(x);
     }
     // The tail past the visible keys at -inf, up to whole 256-byte compare repeats and the
