@@ -57,6 +57,19 @@ def test_many_key_tiles():
     check_selection(Problem("BSND", (1, 6), 1100), 3, 1, 5, 40, 0)
 
 
+@pytest.mark.parametrize("sparse_count", [70, 200])
+def test_candidates_of_a_full_top_k(sparse_count):
+    """2100 causal keys: after the first tile only the scores above the k-th enter, packed as
+    candidates of every sort size (32, 64, ..., 256), wide integer data with some ties."""
+    prob = Problem("BSND", (1, 5), 2100)
+    q, k, w = ints((prob.t1, 2, 6), -9, 10), ints((prob.t2, 1, 6), -9, 10), ints((prob.t1, 2), -3, 4)
+    idx, val, _ = indexer(prob, q, k, w, "fp32", sparse_count, 3)
+    ridx, rval = ref.lightning_indexer(q, k, w, prob.segs, sparse_count, 3)
+    np.testing.assert_array_equal(idx, ridx)
+    np.testing.assert_array_equal(val, rval)
+    assert (ridx > 512).mean() > 0.5  # most of the top-k entered after the first tile
+
+
 def test_group_larger_than_tile_rows():
     """160 query heads per key head: one query row per item and head dims past CANN's 128."""
     check_selection(Problem("BSND", (1, 3), 70), 160, 1, 130, 64, 3)

@@ -18,8 +18,9 @@ constexpr int64_t kLiMaxTopK = 2048;
 // A head dim (and a query group of weights) fits one 16 KiB tile row in fp32.
 constexpr int64_t kLiMaxRow = 4096;
 constexpr uint32_t kLiKeyTile = 512;
-// Query rows x group of one item: enough rows for a cube product of ~128 rows.
-constexpr int64_t kLiItemHeads = 128;
+// Query rows x group of one item: a cube product of ~512 rows, so that each key tile, loaded
+// once per item, serves many query rows.
+constexpr int64_t kLiItemHeads = 512;
 constexpr int64_t kLiMaxQueryRows = 64;
 constexpr uint64_t kLiAlignFloats = 64;
 

@@ -7,9 +7,9 @@
 #ifndef MS_OPS_TWIN_SORT_H_
 #define MS_OPS_TWIN_SORT_H_
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "twin_vector.h"
 
@@ -42,18 +42,32 @@ namespace twin_detail {
 
 constexpr uint32_t kProposalBytes = 8;
 
-template <typename T>
-inline float ScoreAt(const uint8_t *p) {
-  T s;
-  std::memcpy(&s, p, sizeof(T));
-  return static_cast<float>(s);
+// The descending order as unsigned keys (a larger key comes first): numbers keep their float
+// order with -0 equal to +0; NaN, which the device documentation leaves unspecified, ranks below
+// every number. Comparing keys instead of floats lets Sort32 rank a repeat with vector compares
+// and MrgSort pick its queue without branches.
+inline uint32_t SortKey(float s) {
+  if (s != s) return 0;
+  if (s == 0.0f) s = 0.0f;
+  uint32_t u;
+  std::memcpy(&u, &s, 4);
+  return (u & 0x80000000u) != 0 ? ~u : u | 0x80000000u;
 }
 
 template <typename T>
+inline uint32_t KeyAt(const uint8_t *p) {
+  T s;
+  std::memcpy(&s, p, sizeof(T));
+  return SortKey(static_cast<float>(s));
+}
+
+// (score, index) with the score in the low bytes and, for half, 2 reserved zero bytes after it.
+template <typename T>
 inline void PutProposal(uint8_t *p, T score, uint32_t index) {
-  std::memset(p, 0, 4);
-  std::memcpy(p, &score, sizeof(T));
-  std::memcpy(p + 4, &index, 4);
+  uint32_t low = 0;
+  std::memcpy(&low, &score, sizeof(T));
+  const uint64_t word = uint64_t(index) << 32 | low;
+  std::memcpy(p, &word, kProposalBytes);
 }
 
 // What the last MrgSort with ifExhaustedSuspension consumed of each queue, per block thread.
@@ -64,6 +78,8 @@ inline uint16_t *MrgSortCounts() {
 
 }  // namespace twin_detail
 
+// Each repeat places element i at its rank: the elements with a larger score plus the earlier
+// elements with an equal one (so equal scores keep their element order).
 template <typename T>
 inline void Sort32(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<uint32_t> &src1,
                    const int32_t repeatTime) {
@@ -76,17 +92,20 @@ inline void Sort32(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const 
   const uint32_t *index = VecIn(call, src1, n);
   T *d = VecOut(call, dst, n * kProposalBytes / sizeof(T));
   uint8_t *out = reinterpret_cast<uint8_t *>(d);
-  uint32_t order[32];
+  uint32_t key[32];
   for (int32_t r = 0; r < repeatTime; ++r) {
     const T *s = score + r * 32;
-    for (uint32_t i = 0; i < 32; ++i) order[i] = i;
-    std::stable_sort(order, order + 32,
-                     [s](uint32_t a, uint32_t b) { return static_cast<float>(s[a]) > static_cast<float>(s[b]); });
-    for (uint32_t i = 0; i < 32; ++i)
-      PutProposal<T>(out + (uint64_t(r) * 32 + i) * kProposalBytes, s[order[i]], index[r * 32 + order[i]]);
+    for (uint32_t i = 0; i < 32; ++i) key[i] = SortKey(static_cast<float>(s[i]));
+    for (uint32_t i = 0; i < 32; ++i) {
+      const uint32_t ki = key[i];
+      uint32_t rank = 0;
+      for (uint32_t j = 0; j < 32; ++j) rank += (key[j] > ki) | ((key[j] == ki) & (j < i));
+      PutProposal<T>(out + (uint64_t(r) * 32 + rank) * kProposalBytes, s[i], index[r * 32 + i]);
+    }
   }
 }
 
+// Each step takes the head with the largest score, the earliest queue on equal scores.
 template <typename T>
 inline void MrgSort(const LocalTensor<T> &dst, const MrgSortSrcList<T> &src, const MrgSort4Info &params) {
   using namespace twin_detail;
@@ -105,7 +124,7 @@ inline void MrgSort(const LocalTensor<T> &dst, const MrgSortSrcList<T> &src, con
     total += params.elementLengths[q];
   }
   const uint64_t elemsPer = kProposalBytes / sizeof(T);
-  const uint8_t *in[4];
+  const uint8_t *in[4] = {nullptr, nullptr, nullptr, nullptr};
   for (int q = 0; q < queues; ++q) {
     if ((reinterpret_cast<uintptr_t>(list[q]->TwinData()) & 7) != 0)
       Fail(call, "queue " + Str(q + 1) + " does not start 8-byte aligned");
@@ -118,25 +137,51 @@ inline void MrgSort(const LocalTensor<T> &dst, const MrgSortSrcList<T> &src, con
   T *d = VecOut(call, dst, int64_t(params.repeatTimes) * total * elemsPer);
   uint8_t *out = reinterpret_cast<uint8_t *>(d);
   uint16_t *counts = MrgSortCounts();
+  // Each queue's keys (SortKey + 1) with a 0 after its last: a queue without a head never wins.
+  // The heads' keys stay in registers.
+  std::vector<uint32_t> keys(total + 4);
   for (uint32_t r = 0; r < params.repeatTimes; ++r) {
-    uint32_t at[4] = {0, 0, 0, 0};
-    uint64_t written = 0;
-    for (;;) {
-      int best = -1;
-      bool exhausted = false;
-      for (int q = 0; q < queues; ++q) {
-        if (at[q] == params.elementLengths[q]) {
-          exhausted = true;
-          continue;
-        }
-        const float s = ScoreAt<T>(in[q] + (uint64_t(r) * total + at[q]) * kProposalBytes);
-        if (best < 0 || s > ScoreAt<T>(in[best] + (uint64_t(r) * total + at[best]) * kProposalBytes)) best = q;
-      }
-      if (best < 0 || (exhausted && params.ifExhaustedSuspension)) break;
-      std::memcpy(out + (uint64_t(r) * total + written++) * kProposalBytes,
-                  in[best] + (uint64_t(r) * total + at[best]++) * kProposalBytes, kProposalBytes);
+    const uint8_t *q[4];
+    uint32_t len[4], *key[4];
+    for (int j = 0, at = 0; j < 4; ++j) {
+      len[j] = j < queues ? params.elementLengths[j] : 0;
+      q[j] = j < queues ? in[j] + uint64_t(r) * total * kProposalBytes : nullptr;
+      key[j] = keys.data() + at;
+      for (uint32_t e = 0; e < len[j]; ++e) key[j][e] = KeyAt<T>(q[j] + uint64_t(e) * kProposalBytes) + 1;
+      key[j][len[j]] = 0;
+      at += len[j] + 1;
     }
-    for (int q = 0; q < 4; ++q) counts[q] = static_cast<uint16_t>(q < queues ? at[q] : 0);
+    uint8_t *o = out + uint64_t(r) * total * kProposalBytes;
+    uint32_t i0 = 0, i1 = 0, i2 = 0, i3 = 0;
+    uint32_t k0 = key[0][0], k1 = key[1][0], k2 = key[2][0], k3 = key[3][0];
+    const bool suspend = params.ifExhaustedSuspension;
+    for (uint64_t step = 0; step < total; ++step) {
+      if (suspend && (i0 == len[0] || i1 == len[1] || (queues > 2 && i2 == len[2]) || (queues > 3 && i3 == len[3])))
+        break;
+      // The largest head, the earlier queue on equal keys.
+      const bool b1 = k1 > k0, b3 = k3 > k2;
+      const uint32_t klo = b1 ? k1 : k0, khi = b3 ? k3 : k2;
+      const bool high = khi > klo;
+      const int b = high ? (b3 ? 3 : 2) : (b1 ? 1 : 0);
+      const uint8_t *src = b == 0 ? q[0] + uint64_t(i0) * kProposalBytes
+                           : b == 1 ? q[1] + uint64_t(i1) * kProposalBytes
+                           : b == 2 ? q[2] + uint64_t(i2) * kProposalBytes
+                                    : q[3] + uint64_t(i3) * kProposalBytes;
+      std::memcpy(o, src, kProposalBytes);
+      o += kProposalBytes;
+      i0 += b == 0;
+      i1 += b == 1;
+      i2 += b == 2;
+      i3 += b == 3;
+      k0 = key[0][i0];
+      k1 = key[1][i1];
+      k2 = key[2][i2];
+      k3 = key[3][i3];
+    }
+    counts[0] = static_cast<uint16_t>(i0);
+    counts[1] = static_cast<uint16_t>(i1);
+    counts[2] = static_cast<uint16_t>(i2);
+    counts[3] = static_cast<uint16_t>(i3);
   }
 }
 

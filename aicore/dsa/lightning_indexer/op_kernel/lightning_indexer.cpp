@@ -6,11 +6,13 @@
 //
 // Work item: a run of query rows of one batch and key head. Per key tile, one cube product gives
 // the scores of all the run's query heads; the vector core folds each query row's heads into I
-// (ReLU, weighted sum), sorts the tile (Sort32 runs merged by four-queue MrgSort) and merges it
-// into the row's running top-k, which waits in the block's workspace between tiles. A tile whose
-// best score cannot enter a full top-k is neither sorted nor merged. No T x T or T x N x T buffer exists: the
-// workspace holds one tile of scores. Paged keys (PA_BSND) are read block by block through the
-// block table: key s of batch b is row block_table[b, s / blockSize] * blockSize + s % blockSize.
+// (ReLU, weighted sum), sorts the tile (Sort32 runs merged by MrgSort) and merges it into the
+// row's running top-k, which waits in the block's workspace between tiles. Once the top-k is full,
+// only the tile's scores above its k-th score can enter it: those candidates are packed by
+// GatherMask and only they are sorted and merged (none: the tile is skipped). No T x T or
+// T x N x T buffer exists: the workspace holds one tile of scores. Paged keys (PA_BSND) are read
+// block by block through the block table: key s of batch b is row
+// block_table[b, s / blockSize] * blockSize + s % blockSize.
 #include "dsa/lightning_indexer_tiling_data.h"
 #include "kernel_utils.h"
 #include "lib/matmul_intf.h"
@@ -64,7 +66,8 @@ class LightningIndexerKernel {
     pipe.InitBuffer(acc_, tile * 4);
     pipe.InitBuffer(tmp_, tile * 4);
     pipe.InitBuffer(keyIdx_, tile * 4);
-    pipe.InitBuffer(red_, kUbAlign);
+    pipe.InitBuffer(candIdx_, tile * 4);
+    pipe.InitBuffer(mask_, UbBytes(tile / 8, 1));
     pipe.InitBuffer(sortA_, tile * 8);
     pipe.InitBuffer(sortB_, tile * 8);
     pipe.InitBuffer(run_, UbBytes(topK, 8));
@@ -237,54 +240,80 @@ class LightningIndexerKernel {
       inQ_.EnQue(x);
       x = inQ_.DeQue<float>();
       Relu(x, x, static_cast<int32_t>(nr * pitch));
-      for (uint32_t j = 0; j < nr; ++j) {
-        Muls(tmp, x[j * pitch], w.GetValue(i * wPitch_ + g0 + j), static_cast<int32_t>(pitch));
-        Add(acc, acc, tmp, static_cast<int32_t>(pitch));
-      }
+      for (uint32_t j = 0; j < nr; ++j)
+        Axpy(acc, x[j * pitch], w.GetValue(i * wPitch_ + g0 + j), static_cast<int32_t>(pitch));
       inQ_.FreeTensor(x);
     }
-    // Sort 32 * 4^j keys, the masked tail at -inf: every merge pass then takes four equal runs.
-    const uint32_t nsort = nv <= 32 ? 32 : nv <= 128 ? 128 : td_->keyTile;
-    const uint32_t aligned = (nv + 7) / 8 * 8 < nsort ? (nv + 7) / 8 * 8 : nsort;
+    // The tail past the visible keys at -inf, up to whole 256-byte compare repeats and the
+    // smallest sort size holding nv: it never beats a visible key, which precedes it.
+    const uint32_t padded = (nv + 63) / 64 * 64, nsort = SortSize(nv);
+    const uint32_t fill = padded > nsort ? padded : nsort, aligned = (nv + 7) / 8 * 8;
     OrderPipes<HardEvent::V_S>(&pipe);
     for (uint32_t j = nv; j < aligned; ++j) acc.SetValue(j, kNegInf);
     OrderPipes<HardEvent::S_V>(&pipe);
-    if (aligned < nsort) Duplicate(acc[aligned], kNegInf, static_cast<int32_t>(nsort - aligned));
-    if (count_[i] == uint32_t(td_->topK) && !CanEnter(i, acc, nsort)) return;
+    if (aligned < fill) Duplicate(acc[aligned], kNegInf, static_cast<int32_t>(fill - aligned));
     LocalTensor<int32_t> keys = keyIdx_.Get<int32_t>();
-    CreateVecIndex(keys, static_cast<int32_t>(s0), nsort);
+    CreateVecIndex(keys, static_cast<int32_t>(s0), fill);
     PipeBarrier<PIPE_V>();
-    LocalTensor<float> sorted = SortTile(acc, keys.ReinterpretCast<uint32_t>(), nsort);
-    MergeIntoTop(i, sorted, nv < uint32_t(td_->topK) ? nv : uint32_t(td_->topK));
-  }
-
-  // Whether any of the tile's n scores beats row i's full top-k (its k-th score wins ties, being an
-  // earlier key): if not, the tile is neither sorted nor merged.
-  __aicore__ inline bool CanEnter(uint32_t i, const LocalTensor<float> &scores, uint32_t n) {
     const uint32_t k = static_cast<uint32_t>(td_->topK);
-    LocalTensor<float> best = red_.Get<float>();
-    ReduceMax(best, scores, tmp_.Get<float>(), static_cast<int32_t>(n), false);
-    OrderPipes<HardEvent::V_S>(&pipe);
-    OrderPipes<HardEvent::MTE3_S>(&pipe);
-    const bool enter = best.GetValue(0) > top_.GetValue(uint64_t(i) * k * 2 + uint64_t(k - 1) * 2);
-    OrderPipes<HardEvent::S_V>(&pipe);
-    return enter;
+    if (count_[i] < k) {
+      MergeIntoTop(i, SortTile(acc, keys.ReinterpretCast<uint32_t>(), nsort), nv < k ? nv : k);
+      return;
+    }
+    const uint32_t c = Candidates(i, padded);
+    if (c == 0) return;
+    MergeIntoTop(i, SortTile(tmp, candIdx_.Get<uint32_t>(), SortSize(c)), c < k ? c : k);
   }
 
-  // The n (a power-of-4 multiple of 32) scores as (score, key index) proposals, descending; ties
-  // keep key order (Sort32 and MrgSort are stable, the earlier queue first).
+  // 32 * 2^j: the fewest whole Sort32 repeats that merge pass by pass into one run.
+  __aicore__ inline uint32_t SortSize(uint32_t n) const {
+    uint32_t size = 32;
+    while (size < n) size *= 2;
+    return size;
+  }
+
+  // Packs the scores of acc_ (`padded` of them, the tail at -inf) that beat row i's full top-k
+  // into tmp_ and their key indices into candIdx_, the rest of their sort size at -inf; returns
+  // their number. Its k-th score wins ties, being an earlier key.
+  __aicore__ inline uint32_t Candidates(uint32_t i, uint32_t padded) {
+    LocalTensor<float> cand = tmp_.Get<float>();
+    LocalTensor<uint8_t> mask = mask_.Get<uint8_t>();
+    CompareScalar(mask, acc_.Get<float>(), kth_[i], CMPMODE::GT, padded);
+    PipeBarrier<PIPE_V>();
+    const LocalTensor<uint32_t> bits = mask.ReinterpretCast<uint32_t>();
+    const GatherMaskParams params(1, 1, 8, 8);
+    uint64_t c = 0, ci = 0;
+    GatherMask(cand, acc_.Get<float>(), bits, true, padded, params, c);
+    GatherMask(candIdx_.Get<uint32_t>(), keyIdx_.Get<uint32_t>(), bits, true, padded, params, ci);
+    const uint32_t n = static_cast<uint32_t>(c);
+    if (n == 0) return 0;
+    const uint32_t nsort = SortSize(n), aligned = (n + 7) / 8 * 8;
+    OrderPipes<HardEvent::V_S>(&pipe);
+    for (uint32_t j = n; j < aligned; ++j) cand.SetValue(j, kNegInf);
+    OrderPipes<HardEvent::S_V>(&pipe);
+    if (aligned < nsort) Duplicate(cand[aligned], kNegInf, static_cast<int32_t>(nsort - aligned));
+    PipeBarrier<PIPE_V>();
+    return n;
+  }
+
+  // The n (32 * 2^j) scores as (score, key index) proposals, descending: Sort32 runs merged four
+  // at a time, then two if one pair is left; ties keep key order (Sort32 and MrgSort are stable,
+  // the earlier queue first).
   __aicore__ inline LocalTensor<float> SortTile(const LocalTensor<float> &scores, const LocalTensor<uint32_t> &keys,
                                                 uint32_t n) {
     LocalTensor<float> src = sortA_.Get<float>(), dst = sortB_.Get<float>();
     Sort32(src, scores, keys, static_cast<int32_t>(n / 32));
-    for (uint32_t len = 32; len < n; len *= 4) {
+    for (uint32_t len = 32; len < n;) {
       PipeBarrier<PIPE_V>();
+      const uint32_t ways = n / len >= 4 ? 4 : 2;
       const uint16_t lens[4] = {uint16_t(len), uint16_t(len), uint16_t(len), uint16_t(len)};
-      MrgSort(dst, MrgSortSrcList<float>(src, src[len * 2], src[len * 4], src[len * 6]),
-              MrgSort4Info(lens, false, 15, static_cast<uint16_t>(n / (4 * len))));
+      const MrgSortSrcList<float> runs = ways == 4 ? MrgSortSrcList<float>(src, src[len * 2], src[len * 4], src[len * 6])
+                                                   : MrgSortSrcList<float>(src, src[len * 2], src, src);
+      MrgSort(dst, runs, MrgSort4Info(lens, false, ways == 4 ? 15 : 3, static_cast<uint16_t>(n / (ways * len))));
       LocalTensor<float> t = src;
       src = dst;
       dst = t;
+      len *= ways;
     }
     PipeBarrier<PIPE_V>();
     return src;
@@ -301,6 +330,7 @@ class LightningIndexerKernel {
       CopyOut(top, sorted, take * 2);
       OrderPipes<HardEvent::MTE3_V>(&pipe);
       count_[i] = take;
+      NoteKth(i, sorted);
       return;
     }
     LocalTensor<float> run = run_.Get<float>(), merged = merged_.Get<float>();
@@ -313,6 +343,17 @@ class LightningIndexerKernel {
     CopyOut(top, merged, total * 2);
     OrderPipes<HardEvent::MTE3_V>(&pipe);
     count_[i] = total;
+    NoteKth(i, merged);
+  }
+
+  // Once row i's top-k is full: its k-th score, from the UB list just stored (a scalar read of UB,
+  // not of the GM copy the MTE3 wrote).
+  __aicore__ inline void NoteKth(uint32_t i, const LocalTensor<float> &list) {
+    const uint32_t k = static_cast<uint32_t>(td_->topK);
+    if (count_[i] < k) return;
+    OrderPipes<HardEvent::V_S>(&pipe);
+    kth_[i] = list.GetValue((k - 1) * 2);
+    OrderPipes<HardEvent::S_V>(&pipe);
   }
 
   // Row i's outputs at element `at`: the top-k's indices and scores, -1 / -inf past its count.
@@ -351,10 +392,11 @@ class LightningIndexerKernel {
   GlobalTensor<float> qf_, kf_, score_, top_;
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
-  TBuf<TPosition::VECCALC> xf_, wts_, acc_, tmp_, red_, keyIdx_, sortA_, sortB_, run_, merged_, off_, off4_, outT_;
+  TBuf<TPosition::VECCALC> xf_, wts_, acc_, tmp_, keyIdx_, candIdx_, mask_, sortA_, sortB_, run_, merged_, off_, off4_, outT_;
   const LightningIndexerTilingData *td_ = nullptr;
   uint32_t wPitch_ = 0;
   uint32_t count_[64];  // proposals in each run row's top-k (kLiMaxQueryRows)
+  float kth_[64];       // its k-th score, once full
 };
 
 template <typename T>
