@@ -290,9 +290,10 @@ def append_csv(path, columns, lines):
         writer.writerows(lines)
 
 
-def add_process_args(parser, patience=60.0, retries=1):
+def add_process_args(parser, patience=60.0, retries=1, patience_note="", retries_note=""):
     """The CLI flags every benchmark shares: --worker (internal), --repeats, --warmup,
-    --mem-limit-gib, --timeout, --patience, --retries."""
+    --mem-limit-gib, --timeout, --patience, --retries; a benchmark that resolves the last two's
+    defaults itself passes None and says how in the notes."""
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per case (median)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (the first compiles)")
@@ -300,6 +301,7 @@ def add_process_args(parser, patience=60.0, retries=1):
                         help="kill a case whose RSS exceeds this (the machine has 24 GiB)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
     parser.add_argument("--patience", type=float, default=patience,
-                        help="seconds to wait for other processes to go quiet before each case")
+                        help="seconds to wait for other processes to go quiet before each case" + patience_note)
     parser.add_argument("--retries", type=int, default=retries,
-                        help=f"re-measurements of a case disturbed by other processes (> {QUIET_PCT}%% CPU)")
+                        help=f"re-measurements of a case disturbed by other processes (> {QUIET_PCT}%% CPU)"
+                        + retries_note)
