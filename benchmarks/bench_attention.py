@@ -22,9 +22,13 @@ sequence in a Python loop ("packed") vs SDPA on the padded batch.
 
 Every case runs in its own process (this script with ``--worker``), measured by ``_harness.py``
 as in every benchmark: inputs built, framework started with a tiny unrelated graph (base RSS),
-warmup calls (the first compiles), then the peak-RSS mark is reset and the timed repeats run. Extra peak memory = VmHWM - base - the bytes of the results (the output forward; dq, dk, dv
-forward+backward): what attention costs beyond its inputs and results. The parent kills a case
-above ``--mem-limit-gib`` RSS or when the machine runs short of memory ("out of memory").
+warmup calls (the first compiles), then the peak-RSS mark is reset and the timed repeats run.
+Extra peak memory = VmHWM - base - the bytes of the results: the output forward; the output and
+dq, dk, dv forward+backward (the output exists there too, as the tensor the gradient flows
+from): what attention costs beyond its inputs, outputs and gradients, issue 10's measure. An
+implementation's own saved statistics (ms_ops' softmax_max/sum, torch's logsumexp) count as
+extra. The parent kills a case above ``--mem-limit-gib`` RSS or when the machine runs short of
+memory ("out of memory").
 
 GFLOP/s counts the useful work alike for all: 2 GEMMs of 2*D per visible (query, key) pair and
 head forward, 4 more backward (dV, dP, dQ, dK; a recompute of Q K^T is not counted); a causal
@@ -227,7 +231,7 @@ def run_case(spec):
         step, desc = build_torch(spec, arrays)
     else:
         step, desc = build_mindspore(spec, arrays)
-    result_bytes = arrays[0].size * DTYPE_BYTES[spec["dtype"]] * (3 if spec["backward"] else 1)
+    result_bytes = arrays[0].size * DTYPE_BYTES[spec["dtype"]] * (4 if spec["backward"] else 1)
     del arrays
     gc.collect()
     stats, _ = time_steps(step, spec["impl"], spec["warmup"], spec["repeats"])
@@ -388,7 +392,8 @@ def main():
     print(f"\nB=1, N1=N2={HEADS}, D={HEAD_DIM}; median of {args.repeats} after {args.warmup} warmup; "
           f"{cpu_model()}. GFLOP/s = useful GEMM work (2 GEMMs forward, 6 forward+backward, visible pairs "
           f"only) / median time; %sgemm against numpy's {sgemm_gflops:.1f} GFLOP/s. Extra MiB = peak RSS "
-          f"over the timed runs - RSS with inputs built and framework started - result bytes. "
+          f"over the timed runs - RSS with inputs built and framework started - result bytes (output, and "
+          f"gradients forward+backward). "
           f"Appended to {args.csv}")
     report_goals(rows, args.varlen_tokens)
 
