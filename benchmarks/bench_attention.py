@@ -20,12 +20,15 @@ sequences padded to the longest, ``[16, max_len, 8, 128]`` with a ``LowerTriangu
 ("padded": causal masking keeps every real query away from the padding keys). torch: one SDPA per
 sequence in a Python loop ("packed") vs SDPA on the padded batch.
 
-Every case runs in its own process (this script with ``--worker``), measured as in
-``bench_cross_entropy.py``: inputs built, framework started with a tiny unrelated graph (base
-RSS), warmup calls (the first compiles), then the peak-RSS mark is reset and the timed repeats
-run. Extra peak memory = VmHWM - base - the bytes of the results (the output forward; dq, dk, dv
-forward+backward): what attention costs beyond its inputs and results. The parent kills a case
-above ``--mem-limit-gib`` RSS or when the machine runs short of memory ("out of memory").
+Every case runs in its own process (this script with ``--worker``), measured by ``_harness.py``
+as in every benchmark: inputs built, framework started with a tiny unrelated graph (base RSS),
+warmup calls (the first compiles), then the peak-RSS mark is reset and the timed repeats run.
+Extra peak memory = VmHWM - base - the bytes of the results: the output forward; the output and
+dq, dk, dv forward+backward (the output exists there too, as the tensor the gradient flows
+from): what attention costs beyond its inputs, outputs and gradients, issue 10's measure. An
+implementation's own saved statistics (ms_ops' softmax_max/sum, torch's logsumexp) count as
+extra. The parent kills a case above ``--mem-limit-gib`` RSS or when the machine runs short of
+memory ("out of memory").
 
 GFLOP/s counts the useful work alike for all: 2 GEMMs of 2*D per visible (query, key) pair and
 head forward, 4 more backward (dV, dP, dQ, dK; a recompute of Q K^T is not counted); a causal
@@ -39,22 +42,15 @@ Run (repo installed, e.g. ``pip install -e .``; torch optional):
         --patience 0 --retries 0                              # a smoke run of every code path
 """
 import argparse
-import csv
 import datetime
 import gc
 import importlib.util
 import json
 import math
 import os
-import subprocess
-import sys
-import tempfile
-import time
-import traceback
 
-from bench_cross_entropy import (GIB, MIN_AVAILABLE_GIB, SGEMM_SHAPE, Unavailable, cpu_model, cpu_snapshot,
-                                 cpu_usage, mem_available_kib, median, proc_status_kib, reset_peak_rss,
-                                 run_sgemm, start_framework, wait_until_idle)
+from _harness import (GIB, SGEMM_SHAPE, Unavailable, add_process_args, append_csv, cpu_model, fmt, measure, median,
+                      parse_list, sgemm_reference, time_steps, worker)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 IMPLS = ("ms_ops", "composed", "torch")
@@ -235,89 +231,17 @@ def run_case(spec):
         step, desc = build_torch(spec, arrays)
     else:
         step, desc = build_mindspore(spec, arrays)
-    result_bytes = arrays[0].size * DTYPE_BYTES[spec["dtype"]] * (3 if spec["backward"] else 1)
+    result_bytes = arrays[0].size * DTYPE_BYTES[spec["dtype"]] * (4 if spec["backward"] else 1)
     del arrays
     gc.collect()
-    start_framework(spec["impl"])
-    gc.collect()
-    base = proc_status_kib("VmRSS") * 1024
-    for _ in range(spec["warmup"]):
-        step()
-    hwm_reset = reset_peak_rss()
-    times = []
-    snap = cpu_snapshot()
-    for _ in range(spec["repeats"]):
-        start = time.perf_counter()
-        results = step()
-        times.append(time.perf_counter() - start)
-        del results
-    cpu_pct, others_pct = cpu_usage(snap, cpu_snapshot())
-    return dict(status="ok", desc=desc, times=times, base=base, peak=proc_status_kib("VmHWM") * 1024,
-                hwm_reset=hwm_reset, result_bytes=result_bytes, cpu_pct=cpu_pct, others_pct=others_pct)
-
-
-def worker(spec):
-    """Runs one case and prints its result as the last stdout line, JSON after 'RESULT '."""
-    try:
-        result = run_sgemm() if spec["impl"] == "sgemm" else run_case(spec)
-    except Unavailable as exc:
-        result = dict(status=str(exc))
-    except Exception as exc:
-        traceback.print_exc()
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        result = dict(status=f"error: {type(exc).__name__}: {first_line}"[:300])
-    print("RESULT " + json.dumps(result), flush=True)
+    stats, _ = time_steps(step, spec["impl"], spec["warmup"], spec["repeats"])
+    return dict(stats, desc=desc, result_bytes=result_bytes)
 
 
 # ---------------------------------------------------------------- parent side
 
-def spawn(spec, args):
-    """Runs a worker, killing it above ``--mem-limit-gib`` of RSS, when the machine runs short of
-    memory, or after ``--timeout`` s."""
-    env = dict(os.environ, GLOG_v=os.environ.get("GLOG_v", "3"))
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        start, max_rss, killed = time.monotonic(), 0, None
-        while proc.poll() is None:
-            rss = proc_status_kib("VmRSS", proc.pid) or 0
-            max_rss = max(max_rss, rss)
-            elapsed = time.monotonic() - start
-            if rss > args.mem_limit_gib * 2**20:
-                killed = f"out of memory (> {args.mem_limit_gib:g} GiB RSS; killed after {elapsed:.0f} s)"
-            elif mem_available_kib() < MIN_AVAILABLE_GIB * 2**20:
-                killed = (f"out of memory (machine below {MIN_AVAILABLE_GIB} GiB available at "
-                          f"{rss / 2**20:.1f} GiB RSS; killed after {elapsed:.0f} s)")
-            elif elapsed > args.timeout:
-                killed = f"timed out (> {args.timeout:g} s)"
-            if killed:
-                proc.kill()
-                proc.wait()
-                return dict(status=killed)
-            time.sleep(0.1)
-        out.seek(0)
-        results = [line[7:] for line in out.read().splitlines() if line.startswith("RESULT ")]
-        if results:
-            return json.loads(results[-1])
-        err.seek(0)
-        tail = [line for line in err.read().splitlines() if line.strip()][-1:]
-        return dict(status=f"worker exited with code {proc.returncode}: {' '.join(tail)}"[:300])
-
-
-def measure(spec, args, retries):
-    """``spawn`` on a quiet machine if possible: a case disturbed by other processes (> 25% CPU
-    during its timed runs) is measured again, ``retries`` times; the least disturbed is kept."""
-    best = None
-    for _ in range(1 + retries):
-        wait_until_idle(args.patience)
-        result = spawn(spec, args)
-        if result["status"] != "ok":
-            return result
-        if best is None or result["others_pct"] < best["others_pct"]:
-            best = result
-        if best["others_pct"] <= 25:
-            break
-    return best
+def measure_case(spec, args, retries):
+    return measure(__file__, spec, args.mem_limit_gib, args.timeout, args.patience, retries)
 
 
 def make_row(spec, result, sgemm_gflops):
@@ -340,20 +264,10 @@ def make_row(spec, result, sgemm_gflops):
 
 def write_csv(path, stamp, rows):
     """Appends rows as they are measured: a long run that dies keeps what it measured."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    new = not os.path.exists(path)
-
-    def fmt(r, key, spec):
-        return format(r[key], spec) if key in r else ""
-
-    with open(path, "a", newline="") as f:
-        writer = csv.writer(f)
-        if new:
-            writer.writerow(CSV_COLUMNS)
-        for r in rows:
-            writer.writerow([stamp, r["impl"], r["case"], r["dtype"], r["s"], r["mask"], r["pass_"],
-                             fmt(r, "median_s", ".4f"), fmt(r, "min_s", ".4f"), fmt(r, "gflops", ".1f"),
-                             fmt(r, "pct_sgemm", ".1f"), fmt(r, "extra_mib", ".1f"), r["status"], r["note"]])
+    append_csv(path, CSV_COLUMNS, [[stamp, r["impl"], r["case"], r["dtype"], r["s"], r["mask"], r["pass_"],
+                                    fmt(r, "median_s", ".4f"), fmt(r, "min_s", ".4f"), fmt(r, "gflops", ".1f"),
+                                    fmt(r, "pct_sgemm", ".1f"), fmt(r, "extra_mib", ".1f"), r["status"], r["note"]]
+                                   for r in rows])
 
 
 def describe(r):
@@ -409,14 +323,6 @@ def report_goals(rows, varlen_tokens):
                              f"{q['median_s'] / p['median_s']:.2f}x")
 
 
-def parse_list(text, allowed=None, cast=str):
-    items = [cast(s) for s in text.split(",") if s.strip()]
-    bad = [i for i in items if allowed is not None and i not in allowed]
-    if bad:
-        raise SystemExit(f"unknown value(s) {bad}; choose from {', '.join(allowed)}")
-    return items
-
-
 def cases(args):
     impls = parse_list(args.impl, IMPLS)
     dtypes = parse_list(args.dtypes, tuple(DTYPE_BYTES))
@@ -441,7 +347,7 @@ def cases(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    add_process_args(parser)
     parser.add_argument("--impl", default=",".join(IMPLS), help="comma-separated: " + ",".join(IMPLS))
     parser.add_argument("--seqlens", default="1024,4096,8192", help="comma-separated S values (dense cases)")
     parser.add_argument("--masks", default="causal,full", help="comma-separated: causal,full")
@@ -452,28 +358,17 @@ def main():
     parser.add_argument("--varlen-tokens", type=int, default=VARLEN_TOKENS,
                         help="total tokens of the 16 packed sequences")
     parser.add_argument("--varlen-dtypes", default="fp32", help="comma-separated dtypes of the varlen cases")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per case (median)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (the first compiles)")
-    parser.add_argument("--mem-limit-gib", type=float, default=20.0,
-                        help="kill a case whose RSS exceeds this (the machine has 24 GiB)")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
-    parser.add_argument("--patience", type=float, default=60.0,
-                        help="seconds to wait for other processes to go quiet before each case")
-    parser.add_argument("--retries", type=int, default=1,
-                        help="re-measurements of a case disturbed by other processes (> 25%% CPU)")
     parser.add_argument("--csv", default=os.path.join(HERE, "results", "attention.csv"),
                         help="results CSV to append to")
     args = parser.parse_args()
     if args.worker:
-        worker(json.loads(args.worker))
+        worker(json.loads(args.worker), run_case)
         return
 
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
-    sgemm = measure(dict(impl="sgemm"), args, max(args.retries, 3))
-    if sgemm["status"] != "ok":
-        raise SystemExit(f"sgemm reference failed: {sgemm['status']}")
+    sgemm, sgemm_gflops = sgemm_reference(__file__, args.mem_limit_gib, args.timeout, args.patience,
+                                          max(args.retries, 3))
     m, k, n = SGEMM_SHAPE
-    sgemm_gflops = 2 * m * k * n / min(sgemm["times"]) / 1e9
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
     print(f"numpy sgemm {m}x{k} @ {k}x{n} fp32: {sgemm_gflops:.1f} GFLOP/s (best of 7; other processes "
           f"{sgemm['others_pct']:.0f}% CPU)", flush=True)
@@ -484,7 +379,7 @@ def main():
     for spec in cases(args):
         print(f"{spec['impl']} {spec['case']} {spec['dtype']} S={spec['s']} {spec['mask']} "
               f"{'fwd+bwd' if spec['backward'] else 'fwd'} ...", end=" ", flush=True)
-        row = make_row(spec, measure(spec, args, args.retries), sgemm_gflops)
+        row = make_row(spec, measure_case(spec, args, args.retries), sgemm_gflops)
         rows.append(row)
         write_csv(args.csv, stamp, [row])
         if row["status"] == "ok":
@@ -497,7 +392,8 @@ def main():
     print(f"\nB=1, N1=N2={HEADS}, D={HEAD_DIM}; median of {args.repeats} after {args.warmup} warmup; "
           f"{cpu_model()}. GFLOP/s = useful GEMM work (2 GEMMs forward, 6 forward+backward, visible pairs "
           f"only) / median time; %sgemm against numpy's {sgemm_gflops:.1f} GFLOP/s. Extra MiB = peak RSS "
-          f"over the timed runs - RSS with inputs built and framework started - result bytes. "
+          f"over the timed runs - RSS with inputs built and framework started - result bytes (output, and "
+          f"gradients forward+backward). "
           f"Appended to {args.csv}")
     report_goals(rows, args.varlen_tokens)
 

@@ -46,18 +46,15 @@ Run (repo installed, e.g. ``pip install -e .``; torch optional, ``pip install to
     python benchmarks/bench_cross_entropy.py --quick  # BT=512 H=256 V=4000,16032: a smoke run
 """
 import argparse
-import csv
 import datetime
 import gc
 import importlib.util
 import json
 import os
-import subprocess
-import sys
-import tempfile
-import time
-import traceback
 from dataclasses import dataclass
+
+from _harness import (GIB, SGEMM_SHAPE, Unavailable, add_process_args, append_csv, cpu_model, fmt, measure, median,
+                      parse_list, sgemm_reference, time_steps, worker)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 IMPLS = ("ms_auto", "ms_gif", "ms_saving", "ms_perf", "composed", "torch")
@@ -65,11 +62,8 @@ IMPLS = ("ms_auto", "ms_gif", "ms_saving", "ms_perf", "composed", "torch")
 MS_OPS_MODES = {"ms_auto": None, "ms_gif": "grad_in_forward", "ms_saving": "memory_saving",
                 "ms_perf": "high_performance"}
 DTYPE_BYTES = {"fp32": 4, "bf16": 2}
-GIB = 2**30
 CSV_COLUMNS = ["timestamp", "impl", "dtype", "BT", "H", "V", "median_s", "min_s", "gflops",
                "pct_sgemm", "extra_peak_gib", "extra_cold_gib", "status", "note"]
-SGEMM_SHAPE = (4096, 2048, 4096)
-MIN_AVAILABLE_GIB = 1
 
 
 @dataclass(frozen=True)
@@ -87,65 +81,7 @@ def useful_flop(bt, hidden, vocab):
     return 3 * 2 * bt * hidden * vocab
 
 
-def proc_status_kib(field, pid="self"):
-    """A ``VmRSS``/``VmHWM`` line of /proc/<pid>/status in KiB; None once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def mem_available_kib():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1])
-    raise RuntimeError("no MemAvailable in /proc/meminfo")
-
-
-def busy_cpu_seconds():
-    """CPU seconds all processes have used (/proc/stat): other load skews the timings."""
-    with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds():
-    t = os.times()
-    return t.user + t.system
-
-
-def cpu_snapshot():
-    return own_cpu_seconds(), busy_cpu_seconds(), time.perf_counter()
-
-
-def cpu_usage(snap0, snap1):
-    """This process's CPU % and other processes' CPU % between two snapshots (100 = one core)."""
-    own, busy, wall = (b - a for a, b in zip(snap0, snap1))
-    return 100 * own / wall, 100 * max(0.0, busy - own) / wall
-
-
-def wait_until_idle(patience):
-    """Waits up to ``patience`` s for a second in which other processes use < 15% CPU: a build
-    or test run beside a case of many seconds would skew its time."""
-    start = time.monotonic()
-    while time.monotonic() - start < patience:
-        busy0, own0 = busy_cpu_seconds(), own_cpu_seconds()
-        time.sleep(1.0)
-        if busy_cpu_seconds() - busy0 - (own_cpu_seconds() - own0) < 0.15:
-            return
-
-
 # ---------------------------------------------------------------- worker side (one case each)
-
-class Unavailable(Exception):
-    """The implementation cannot run here; its message is the row's status."""
-
 
 def make_arrays(bt, hidden, vocab):
     import numpy as np
@@ -264,35 +200,6 @@ def build_torch(dtype, arrays):
     return step, desc
 
 
-def start_framework(impl):
-    """A tiny forward+backward unrelated to the case, in the case's framework and mode: what any
-    training process has run before its loss (see the module docstring)."""
-    if impl == "torch":
-        import torch
-        a = torch.ones(8, 8, requires_grad=True)
-        (a * a).sum().backward()
-        return
-    import mindspore as ms
-    import numpy as np
-
-    def tiny(a, b):
-        return (a * b).sum()
-
-    a = ms.Tensor(np.ones((8, 8), np.float32))
-    _, (d_a, _) = ms.jit(ms.value_and_grad(tiny, grad_position=(0, 1)))(a, a)
-    d_a.asnumpy()
-
-
-def reset_peak_rss():
-    """Resets VmHWM to the current RSS; False where the kernel does not allow it."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def run_case(spec):
     bt, hidden, vocab, dtype = spec["bt"], spec["hidden"], spec["vocab"], spec["dtype"]
     arrays = make_arrays(bt, hidden, vocab)
@@ -302,125 +209,14 @@ def run_case(spec):
         step, desc = build_mindspore(spec["impl"], dtype, arrays)
     del arrays
     gc.collect()
-    cold_base = proc_status_kib("VmRSS") * 1024
-    start_framework(spec["impl"])
-    gc.collect()
-    base = proc_status_kib("VmRSS") * 1024
-    for _ in range(spec["warmup"]):
-        step()
-    warm = proc_status_kib("VmRSS") * 1024
-    hwm_reset = reset_peak_rss()
-    times = []
-    snap = cpu_snapshot()
-    for _ in range(spec["repeats"]):
-        start = time.perf_counter()
-        loss = step()
-        times.append(time.perf_counter() - start)
-    cpu_pct, others_pct = cpu_usage(snap, cpu_snapshot())
-    return dict(status="ok", desc=desc, times=times, loss=loss, cold_base=cold_base, base=base,
-                warm=warm, peak=proc_status_kib("VmHWM") * 1024, hwm_reset=hwm_reset,
-                grad_bytes=(bt + vocab) * hidden * DTYPE_BYTES[dtype],
-                cpu_pct=cpu_pct, others_pct=others_pct)
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown CPU"
-
-
-def run_sgemm():
-    import numpy as np
-    m, k, n = SGEMM_SHAPE
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
-    a @ b
-    times = []
-    snap = cpu_snapshot()
-    for _ in range(7):
-        start = time.perf_counter()
-        a @ b
-        times.append(time.perf_counter() - start)
-    cpu_pct, others_pct = cpu_usage(snap, cpu_snapshot())
-    return dict(status="ok", times=times, cpu_pct=cpu_pct, others_pct=others_pct)
-
-
-def worker(spec):
-    """Runs one case and prints its result as the last stdout line, JSON after 'RESULT '."""
-    try:
-        result = run_sgemm() if spec["impl"] == "sgemm" else run_case(spec)
-    except Unavailable as exc:
-        result = dict(status=str(exc))
-    except Exception as exc:
-        traceback.print_exc()
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        result = dict(status=f"error: {type(exc).__name__}: {first_line}"[:300])
-    print("RESULT " + json.dumps(result), flush=True)
+    stats, loss = time_steps(step, spec["impl"], spec["warmup"], spec["repeats"])
+    return dict(stats, desc=desc, loss=loss, grad_bytes=(bt + vocab) * hidden * DTYPE_BYTES[dtype])
 
 
 # ---------------------------------------------------------------- parent side
 
-def spawn(spec, mem_limit_gib, timeout):
-    """Runs a worker, killing it above ``mem_limit_gib`` of RSS, when the machine runs short of
-    memory, or after ``timeout`` s."""
-    env = dict(os.environ, GLOG_v=os.environ.get("GLOG_v", "3"))
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)]
-    limit_kib = mem_limit_gib * 2**20
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        start, max_rss, killed = time.monotonic(), 0, None
-        while proc.poll() is None:
-            rss = proc_status_kib("VmRSS", proc.pid) or 0
-            max_rss = max(max_rss, rss)
-            elapsed = time.monotonic() - start
-            if rss > limit_kib:
-                killed = (f"out of memory (> {mem_limit_gib:g} GiB RSS; killed after "
-                          f"{elapsed:.0f} s)")
-            elif mem_available_kib() < MIN_AVAILABLE_GIB * 2**20:
-                # Other processes hold memory too: the kernel's OOM killer must not have to choose.
-                killed = (f"out of memory (machine below {MIN_AVAILABLE_GIB} GiB available at "
-                          f"{rss / 2**20:.1f} GiB RSS; killed after {elapsed:.0f} s)")
-            elif elapsed > timeout:
-                killed = f"timed out (> {timeout:g} s)"
-            if killed:
-                proc.kill()
-                proc.wait()
-                break
-            time.sleep(0.1)
-        if killed:
-            return dict(status=killed, max_rss=max_rss * 1024)
-        out.seek(0)
-        results = [line[7:] for line in out.read().splitlines() if line.startswith("RESULT ")]
-        if results:
-            return json.loads(results[-1])
-        err.seek(0)
-        tail = [line for line in err.read().splitlines() if line.strip()][-1:]
-        return dict(status=f"worker exited with code {proc.returncode}: {' '.join(tail)}"[:300])
-
-
-def measure(spec, args, patience, retries):
-    """``spawn`` on a quiet machine if possible: when other processes took > 25% CPU during the
-    timed runs, waits for quiet and measures again (``retries`` times; keeps the least
-    disturbed)."""
-    best = None
-    for _ in range(1 + retries):
-        wait_until_idle(patience)
-        result = spawn(spec, args.mem_limit_gib, args.timeout)
-        if result["status"] != "ok":
-            return result
-        if best is None or result["others_pct"] < best["others_pct"]:
-            best = result
-        if best["others_pct"] <= 25:
-            break
-    return best
-
-
-def median(values):
-    s = sorted(values)
-    mid = len(s) // 2
-    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+def measure_case(spec, args, patience, retries):
+    return measure(__file__, spec, args.mem_limit_gib, args.timeout, patience, retries)
 
 
 def make_row(spec, result, sgemm_gflops):
@@ -449,22 +245,11 @@ def make_row(spec, result, sgemm_gflops):
 
 def write_csv(path, stamp, rows):
     """Appends rows as they are measured: a run of an hour that dies keeps what it measured."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    new = not os.path.exists(path)
-
-    def fmt(r, key, spec):
-        return format(r[key], spec) if key in r else ""
-
-    with open(path, "a", newline="") as f:
-        writer = csv.writer(f)
-        if new:
-            writer.writerow(CSV_COLUMNS)
-        for r in rows:
-            writer.writerow([stamp, r["impl"], r["dtype"], r["bt"], r["hidden"], r["vocab"],
-                             fmt(r, "median_s", ".3f"), fmt(r, "min_s", ".3f"),
-                             fmt(r, "gflops", ".1f"), fmt(r, "pct_sgemm", ".1f"),
-                             fmt(r, "extra_gib", ".3f"), fmt(r, "extra_cold_gib", ".3f"), r["status"],
-                             r["note"]])
+    append_csv(path, CSV_COLUMNS, [[stamp, r["impl"], r["dtype"], r["bt"], r["hidden"], r["vocab"],
+                                    fmt(r, "median_s", ".3f"), fmt(r, "min_s", ".3f"),
+                                    fmt(r, "gflops", ".1f"), fmt(r, "pct_sgemm", ".1f"),
+                                    fmt(r, "extra_gib", ".3f"), fmt(r, "extra_cold_gib", ".3f"), r["status"],
+                                    r["note"]] for r in rows])
 
 
 def print_table(rows, sgemm_gflops):
@@ -519,17 +304,10 @@ def report_goals(rows, sizes):
                         lambda s_, b: f"{s_['extra_gib']:.3f} -> {b['extra_gib']:.3f} GiB")
 
 
-def parse_list(text, allowed=None, cast=str):
-    items = [cast(s) for s in text.split(",") if s.strip()]
-    bad = [i for i in items if allowed is not None and i not in allowed]
-    if bad:
-        raise SystemExit(f"unknown value(s) {bad}; choose from {', '.join(allowed)}")
-    return items
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    add_process_args(parser, patience=None, retries=None, patience_note=" (default 120, 0 with --quick)",
+                     retries_note=" (default 2, 0 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help=f"BT={QUICK.bt} H={QUICK.hidden} V={QUICK.vocab} (smoke run)")
     parser.add_argument("--impl", default=",".join(IMPLS), help="comma-separated: " +
@@ -537,22 +315,11 @@ def main():
     parser.add_argument("--vocab", help="comma-separated V values (default: the size set's)")
     parser.add_argument("--hidden", help="comma-separated H values (default: the size set's)")
     parser.add_argument("--dtypes", default="fp32,bf16", help="comma-separated: fp32,bf16")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per case (median)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (1st compiles)")
-    parser.add_argument("--mem-limit-gib", type=float, default=20.0,
-                        help="kill a case whose RSS exceeds this (the machine has 24 GiB)")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
-    parser.add_argument("--patience", type=float, default=None,
-                        help="seconds to wait for other processes to go quiet before each case "
-                             "(default 120, 0 with --quick)")
-    parser.add_argument("--retries", type=int, default=None,
-                        help="re-measurements of a case disturbed by other processes (> 25%% "
-                             "CPU) (default 2, 0 with --quick)")
     parser.add_argument("--csv", default=os.path.join(HERE, "results", "cross_entropy.csv"),
                         help="results CSV to append to")
     args = parser.parse_args()
     if args.worker:
-        worker(json.loads(args.worker))
+        worker(json.loads(args.worker), run_case)
         return
 
     sizes = QUICK if args.quick else FULL
@@ -571,12 +338,10 @@ def main():
         args.retries = 0 if args.quick else 2
     # A few seconds per try: worth more tries than a case to get an undisturbed reference.
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
-    sgemm = measure(dict(impl="sgemm"), args, patience, max(args.retries, 5))
-    if sgemm["status"] != "ok":
-        raise SystemExit(f"sgemm reference failed: {sgemm['status']}")
+    sgemm, sgemm_gflops = sgemm_reference(__file__, args.mem_limit_gib, args.timeout, patience,
+                                          max(args.retries, 5))
     m, k, n = SGEMM_SHAPE
     sgemm_s = median(sgemm["times"])
-    sgemm_gflops = 2 * m * k * n / min(sgemm["times"]) / 1e9
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
     print(f"numpy sgemm {m}x{k} @ {k}x{n} fp32: peak {sgemm_gflops:.1f} GFLOP/s (best of 7; "
           f"median {2 * m * k * n / sgemm_s / 1e9:.1f}; other processes "
@@ -595,7 +360,7 @@ def main():
                                 repeats=args.repeats, warmup=args.warmup)
                     print(f"{impl} {dtype} BT={sizes.bt} H={hidden} V={vocab} ...", end=" ",
                           flush=True)
-                    row = make_row(spec, measure(spec, args, patience, args.retries), sgemm_gflops)
+                    row = make_row(spec, measure_case(spec, args, patience, args.retries), sgemm_gflops)
                     rows.append(row)
                     write_csv(args.csv, stamp, [row])
                     if row["status"] == "ok":

@@ -20,8 +20,8 @@ One sequence of T tokens (BSND, B=1), fp32, causal (sparse_mode 3). Three operat
   (softmax per head, summed over heads, L1-normalised, no gradient), the indexer's masked
   log-softmax, ``sum p (log p - log q)`` and autograd.
 
-Every case runs in its own process (this script with ``--worker``), measured as
-``bench_attention.py`` does: inputs built, framework started (base RSS), warmup calls (the first
+Every case runs in its own process (this script with ``--worker``), measured by ``_harness.py``
+as in every benchmark: inputs built, framework started (base RSS), warmup calls (the first
 compiles), peak-RSS mark reset, timed repeats; the median is reported. Extra peak memory = peak
 RSS over the timed runs - base - the bytes of the results. GFLOP/s counts the useful work alike
 for all (indexer: 2 D per head and causal pair; attention: 6 (D + Dr) + 6 Dv per head and
@@ -33,21 +33,15 @@ Run (repo installed; torch optional):
     python benchmarks/bench_dsa.py --quick    # T=256 and small heads: a smoke run of every path
 """
 import argparse
-import csv
 import datetime
 import gc
 import importlib.util
 import json
 import math
 import os
-import subprocess
-import sys
-import tempfile
-import time
 
-from bench_cross_entropy import (GIB, MIN_AVAILABLE_GIB, SGEMM_SHAPE, Unavailable, cpu_model, cpu_snapshot, cpu_usage,
-                                 mem_available_kib, median, proc_status_kib, reset_peak_rss, run_sgemm,
-                                 start_framework, wait_until_idle)
+from _harness import (GIB, SGEMM_SHAPE, Unavailable, add_process_args, append_csv, cpu_model, fmt, measure, median,
+                      sgemm_reference, time_steps, worker)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 IMPLS = ("ms_ops", "composed", "torch")
@@ -272,82 +266,14 @@ def run_case(spec):
     step, desc = build(op, z, arrays)
     del arrays
     gc.collect()
-    start_framework(impl)
-    gc.collect()
-    base = proc_status_kib("VmRSS") * 1024
-    for _ in range(spec["warmup"]):
-        finish(step())
-    hwm_reset = reset_peak_rss()
-    times = []
-    snap = cpu_snapshot()
-    for _ in range(spec["repeats"]):
-        start = time.perf_counter()
-        results = step()
-        finish(results)
-        times.append(time.perf_counter() - start)
-        del results
-    cpu_pct, others_pct = cpu_usage(snap, cpu_snapshot())
-    return dict(status="ok", desc=desc, times=times, base=base, peak=proc_status_kib("VmHWM") * 1024,
-                hwm_reset=hwm_reset, result_bytes=result_bytes(op, z), cpu_pct=cpu_pct, others_pct=others_pct)
-
-
-def worker(spec):
-    """Runs one case and prints its result as the last stdout line, JSON after 'RESULT '."""
-    import traceback
-    try:
-        result = run_sgemm() if spec["impl"] == "sgemm" else run_case(spec)
-    except Unavailable as exc:
-        result = dict(status=str(exc))
-    except Exception as exc:
-        traceback.print_exc()
-        first_line = (str(exc).strip().splitlines() or [""])[0]
-        result = dict(status=f"error: {type(exc).__name__}: {first_line}"[:300])
-    print("RESULT " + json.dumps(result), flush=True)
+    stats, _ = time_steps(step, impl, spec["warmup"], spec["repeats"], finish)
+    return dict(stats, desc=desc, result_bytes=result_bytes(op, z))
 
 
 # ---------------------------------------------------------------- parent side
 
-def spawn(spec, args):
-    """Runs a worker, killing it above ``--mem-limit-gib`` of RSS, when the machine runs short of
-    memory, or after ``--timeout`` s."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=dict(os.environ, GLOG_v="3"))
-        start, killed = time.monotonic(), None
-        while proc.poll() is None:
-            rss = proc_status_kib("VmRSS", proc.pid) or 0
-            if rss > args.mem_limit_gib * 2**20 or mem_available_kib() < MIN_AVAILABLE_GIB * 2**20:
-                killed = f"out of memory ({rss / 2**20:.1f} GiB RSS)"
-            elif time.monotonic() - start > args.timeout:
-                killed = f"timed out (> {args.timeout:g} s)"
-            if killed:
-                proc.kill()
-                proc.wait()
-                return dict(status=killed)
-            time.sleep(0.1)
-        out.seek(0)
-        results = [line[7:] for line in out.read().splitlines() if line.startswith("RESULT ")]
-        if results:
-            return json.loads(results[-1])
-        err.seek(0)
-        tail = [line for line in err.read().splitlines() if line.strip()][-1:]
-        return dict(status=f"worker exited with code {proc.returncode}: {' '.join(tail)}"[:300])
-
-
-def measure(spec, args, retries):
-    """``spawn`` on a quiet machine if possible; a case disturbed by other processes (> 25% CPU
-    during its timed runs) is measured again, ``retries`` times, and the least disturbed kept."""
-    best = None
-    for _ in range(1 + retries):
-        wait_until_idle(args.patience)
-        result = spawn(spec, args)
-        if result["status"] != "ok":
-            return result
-        if best is None or result["others_pct"] < best["others_pct"]:
-            best = result
-        if best["others_pct"] <= 25:
-            break
-    return best
+def measure_case(spec, args, retries):
+    return measure(__file__, spec, args.mem_limit_gib, args.timeout, args.patience, retries)
 
 
 def sizes_label(z):
@@ -370,19 +296,9 @@ def make_row(spec, result, sgemm_gflops):
 
 def write_csv(path, stamp, label, row):
     """Appends one row as soon as it is measured: a long run that dies keeps what it measured."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    new = not os.path.exists(path)
-
-    def fmt(key, spec):
-        return format(row[key], spec) if key in row else ""
-
-    with open(path, "a", newline="") as f:
-        writer = csv.writer(f)
-        if new:
-            writer.writerow(CSV_COLUMNS)
-        writer.writerow([stamp, row["impl"], row["op"], label, fmt("median_s", ".4f"), fmt("min_s", ".4f"),
-                         fmt("gflops", ".1f"), fmt("pct_sgemm", ".1f"), fmt("extra_mib", ".1f"), row["status"],
-                         row["note"]])
+    append_csv(path, CSV_COLUMNS, [[stamp, row["impl"], row["op"], label, fmt(row, "median_s", ".4f"),
+                                    fmt(row, "min_s", ".4f"), fmt(row, "gflops", ".1f"), fmt(row, "pct_sgemm", ".1f"),
+                                    fmt(row, "extra_mib", ".1f"), row["status"], row["note"]]])
 
 
 def report_goals(rows):
@@ -404,22 +320,14 @@ def report_goals(rows):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    add_process_args(parser)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat, no waiting: a smoke run")
     parser.add_argument("--impl", nargs="+", choices=IMPLS, default=list(IMPLS))
     parser.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS))
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per case (median)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (the first compiles)")
-    parser.add_argument("--mem-limit-gib", type=float, default=20.0, help="kill a case above this RSS")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
-    parser.add_argument("--patience", type=float, default=60.0,
-                        help="seconds to wait for other processes to go quiet before each case")
-    parser.add_argument("--retries", type=int, default=1,
-                        help="re-measurements of a case disturbed by other processes (> 25%% CPU)")
     parser.add_argument("--csv", default=os.path.join(HERE, "results", "dsa.csv"), help="results CSV to append to")
     args = parser.parse_args()
     if args.worker:
-        worker(json.loads(args.worker))
+        worker(json.loads(args.worker), run_case)
         return
     if args.quick:
         args.repeats, args.patience, args.retries = 1, 0.0, 0
@@ -427,11 +335,9 @@ def main():
     label = sizes_label(sizes)
 
     stamp = datetime.datetime.now().isoformat(timespec="seconds")
-    sgemm = measure(dict(impl="sgemm"), args, 0 if args.quick else 3)
-    if sgemm["status"] != "ok":
-        raise SystemExit(f"sgemm reference failed: {sgemm['status']}")
+    _, sgemm_gflops = sgemm_reference(__file__, args.mem_limit_gib, args.timeout, args.patience,
+                                      0 if args.quick else 3)
     m, k, n = SGEMM_SHAPE
-    sgemm_gflops = 2 * m * k * n / min(sgemm["times"]) / 1e9
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; numpy sgemm {m}x{k} @ {k}x{n} fp32: "
           f"{sgemm_gflops:.1f} GFLOP/s; sizes {label}, fp32, causal", flush=True)
 
@@ -440,7 +346,7 @@ def main():
         for impl in args.impl:
             spec = dict(impl=impl, op=op, sizes=sizes, repeats=args.repeats, warmup=args.warmup)
             print(f"{impl} {op} ...", end=" ", flush=True)
-            row = make_row(spec, measure(spec, args, args.retries), sgemm_gflops)
+            row = make_row(spec, measure_case(spec, args, args.retries), sgemm_gflops)
             rows.append(row)
             write_csv(args.csv, stamp, label, row)
             print(f"{1e3 * row['median_s']:.1f} ms" if row["status"] == "ok" else row["status"], flush=True)

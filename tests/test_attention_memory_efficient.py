@@ -252,7 +252,7 @@ def _t(*shape, dtype=ms.float32):
     ((_t(2, 8, 2, 16), _t(2, 8, 2, 8), _t(2, 8, 2, 8)), {}, ValueError, "'key' head dim"),
     ((_t(2, 8, 4, 16), _t(2, 8, 3, 16), _t(2, 8, 3, 16)), {}, ValueError, "'key' has 3 heads"),
     ((_t(2, 8, 2, 16), _t(2, 8, 2, 16), _t(2, 9, 2, 16)), {}, ValueError, "'value' dimension 1"),
-    ((_t(2, 8, 2, 16), _t(2, 8, 2, 16), _t(2, 8, 2, 8)), {}, ValueError, "'value' head dim 8"),
+    ((_t(2, 8, 2, 16), _t(2, 8, 2, 16), _t(2, 8, 2, 32)), {}, ValueError, r"'value' head dim Kv must be 1..K = 16"),
     ((_t(1, 8, 2, 3, 16), _t(1, 8, 2, 2, 16), _t(1, 8, 2, 2, 16)), {}, ValueError, "'key' must have 1 or 3"),
     ((_t(1, 8, 2, 3, 16), _t(1, 8, 4, 1, 16), _t(1, 8, 4, 1, 16)), {}, ValueError, "'key' group count"),
     ((_t(1, 8, 2, 16), _t(1, 8, 2, 16), _t(1, 8, 2, 16)), {"p": 1.0}, ValueError, "'p'"),

@@ -126,9 +126,10 @@ inline void FaSetValueDim(FlashAttentionTilingData &d, const FlashAttentionProbl
 }
 
 // Dropout with keep_prob into the tiling data (flash_attention_dropout.h): none at keep_prob 1; the
-// bits of a drop_mask of shape `s` ([B, N1, S1, S2 / 8] uint8, S2 a multiple of 8, not with TND);
-// or, when `s` is the [1] placeholder, the bits drawn from dropout_seed. Empty string: fits;
-// otherwise what is wrong.
+// bits of a drop_mask of shape `s` ([B, N1, S1, S2 / 8] uint8, S2 a multiple of 8; TND, ms_ops'
+// choice as no TND form is defined: S1 / S2 the longest sequence's lengths, the positions the
+// generator draws at); or, when `s` is the [1] placeholder, the bits drawn from dropout_seed.
+// Empty string: fits; otherwise what is wrong.
 inline std::string FaSetDropout(FlashAttentionTilingData &d, const FlashAttentionProblem &p, float keepProb,
                                 const std::vector<int64_t> &s) {
   d.dropKind = 0;
@@ -143,11 +144,14 @@ inline std::string FaSetDropout(FlashAttentionTilingData &d, const FlashAttentio
     d.dropKind = 2;
     return "";
   }
-  if (p.layout == FaLayout::kTND) return "drop_mask is not supported with input_layout TND (leave it out: the kernel draws the bits)";
-  if (p.seq2 % 8 != 0) return "drop_mask needs S2 a multiple of 8";
-  if (s != std::vector<int64_t>{p.batch, p.heads1, p.seq1, p.seq2 / 8}) return "drop_mask must be [B, N1, S1, S2 / 8]";
+  const bool packed = p.layout == FaLayout::kTND;
+  const int64_t s1 = packed ? FaLongest(p.cumQ) : p.seq1, s2 = packed ? FaLongest(p.cumKv) : p.seq2;
+  if (s2 % 8 != 0) return packed ? "drop_mask needs the longest key sequence a multiple of 8" : "drop_mask needs S2 a multiple of 8";
+  if (s != std::vector<int64_t>{p.batch, p.heads1, s1, s2 / 8})
+    return packed ? "drop_mask must be [B, N1, S1, S2 / 8], S1 / S2 the longest sequence's lengths"
+                  : "drop_mask must be [B, N1, S1, S2 / 8]";
   d.dropKind = 1;
-  d.dropElems = p.batch * p.heads1 * p.seq1 * (p.seq2 / 8);
+  d.dropElems = p.batch * p.heads1 * s1 * (s2 / 8);
   return "";
 }
 

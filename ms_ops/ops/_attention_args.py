@@ -224,7 +224,8 @@ def fresh_dropout_seed():
 
 def check_dropout(keep_prob, drop_mask, seed, offset, layout, b, n1, s1, s2):
     """(drop_mask input, dropout_seed input or None). keep_prob in (0, 1]; below 1 the keep bits
-    come from ``drop_mask`` (uint8 [B, N1, S1, S2 // 8], S2 a multiple of 8, not with TND) or, without
+    come from ``drop_mask`` (uint8 [B, N1, S1, S2 // 8], S2 a multiple of 8; TND: per sequence, padded to
+    the longest, as attn_mask) or, without
     it, are drawn in the kernels from (seed, offset): the explicit ints, or, when both are None,
     None here and the caller takes a fresh pair (``fresh_dropout_seed``)."""
     if isinstance(keep_prob, bool) or not isinstance(keep_prob, (int, float)):
@@ -247,13 +248,15 @@ def check_dropout(keep_prob, drop_mask, seed, offset, layout, b, n1, s1, s2):
         return placeholder(ms.uint8), _int64_tensor((seed or 0, offset or 0))
     if seed is not None or offset is not None:
         raise ValueError(f"{_OP}: 'seed'/'offset' draw the keep bits in the kernel: give them or 'drop_mask', not both")
-    if layout == "TND":
-        raise ValueError(f"{_OP}: 'drop_mask' is not supported with input_layout 'TND' (leave it out: the kernel "
-                         f"draws the keep bits from seed and offset)")
+    packed = layout == "TND"
     if known(s2) and s2 % 8 != 0:
-        raise ValueError(f"{_OP}: 'drop_mask' needs S2 a multiple of 8 (8 keys a byte), got S2 = {s2}")
+        what = "the longest key sequence S2" if packed else "S2"
+        raise ValueError(f"{_OP}: 'drop_mask' needs {what} a multiple of 8 (8 keys a byte), got S2 = {s2}; "
+                         f"leave drop_mask out to have the kernel draw the keep bits from seed and offset")
     want = (b, n1, s1, s2 // 8 if known(s2) else s2)
     shape = tuple(drop_mask.shape)
     if len(shape) != 4 or not all(not known(x) or not known(y) or x == y for x, y in zip(want, shape)):
-        raise ValueError(f"{_OP}: 'drop_mask' must be [B, N1, S1, S2 // 8] = {want}, got {shape}")
+        form = ("[B, N1, S1, S2 // 8] per sequence, S1 / S2 the longest query / key lengths" if packed
+                else "[B, N1, S1, S2 // 8]")
+        raise ValueError(f"{_OP}: 'drop_mask' must be {form} = {want}, got {shape}")
     return ops.stop_gradient(drop_mask), _int64_tensor((0, 0))

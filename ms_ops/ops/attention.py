@@ -147,9 +147,13 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             (Philox-4x32-10 keyed by (seed, offset) and the element's position (b, n1, i, j);
             kept when the draw is below keep_prob * 2^32), which the gradient kernel regenerates,
             so no mask is stored.
-        drop_mask (Tensor, optional): uint8 ``[B, N1, S1, S2 // 8]`` (S2 a multiple of 8; not with
-            TND), MindSpore's form: key j of row i is bit ``j % 8`` (least significant first) of
-            byte ``j // 8``, 1 = keep. Only read when keep_prob < 1.
+        drop_mask (Tensor, optional): uint8 ``[B, N1, S1, S2 // 8]`` (S2 a multiple of 8),
+            MindSpore's form: key j of row i is bit ``j % 8`` (least significant first) of
+            byte ``j // 8``, 1 = keep. Only read when keep_prob < 1. With TND (ms_ops' choice:
+            neither MindSpore nor CANN defines a TND drop_mask) per sequence, padded to the longest
+            one as attn_mask: S1 and S2 the longest query / key lengths (S2 a multiple of 8),
+            sequence b's query i and key j reading bit (b, n1, i, j), the element the kernels'
+            generator draws for it.
         seed, offset (int, keyword-only): the generator's key and stream offset when keep_prob < 1
             without drop_mask; the same pair gives the same bits every call. When both are None
             (the default) every call takes a fresh (seed, offset) from ms_ops' generator
@@ -175,6 +179,12 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
 
     Gradient: dq, dk, dv (and d real_shift for the full form) by the kernel
     flash_attention_score_grad (deterministic); attn_mask, prefix and the sequence lengths get zeros.
+    d real_shift is computed only for the full ``[B, N1, S1, S2]`` tensor of pse_type 0 or 1 (not
+    with TND), as the issue and CANN's dpse define it. Every other real_shift form (the broadcast
+    ``[B, N1, 1, S2]`` and ``[1, N1, S1, S2]``, the ALiBi-compressed ``[B or 1, N1, 1024, S2]``,
+    the slopes of pse_type 2/3, and TND's padded forms) is treated as a constant: ``ms.grad`` with
+    respect to it returns zeros of its shape (MindSpore's answer for a stopped gradient), never a
+    partial sum, so a learnable bias needs the full form.
     """
     if padding_mask is not None:
         _unsupported("padding_mask", "(any value but None)")
@@ -195,6 +205,8 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
     check_int(_OP, "next_tokens", next_tokens)
     if isinstance(scalar_value, bool) or not isinstance(scalar_value, (int, float)):
         raise TypeError(f"{_OP}: 'scalar_value' must be a float, got {type(scalar_value).__name__}")
+    if not isinstance(return_softmax_lse, bool):
+        raise TypeError(f"{_OP}: 'return_softmax_lse' must be a bool, got {type(return_softmax_lse).__name__}")
     batch, s1, s2 = _check_shapes(query, key, value, head_num, input_layout)
     packed_batch, seq_q, seq_kv = sequences(input_layout, actual_seq_qlen, actual_seq_kvlen, s1, s2)
     pre = check_prefix(prefix, sparse_mode, packed_batch if input_layout == "TND" else batch,
@@ -212,8 +224,6 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
                      scale_value=float(scalar_value), pre_tokens=pre_tokens, next_tokens=next_tokens,
                      input_layout=input_layout, sparse_mode=sparse_mode, pse_type=pse_type,
                      keep_prob=float(keep_prob))
-    if not isinstance(return_softmax_lse, bool):
-        raise TypeError(f"{_OP}: 'return_softmax_lse' must be a bool, got {type(return_softmax_lse).__name__}")
     softmax_max, softmax_sum, out = prim(query, key, value, pse, mask, pre, seq_q, seq_kv, drop, dropout_seed)
     if return_softmax_lse:
         return out, softmax_max, softmax_sum

@@ -35,9 +35,10 @@ def _check_shapes(query, key, value):
     _check_dim("key", key, rank - 1, query.shape[-1], "head dim K", "query")
     for axis in range(rank - 1):
         _check_dim("value", value, axis, key.shape[axis], f"dimension {axis}", "key")
-    if known(value.shape[-1]) and known(key.shape[-1]) and value.shape[-1] != key.shape[-1]:
-        raise ValueError(f"{_OP}: 'value' head dim {value.shape[-1]} differs from key's {key.shape[-1]}: "
-                         f"a different value head dim is not supported yet in ms_ops")
+    kv = value.shape[-1]
+    if known(kv) and known(key.shape[-1]) and not 1 <= kv <= key.shape[-1]:
+        raise ValueError(f"{_OP}: 'value' head dim Kv must be 1..K = {key.shape[-1]} (key's; the kernels need "
+                         f"Kv <= K), got shape {value.shape}")
     k = query.shape[-1]
     if known(k) and not 1 <= k <= 512:
         raise ValueError(f"{_OP}: 'query' head dim K must be 1..512, got {k}")
@@ -70,13 +71,13 @@ def _to_bsnd(t):
 
 
 def _from_bsnd(out, query):
-    """The kernel's [B, M, heads, K] output in query's layout."""
+    """The kernel's [B, M, heads, Kv] output in query's layout, with value's head dim Kv."""
     if query.ndim == 4:
         return out
     moved = _movable(out)
     if query.ndim == 3:
         return ops.squeeze(moved, 2).astype(out.dtype)
-    return moved.reshape(query.shape).astype(out.dtype)
+    return moved.reshape(query.shape[:-1] + (out.shape[-1],)).astype(out.dtype)
 
 
 def _check_scalars(p, scale):
@@ -148,8 +149,9 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
         key, value: ``[B, N, Hk, K]`` with Hk dividing H (query head h reads key head
             ``h // (H // Hk)``; xformers itself requires Hk = H here), ``[B, N, K]``, or
             ``[B, N, G, 1 or H, K]`` (one key head per group, broadcast to its H query heads, as
-            xformers' expanded 5-D keys). Query's dtype and head dim K (1..512); value's head dim
-            must be K.
+            xformers' expanded 5-D keys). Query's dtype; key has query's head dim K (1..512),
+            value any head dim Kv <= K (xformers allows any Kv; the kernels need Kv <= K), which
+            the output takes.
         attn_bias: None (every key), :class:`ms_ops.attn_bias.LowerTriangularMask` (causal,
             top-left aligned: query i sees keys ``j <= i`` also when M != N),
             :class:`ms_ops.attn_bias.BlockDiagonalMask` or
@@ -164,7 +166,8 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
         scale (float, optional): the scale of ``Q K^T``. Default ``1 / sqrt(K)``.
 
     Returns:
-        Tensor: query's shape (``[B, M, H, K]``, ``[B, M, K]`` or ``[B, M, G, H, K]``) and dtype.
+        Tensor: query's shape with value's head dim Kv (``[B, M, H, Kv]``, ``[B, M, Kv]`` or
+        ``[B, M, G, H, Kv]``) and query's dtype.
         The queries of a packed sequence with no keys (kv length 0) output 0 and get a zero
         gradient.
 
