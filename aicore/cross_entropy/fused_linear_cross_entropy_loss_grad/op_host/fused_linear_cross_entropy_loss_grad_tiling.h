@@ -47,14 +47,11 @@ struct FusedLinearCrossEntropyLossGradTiling {
 // Tile sizes: large enough for efficient cube work per step (each block's products are
 // mt x nt x H, nt x H x mt and mt x H x nt), small enough that the per-block workspace stays small:
 // every block holds an [mt, nt] logits tile and, for fp16/bf16, an fp32 [nt, H] weight_grad tile
-// (8 blocks x 8 MiB at BT = 4096, H = 2048). Chunks of 512 tokens even where that leaves blocks
-// without a chunk (B <= M, below): 8 blocks at BT = 4096. On the CPU twin at BT = 4096, H = 1024,
-// V = 32000 fp32 (high-performance mode) the BLAS spent 27% of its time packing operands with
-// chunks of 176 tokens and 256-column tiles on 24 blocks, 17% with 512 x 1024 on 8: each product
-// packs its (M + N) x K operands for 2 M N K flops, so the thin chunks paid most.
-constexpr int64_t kFlceMaxTileCols = 1024;
-constexpr int64_t kFlceMaxChunkRows = 512;
-constexpr int64_t kFlceMinChunkRows = 512;
+// (24 blocks x 2 MiB at H = 2048 with nt = 256). Measured on the CPU twin at BT = 4096, H = 2048,
+// V = 32000 fp32: nt = 256 costs 2% of time against nt = 512 and halves the logits tiles.
+constexpr int64_t kFlceMaxTileCols = 256;
+constexpr int64_t kFlceMaxChunkRows = 256;
+constexpr int64_t kFlceMinChunkRows = 128;
 constexpr uint64_t kFlceWorkspaceAlign = 512;  // cube-friendly GM alignment of every workspace region
 
 // UB bytes of one BT chunk's row data: grad, logits_max and sum_exp_logits (memory-saving mode),
@@ -100,8 +97,8 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   const int64_t tiles0 = CeilDiv(p.vocab, kFlceMaxTileCols);
   const int64_t nt = AlignUp(CeilDiv(p.vocab, tiles0), 16);
   const int64_t tiles = CeilDiv(p.vocab, nt);
-  // Chunks of 512 tokens; a BT under 1024 in two chunks (in one when a single V tile leaves no
-  // second block to use), then evened out.
+  // As many chunks as blocks could use, with chunks of 128..256 tokens (fewer only to give a
+  // small BT two chunks), then evened out.
   const int64_t want = std::min<int64_t>(platform.aicCoreNum, tiles);
   const int64_t rows = p.rows > 0 ? p.rows : 1;
   const int64_t lo = std::min<int64_t>(kFlceMinChunkRows, AlignUp(CeilDiv(rows, 2), 16));
