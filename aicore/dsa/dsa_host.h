@@ -144,6 +144,23 @@ inline DsaIndexerShape DsaReadIndexer(mindspore::AotExtra *extra, const Arg &q, 
   return s;
 }
 
+// The indexer problem every DSA entry tiles from: the shape read above and the dtype of `q`
+// (top-k, sparse mode and paged keys are each entry's own).
+inline LightningIndexerProblem DsaIndexerProblem(const DsaIndexerShape &s, const Arg &q) {
+  LightningIndexerProblem p;
+  p.batch = s.batch;
+  p.seq1 = s.packed ? 0 : s.seq1;
+  p.seq2 = s.packed ? 0 : s.seq2;
+  p.tokens1 = s.tokens1;
+  p.qLenMode = s.qLenMode;
+  p.kLenMode = s.kLenMode;
+  p.n1 = s.n1;
+  p.n2 = s.n2;
+  p.dim = s.dim;
+  p.dataType = ToFloatEnum<LiFloat>(q.dtype);
+  return p;
+}
+
 // Per batch (first query row, rows, keys), as the kernels walk them.
 struct DsaBatch {
   int64_t qStart, rows, keys;

@@ -36,17 +36,7 @@ inline int KlLossRun(const char *op, mindspore::AotExtra *extra, const std::vect
   const DsaIndexerShape s = DsaReadIndexer(extra, a[kKlQueryIndex], a[kKlKeyIndex], a[kKlWeights], a[kKlSeqQ],
                                            a[kKlSeqK]);
   const DsaMainAttention main = DsaReadMain(extra, a, s);
-  LightningIndexerProblem p;
-  p.batch = s.batch;
-  p.seq1 = s.packed ? 0 : s.seq1;
-  p.seq2 = s.packed ? 0 : s.seq2;
-  p.tokens1 = s.tokens1;
-  p.qLenMode = s.qLenMode;
-  p.kLenMode = s.kLenMode;
-  p.n1 = s.n1;
-  p.n2 = s.n2;
-  p.dim = s.dim;
-  p.dataType = ToFloatEnum<LiFloat>(a[kKlQueryIndex].dtype);
+  LightningIndexerProblem p = DsaIndexerProblem(s, a[kKlQueryIndex]);
   p.sparseMode = static_cast<uint32_t>(ReadAttr<int64_t>(extra, "sparse_mode"));
   Require(p.sparseMode == 0 || p.sparseMode == 3, "sparse_mode", "must be 0 or 3, got " + std::to_string(p.sparseMode));
   const Arg &idx = a[kKlSparseIndices];

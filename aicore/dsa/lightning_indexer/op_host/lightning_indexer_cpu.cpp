@@ -30,21 +30,11 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   auto *extra = static_cast<mindspore::AotExtra *>(extraPtr);
   const std::vector<Arg> a = Args(nparam, params, ndims, shapes, dtypes, kNames);
   const DsaIndexerShape s = DsaReadIndexer(extra, a[0], a[1], a[2], a[3], a[4], &a[5]);
-  LightningIndexerProblem p;
-  p.batch = s.batch;
-  p.seq1 = s.packed ? 0 : s.seq1;
-  p.seq2 = s.packed ? 0 : s.seq2;
-  p.tokens1 = s.tokens1;
-  p.qLenMode = s.qLenMode;
-  p.kLenMode = s.kLenMode;
-  p.n1 = s.n1;
-  p.n2 = s.n2;
-  p.dim = s.dim;
+  LightningIndexerProblem p = DsaIndexerProblem(s, a[0]);
   p.topK = ReadAttr<int64_t>(extra, "sparse_count");
   p.sparseMode = static_cast<uint32_t>(ReadAttr<int64_t>(extra, "sparse_mode"));
   p.blockSize = s.blockSize;
   p.maxBlocks = s.maxBlocks;
-  p.dataType = ToFloatEnum<LiFloat>(a[0].dtype);
   Require(p.sparseMode == 0 || p.sparseMode == 3, "sparse_mode", "must be 0 or 3, got " + std::to_string(p.sparseMode));
   Require(p.topK >= 1 && p.topK <= kLiMaxTopK, "sparse_count",
           "must be in [1, " + std::to_string(kLiMaxTopK) + "], got " + std::to_string(p.topK));
