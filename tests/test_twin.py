@@ -29,6 +29,7 @@ SIGNATURES = {
     "twin_violation": [I, V, V],
     "twin_race": [I, V, V],
     "twin_gm_check": [I, V, V],
+    "twin_gm_mixed": [I, V],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_tiling_default": [V, V],
@@ -496,31 +497,30 @@ def test_count_rounds_down_when_not_strict(lib, capfd, monkeypatch):
 
 # ---- global memory, flags at kernel end, reduce scratch, level-0 overlap (twin_gm_check) ----
 
-@pytest.fixture
-def gm_blocks(monkeypatch):
-    """The check of GM writes between blocks is opt-in (MS_OPS_TWIN_GM_BLOCKS=1)."""
-    monkeypatch.setenv("MS_OPS_TWIN_GM_BLOCKS", "1")
-
-
 def gm_check(lib, which):
     x = np.arange(1, 17, dtype=np.float32)
     out = np.zeros(16, np.float32)
     return lib.twin_gm_check(which, P(x), P(out)), x, out
 
 
-def test_gm_writes_of_two_blocks_race(lib, capfd, gm_blocks):
+GM_RACE_TAIL = ("in the same launch, not both with a store atomic, and nothing orders one before the other (a "
+                "SyncAll, or CrossCoreSetFlag / CrossCoreWaitFlag between their cores): on the NPU the block that "
+                "writes last wins")
+
+
+def test_gm_writes_of_two_blocks_race(lib, capfd):
     x = np.arange(1, 17, dtype=np.float32)
     out = np.zeros(16, np.float32)
     assert lib.twin_gm_check(0, P(x), P(out)) == 1
     err = capfd.readouterr().err
     base = out.ctypes.data
     assert (f"ms_ops twin_gm_check: block 1: DataCopy: GM race between blocks: DataCopy of block 0 and DataCopy "
-            f"of block 1 both write GM bytes [{base:#x}, {base + 32:#x}) (byte 0 of the GM buffer at {base:#x}) in "
-            "the same launch with no SyncAll between them and not both with a store atomic") in err
+            f"of block 1 both write GM bytes [{base:#x}, {base + 32:#x}) (byte 0 of the GM buffer at {base:#x}) "
+            + GM_RACE_TAIL) in err
     assert block_ids_ok(lib)
 
 
-def test_gm_plain_and_atomic_write_race(lib, capfd, gm_blocks):
+def test_gm_plain_and_atomic_write_race(lib, capfd):
     rc, _, out = gm_check(lib, 5)
     assert rc == 1
     assert "block 1: DataCopy: GM race between blocks: DataCopy of block 0 and DataCopy (atomic) of block 1" in \
@@ -529,7 +529,7 @@ def test_gm_plain_and_atomic_write_race(lib, capfd, gm_blocks):
 
 # 1 disjoint rows, 2 both atomic, 3 a SyncAll between the writers, 4 one block rewriting its bytes
 @pytest.mark.parametrize("which,first,second", [(1, 1, 1), (2, 2, 0), (3, 1, 0), (4, 1, 0)])
-def test_gm_writes_that_do_not_race(lib, capfd, gm_blocks, which, first, second):
+def test_gm_writes_that_do_not_race(lib, capfd, which, first, second):
     rc, x, out = gm_check(lib, which)
     assert rc == 0
     np.testing.assert_array_equal(out[:8], first * x[:8])
@@ -564,8 +564,9 @@ def test_reduce_scratch_minimum(lib, capfd):
     assert out[0] == 8.0 and out[1:2].view(np.uint32)[0] == 7
     rc, _, _ = gm_check(lib, 10)
     assert rc == 1
-    assert ("ms_ops twin_gm_check: block 0: ReduceMax: sharedTmpBuffer holds 8 elements, below the documented "
-            "minimum of 16 for count 16 with calIndex") in capfd.readouterr().err
+    # Both blocks break the rule; whichever reports first under load is the launch's error.
+    assert re.search(r"ms_ops twin_gm_check: block [01]: ReduceMax: sharedTmpBuffer holds 8 elements, below the "
+                     r"documented minimum of 16 for count 16 with calIndex", capfd.readouterr().err)
 
 
 def test_level0_partial_overlap(lib, capfd):
@@ -573,6 +574,29 @@ def test_level0_partial_overlap(lib, capfd):
     assert rc == 1
     assert ("ms_ops twin_gm_check: block 1: Adds: the destination (UB offset 32, 64 bytes) partially overlaps a "
             "source (UB offset 0, 64 bytes)") in capfd.readouterr().err
+
+
+# 0 the AIC and AIV 0 with nothing between; 2 both AIVs after the AIC's flag; 4 AIV 1 before the
+# flags that order AIV 0's store before the AIC's flag to it.
+@pytest.mark.parametrize("which,first,second", [(0, "AIC 0", "block 0"), (2, "block 0", "block 1"),
+                                                (4, "block 0", "block 1")])
+def test_gm_writes_of_mixed_cores_race(lib, capfd, which, first, second):
+    out = np.zeros(8, np.float32)
+    assert lib.twin_gm_mixed(which, P(out)) == 1
+    base = out.ctypes.data
+    assert (f"ms_ops twin_gm_mixed: {second}: GlobalTensor::SetValue: GM race between blocks: GlobalTensor::SetValue "
+            f"of {first} and GlobalTensor::SetValue of {second} both write GM bytes [{base:#x}, {base + 4:#x}) "
+            f"(byte 0 of the GM buffer at {base:#x}) " + GM_RACE_TAIL) in capfd.readouterr().err
+
+
+# 1 the AIC's flag orders its store before AIV 0's; 3 AIV 0's store reaches AIV 1 through the
+# AIC's wait and flag; 5 SyncAll<false> between the AIC's store and AIV 0's. Value: the last store.
+@pytest.mark.parametrize("which,last", [(1, 10.0), (3, 11.0), (5, 10.0)])
+def test_gm_writes_of_mixed_cores_ordered_by_flags(lib, capfd, which, last):
+    out = np.zeros(8, np.float32)
+    assert lib.twin_gm_mixed(which, P(out)) == 0
+    assert out[0] == last
+    assert "ms_ops" not in capfd.readouterr().err
 
 
 # ---- Matmul ----
