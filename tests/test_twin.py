@@ -30,6 +30,7 @@ SIGNATURES = {
     "twin_race": [I, V, V],
     "twin_gm_check": [I, V, V],
     "twin_gm_mixed": [I, V],
+    "twin_matmul_shared": [I, I, V, V, V, I, U],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_tiling_default": [V, V],
@@ -600,6 +601,36 @@ def test_gm_writes_of_mixed_cores_ordered_by_flags(lib, capfd, which, last):
 
 
 # ---- Matmul ----
+
+def shared_product(n):
+    rng = np.random.default_rng(n)
+    a, b = (rng.integers(-2, 3, (n, n)).astype(np.float32) for _ in range(2))  # every sum exact in fp32
+    return a, b, a.astype(np.float64) @ b
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_matmul_gm_writes_of_two_blocks_race(lib, capfd, mode):
+    n = 32
+    a, b, _ = shared_product(n)
+    c = np.zeros((n, n), np.float32)
+    assert lib.twin_matmul_shared(0, mode, P(a), P(b), P(c), n, 2) == 1
+    call = ["Matmul::IterateAll", "Matmul::GetTensorC"][mode]
+    base = c.ctypes.data
+    # GetTensorC's 16 x 16 tiles of a block merge into the whole of C, as IterateAll writes it.
+    assert (f"ms_ops twin_matmul_shared: block 1: {call}: GM race between blocks: {call} of block 0 and {call} of "
+            f"block 1 both write GM bytes [{base:#x}, {base + n * n * 4:#x}) ") in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_matmul_atomic_adds_of_concurrent_blocks_are_exact(lib, capfd, mode):
+    """enAtomic 1 from 16 blocks on concurrent threads into one C: no update is lost."""
+    n, blocks = 64, 16
+    a, b, ab = shared_product(n)
+    c = np.ones((n, n), np.float32)
+    assert lib.twin_matmul_shared(1, mode, P(a), P(b), P(c), n, blocks) == 0
+    np.testing.assert_array_equal(c, 1 + blocks * ab)
+    assert "ms_ops" not in capfd.readouterr().err
+
 
 def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks=3, blocks_n=1, coop=0,
                 trans_a=0):

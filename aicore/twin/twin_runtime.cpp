@@ -350,6 +350,13 @@ void GmWritten(const char *call, const void *base, const void *gm, uint64_t byte
                                    b.gmClock->Segment(), b.idx, b.coreType == kAic, atomic});
 }
 
+std::mutex &AtomicPageLock(const void *gm) {
+  // Pages hash to a fixed set of locks: two pages sharing one only wait for each other.
+  static std::mutex locks[1024];
+  const uintptr_t page = reinterpret_cast<uintptr_t>(gm) / kAtomicPageBytes;
+  return locks[(page ^ (page >> 10)) % 1024];
+}
+
 void SyncAllBlocks(bool aivOnly) {
   Block &b = Current();
   // SyncAll begins with PipeBarrier<PIPE_ALL> on the NPU; writes before it and after it never race.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -123,6 +124,11 @@ void CrossCoreWait(int flag);
 // A write of `bytes` GM bytes at `gm` by the running block (`base`: its GlobalTensor's buffer),
 // logged while tracking so that the launch can find blocks writing the same bytes.
 void GmWritten(const char *call, const void *base, const void *gm, uint64_t bytes, bool atomic);
+
+// The lock of the GM page (kAtomicPageBytes) at `gm`, which store atomics combine under
+// (twin_atomic.h), so that blocks combining into the same bytes at once lose no update.
+constexpr uintptr_t kAtomicPageBytes = 4096;
+std::mutex &AtomicPageLock(const void *gm);
 
 // KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY): the running block is a cube core. Only outside a
 // mixed launch, whose cores have their types already.

@@ -598,6 +598,26 @@ TWIN_EXPORT int twin_gm_mixed(int which, float *out) {
   }));
 }
 
+// Every block writes (atomic 0) or adds (atomic 1) the same C = A * B, n x n x n floats, with
+// Matmul: IterateAll (mode 0) or Iterate + GetTensorC (mode 1); the blocks run concurrently.
+TWIN_EXPORT int twin_matmul_shared(int atomic, int mode, float *a, float *b, float *c, int n, uint32_t blocks) {
+  const TCubeTiling t = SquareTiling(n);
+  return Run("twin_matmul_shared", blocks, [&] {
+    TPipe pipe;
+    Matmul<F32, F32, F32> mm;
+    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+    mm.SetTensorA(Gm<float>(a, uint64_t(n) * n));
+    mm.SetTensorB(Gm<float>(b, uint64_t(n) * n));
+    const GlobalTensor<float> cg = Gm<float>(c, uint64_t(n) * n);
+    if (mode == 0) {
+      mm.IterateAll(cg, atomic);
+    } else {
+      while (mm.Iterate()) mm.GetTensorC(cg, atomic);
+    }
+    mm.End();
+  });
+}
+
 // ---- Matmul: C[M x N] (=|+=) A[M x K] * B[K x N] (+ bias), rows split over blocks ----
 
 namespace {
