@@ -1,14 +1,15 @@
 // Store atomics of MTE3: after SetAtomicAdd<T> / SetAtomicMax<T> / SetAtomicMin<T>, every UB -> GM
 // DataCopy / DataCopyPad of this core combines each element with what global memory holds instead
-// of overwriting it, until SetAtomicNone. The blocks of a launch run on concurrent threads, so the
-// twin combines element by element with a compare-and-swap on the element's bits: concurrent
-// blocks accumulating into the same bytes give the exact combination, as on the NPU (for Add the
-// order of the additions, and so the rounding, is not fixed, as it is not there).
+// of overwriting it, until SetAtomicNone; Matmul's enAtomic stores combine the same way. The
+// blocks of a launch run on concurrent threads, so the twin combines under a lock per GM page
+// (twin_runtime.h): concurrent blocks accumulating into the same bytes give the exact
+// combination, as on the NPU (for Add the order of the additions, and so the rounding, is not
+// fixed, as it is not there).
 #ifndef MS_OPS_TWIN_ATOMIC_H_
 #define MS_OPS_TWIN_ATOMIC_H_
 
 #include <cstdint>
-#include <cstring>
+#include <mutex>
 #include <type_traits>
 
 #include "twin_tensor.h"
@@ -43,10 +44,6 @@ inline void SetAtomic(AtomicOp op) {
 }
 
 template <typename T>
-using AtomicBits = std::conditional_t<sizeof(T) == 1, uint8_t,
-                                      std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>>;
-
-template <typename T>
 inline T Combine(AtomicOp op, T old, T v) {
   using C = std::conditional_t<std::is_integral_v<T>, int64_t, float>;
   const C a = static_cast<C>(old), b = static_cast<C>(v);
@@ -57,21 +54,17 @@ inline T Combine(AtomicOp op, T old, T v) {
   }
 }
 
-// n elements of src combined into dst, each with a compare-and-swap loop on its bits.
+// n elements of src combined into dst, page by page under the page's lock (elements are aligned
+// to their size, so none straddles two pages).
 template <typename T>
 inline void AtomicStore(AtomicOp op, T *dst, const T *src, uint64_t n) {
-  using B = AtomicBits<T>;
-  for (uint64_t i = 0; i < n; ++i) {
-    B *p = reinterpret_cast<B *>(dst + i);
-    B seen = __atomic_load_n(p, __ATOMIC_RELAXED);
-    for (;;) {
-      T old, next;
-      std::memcpy(&old, &seen, sizeof(T));
-      next = Combine(op, old, src[i]);
-      B want;
-      std::memcpy(&want, &next, sizeof(T));
-      if (__atomic_compare_exchange_n(p, &seen, want, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
-    }
+  for (uint64_t i = 0; i < n;) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(dst + i);
+    const uint64_t inPage = (::ms_ops::twin::kAtomicPageBytes - at % ::ms_ops::twin::kAtomicPageBytes + sizeof(T) - 1) /
+                            sizeof(T);
+    const uint64_t end = i + (inPage < n - i ? inPage : n - i);
+    std::lock_guard<std::mutex> lock(::ms_ops::twin::AtomicPageLock(dst + i));
+    for (; i < end; ++i) dst[i] = Combine(op, dst[i], src[i]);
   }
 }
 

@@ -1,14 +1,18 @@
 // Cross-core flags of a mixed launch (twin_runtime.h: CrossCoreSet / CrossCoreWait). Each flag id
 // is a counter per receiving core and sending core: a set adds one for every core its mode
-// releases; a wait takes one from each core the mode of the pending set makes it wait for.
+// releases; a wait takes one from each core the mode of the pending set makes it wait for. While
+// GM writes are tracked, each set also carries its core's released clock (twin_gm_writes.h), which
+// the wait that takes it acquires.
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "twin_gm_writes.h"
 #include "twin_runtime.h"
 
 namespace ms_ops {
@@ -36,6 +40,7 @@ class CrossCore {
     } else {
       Fail("CrossCoreSetFlag", "mode " + std::to_string(mode) + " is not one of Atlas A2's modes 0, 1, 2");
     }
+    const std::vector<uint32_t> published = b.gmClock != nullptr ? b.gmClock->Release() : std::vector<uint32_t>();
     std::lock_guard<std::mutex> lock(mu_);
     for (int r : to)
       if (pending_[{r, flag}].from[self] >= kMaxPendingSets)
@@ -47,6 +52,7 @@ class CrossCore {
       Pending &p = pending_[{r, flag}];
       p.mode = mode;
       p.from[self] += 1;
+      p.clocks[self].push_back(published);
     }
     cv_.notify_all();
   }
@@ -65,7 +71,12 @@ class CrossCore {
       Fail("CrossCoreWaitFlag", "flag " + std::to_string(flag) + ": no CrossCoreSetFlag released this core within " +
                                     std::to_string(kCrossCoreWaitSeconds) + " s (on the NPU it would wait forever)");
     if (aborted_) Fail("CrossCoreWaitFlag", "another core of the launch failed");
-    for (int s : Senders(b, p.mode)) p.from[s] -= 1;
+    for (int s : Senders(b, p.mode)) {
+      p.from[s] -= 1;
+      std::deque<std::vector<uint32_t>> &clocks = p.clocks[s];
+      if (b.gmClock != nullptr) b.gmClock->Acquire(clocks.front());
+      clocks.pop_front();
+    }
   }
 
   void Abort() {
@@ -78,6 +89,7 @@ class CrossCore {
   struct Pending {
     int mode = -1;
     std::map<int, int> from;
+    std::map<int, std::deque<std::vector<uint32_t>>> clocks;  // by sender, in the order of its sets
   };
 
   // CANN: a flag's counter takes at most 15 sets before a wait consumes them.

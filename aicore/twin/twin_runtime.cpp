@@ -42,6 +42,8 @@ Block &Current() {
 
 void Fail(const char *call, const std::string &what) { throw Violation(call, what); }
 
+std::string BlockName(const Block &b) { return (b.coreType == kAic ? "AIC " : "block ") + std::to_string(b.idx); }
+
 namespace {
 
 // In strict mode an error; else a warning once per kernel and call, ending in `consequence`.
@@ -52,8 +54,8 @@ void WarnOnce(const char *call, const std::string &what, const char *consequence
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> lock(mu);
   if (!warned.insert(std::string(b.kernel) + '\0' + call).second) return;
-  std::fprintf(stderr, "ms_ops %s: block %lld: %s: warning: %s; %s (MS_OPS_TWIN_STRICT=1 makes this an error)\n",
-               b.kernel, static_cast<long long>(b.idx), call, what.c_str(), consequence);
+  std::fprintf(stderr, "ms_ops %s: %s: %s: warning: %s; %s (MS_OPS_TWIN_STRICT=1 makes this an error)\n",
+               b.kernel, BlockName(b).c_str(), call, what.c_str(), consequence);
   std::fflush(stderr);
 }
 
@@ -72,11 +74,6 @@ bool Strict() {
   return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
-bool TrackGmBlocks(bool strict) {
-  const char *v = std::getenv("MS_OPS_TWIN_GM_BLOCKS");
-  return TrackRaces(strict) && v != nullptr && std::strcmp(v, "1") == 0;
-}
-
 bool TrackRaces(bool strict) {
   if (strict) return true;
   const char *v = std::getenv("MS_OPS_TWIN_RACES");
@@ -85,20 +82,26 @@ bool TrackRaces(bool strict) {
 
 // SyncAll's generation barrier over the live blocks of a cooperative launch. A block that ends
 // (returns or fails) leaves it, so the others never wait for it; after a failure every wait
-// throws, so the remaining blocks stop at their next SyncAll.
+// throws, so the remaining blocks stop at their next SyncAll. While GM writes are tracked, each
+// block's clock is released on arrival and acquires the join of every arrival's.
 class Barrier {
  public:
   explicit Barrier(int64_t live) : live_(live) {}
 
-  void Wait() {
+  void Wait(GmClock *clock) {
+    std::vector<uint32_t> published;
+    if (clock != nullptr) published = clock->Release();
     std::unique_lock<std::mutex> lock(mu_);
     const uint64_t gen = generation_;
+    GmClock::Join(joined_, published);
     if (!failed_ && ++arrived_ == live_) {
       Release();
-      return;
+    } else {
+      cv_.wait(lock, [&] { return generation_ != gen || failed_; });
+      if (generation_ == gen) throw Violation("SyncAll", "another block failed");
     }
-    cv_.wait(lock, [&] { return generation_ != gen || failed_; });
-    if (generation_ == gen) throw Violation("SyncAll", "another block failed");
+    // Read before this block can arrive again, so before the next generation replaces it.
+    if (clock != nullptr) clock->Acquire(released_);
   }
 
   void Leave(bool failed) {
@@ -113,6 +116,8 @@ class Barrier {
   void Release() {
     arrived_ = 0;
     ++generation_;
+    released_.swap(joined_);
+    joined_.clear();
     cv_.notify_all();
   }
 
@@ -121,6 +126,7 @@ class Barrier {
   int64_t live_, arrived_ = 0;
   uint64_t generation_ = 0;
   bool failed_ = false;
+  std::vector<uint32_t> joined_, released_;  // the clocks of this generation's arrivals, of the last one's
 };
 
 namespace {
@@ -141,17 +147,17 @@ Races *ThreadRaces() {
   return pages.as<Races>();
 }
 
-// The GM write log of the block this thread runs (twin_gm_writes.h).
+// The GM write log and clock of the block this thread runs (twin_gm_writes.h).
 std::vector<GmWrite> &ThreadGmLog() {
   static thread_local std::vector<GmWrite> log;
   return log;
 }
+GmClock &ThreadGmClock() {
+  static thread_local GmClock clock;
+  return clock;
+}
 
 thread_local std::string tlsLastFailure;
-
-std::string Describe(const char *kernel, int64_t block, const char *call, const char *what) {
-  return std::string(kernel) + ": block " + std::to_string(block) + ": " + call + ": " + what;
-}
 
 void Fence() {
 #if defined(__SSE2__)
@@ -183,16 +189,16 @@ struct Grid {
 
   void Record(const Block &b, const char *call, const char *what) {
     if (failed.exchange(true)) return;
-    firstError = b.coreType == kAic ? std::string(kernel) + ": AIC " + std::to_string(b.idx) + ": " + call + ": " + what
-                                    : Describe(kernel, b.idx, call, what);
+    firstError = std::string(kernel) + ": " + BlockName(b) + ": " + call + ": " + what;
   }
   // The launching thread, after every block has ended.
   int Result() {
-    int64_t block;
-    std::string call, what;
-    if (!failed.load() && gm != nullptr && gm->Conflict(block, call, what)) {
+    std::string what;
+    const GmWrite *w = !failed.load() && gm != nullptr ? gm->Conflict(what) : nullptr;
+    if (w != nullptr) {
       failed = true;
-      firstError = Describe(kernel, block, call.c_str(), what.c_str());
+      firstError = std::string(kernel) + ": " + (w->aic ? "AIC " : "block ") + std::to_string(w->block) + ": " +
+                   w->call + ": " + what;
     }
     if (!failed.load()) return 0;
     tlsLastFailure = firstError;
@@ -226,6 +232,9 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
         blk.gmMine = &ThreadGmLog();
         blk.gmMine->clear();
         blk.gmAll = g.gm;
+        blk.gmClock = &ThreadGmClock();
+        blk.gmWho = static_cast<uint32_t>(b);
+        blk.gmClock->Reset(blk.gmWho, mixed ? 3 * g.blockDim : g.blockDim);
       }
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB
       // it never wrote gets visibly wrong results instead of lucky zeros.
@@ -237,7 +246,7 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false) {
         Fail("kernel end", std::to_string(blk.liveTensors) + " tensor(s) still allocated (AllocTensor without "
                                                               "FreeTensor)");
       blk.races->AtEnd();
-      if (blk.gmAll != nullptr) blk.gmAll->Take(*blk.gmMine);
+      if (blk.gmAll != nullptr) blk.gmAll->Take(*blk.gmMine, *blk.gmClock);
       ok = true;
     } catch (const AicServed &) {
       ok = true;
@@ -264,7 +273,7 @@ int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std:
   ProfileLaunch profile(kernel, blockDim, std::min(blockDim, kAtlasA2.aivCoreNum));
   g.profile = profile.Active();
   GmWrites gm;
-  if (TrackGmBlocks(g.strict)) g.gm = &gm;
+  if (TrackRaces(g.strict)) g.gm = &gm;
   const int threads = static_cast<int>(std::min<int64_t>(blockDim, omp_get_max_threads()));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (int64_t b = 0; b < static_cast<int64_t>(blockDim); ++b) RunBlock(g, b);
@@ -278,7 +287,7 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
   ProfileLaunch profile(kernel, blockDim, std::min(blockDim, kAtlasA2.aivCoreNum));
   g.profile = profile.Active();
   GmWrites gm;
-  if (TrackGmBlocks(g.strict)) g.gm = &gm;
+  if (TrackRaces(g.strict)) g.gm = &gm;
   std::vector<std::thread> threads;
   threads.reserve(blockDim);
   for (uint32_t b = 0; b < blockDim; ++b) {
@@ -305,7 +314,7 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
   ProfileLaunch profile(kernel, threads, std::min(2 * blockDim, kAtlasA2.aivCoreNum));
   g.profile = profile.Active();
   GmWrites gm;
-  if (TrackGmBlocks(g.strict)) g.gm = &gm;
+  if (TrackRaces(g.strict)) g.gm = &gm;
   std::vector<std::thread> pool;
   pool.reserve(threads);
   for (uint32_t t = 0; t < threads; ++t) {
@@ -337,19 +346,26 @@ void GmWritten(const char *call, const void *base, const void *gm, uint64_t byte
   Block &b = Current();
   if (b.gmMine == nullptr) return;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(gm);
-  GmWrites::Log(*b.gmMine, GmWrite{lo, lo + bytes, reinterpret_cast<uintptr_t>(base), call, b.idx, b.epoch, atomic});
+  GmWrites::Log(*b.gmMine, GmWrite{lo, lo + bytes, reinterpret_cast<uintptr_t>(base), call, b.gmWho,
+                                   b.gmClock->Segment(), b.idx, b.coreType == kAic, atomic});
+}
+
+std::mutex &AtomicPageLock(const void *gm) {
+  // Pages hash to a fixed set of locks: two pages sharing one only wait for each other.
+  static std::mutex locks[1024];
+  const uintptr_t page = reinterpret_cast<uintptr_t>(gm) / kAtomicPageBytes;
+  return locks[(page ^ (page >> 10)) % 1024];
 }
 
 void SyncAllBlocks(bool aivOnly) {
   Block &b = Current();
   // SyncAll begins with PipeBarrier<PIPE_ALL> on the NPU; writes before it and after it never race.
   b.races->BarrierAll();
-  ++b.epoch;
   if (b.cross != nullptr) {
     // A mixed launch: SyncAll<true> joins its AIVs, SyncAll<false> every core.
     if (aivOnly && b.coreType == kAic) Fail("SyncAll", "SyncAll<true> (AIV only) called on the AIC");
     Fence();
-    (aivOnly ? b.aivBarrier : b.barrier)->Wait();
+    (aivOnly ? b.aivBarrier : b.barrier)->Wait(b.gmClock);
     return;
   }
   const uint32_t cores = aivOnly ? kAtlasA2.aivCoreNum : kAtlasA2.aicCoreNum;
@@ -364,7 +380,7 @@ void SyncAllBlocks(bool aivOnly) {
     Fail("SyncAll", "blockDim " + std::to_string(b.num) + " exceeds the " + coreText() +
                         " of Atlas A2: the NPU would wait forever for blocks that cannot start");
   Fence();  // this block's GM writes are seen by every block after the barrier
-  b.barrier->Wait();
+  b.barrier->Wait(b.gmClock);
 }
 
 }  // namespace twin

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@ class Barrier;
 class CrossCore;
 class Races;
 class GmWrites;
+class GmClock;
 struct GmWrite;
 
 // The core a block runs on: a vector core (AIV) or, in a mixed launch, a cube core (AIC).
@@ -69,11 +71,13 @@ struct Block {
   int64_t group = 0;
   CrossCore *cross = nullptr;
   Barrier *aivBarrier = nullptr;
-  // GM writes (twin_gm_writes.h), while tracking: this block's log, the launch's, and the number
-  // of SyncAlls the block has passed (writes on either side of one never race).
+  // GM writes (twin_gm_writes.h), while tracking: this block's log, the launch's, the block's
+  // clock (what SyncAll and cross-core flags ordered before it) and its index among the launch's
+  // blocks (a mixed launch's AIC and AIVs each have their own).
   std::vector<GmWrite> *gmMine = nullptr;
   GmWrites *gmAll = nullptr;
-  uint32_t epoch = 0;
+  GmClock *gmClock = nullptr;
+  uint32_t gmWho = 0;
 };
 
 extern thread_local Block *tlsBlock;
@@ -92,12 +96,12 @@ void Hazard(const char *call, const std::string &what);
 
 // MS_OPS_TWIN_STRICT=1, read at each launch.
 bool Strict();
-// Whether a launch tracks pipe races (twin_races.h): in strict mode, or with MS_OPS_TWIN_RACES=1.
+// Whether a launch tracks pipe races (twin_races.h) and the GM writes of its blocks
+// (twin_gm_writes.h): in strict mode, or with MS_OPS_TWIN_RACES=1.
 bool TrackRaces(bool strict);
-// Whether a launch also checks GM writes of different blocks (twin_gm_writes.h): while tracking
-// races and with MS_OPS_TWIN_GM_BLOCKS=1. Opt-in for now: moe_finalize_routing_grad's slot pass
-// writes rows named by several windows from several blocks, which this check reports.
-bool TrackGmBlocks(bool strict);
+
+// How messages name a block: "AIC <i>" for a cube core, else "block <i>".
+std::string BlockName(const Block &b);
 
 // Both return 0, or 1 after recording the launch's first error for LastFailure.
 // Launch runs the blocks a few at a time on OpenMP threads.
@@ -120,6 +124,11 @@ void CrossCoreWait(int flag);
 // A write of `bytes` GM bytes at `gm` by the running block (`base`: its GlobalTensor's buffer),
 // logged while tracking so that the launch can find blocks writing the same bytes.
 void GmWritten(const char *call, const void *base, const void *gm, uint64_t bytes, bool atomic);
+
+// The lock of the GM page (kAtomicPageBytes) at `gm`, which store atomics combine under
+// (twin_atomic.h), so that blocks combining into the same bytes at once lose no update.
+constexpr uintptr_t kAtomicPageBytes = 4096;
+std::mutex &AtomicPageLock(const void *gm);
 
 // KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY): the running block is a cube core. Only outside a
 // mixed launch, whose cores have their types already.

@@ -553,6 +553,71 @@ TWIN_EXPORT int twin_gm_check(int which, float *x, float *out) {
   }));
 }
 
+// A mixed launch of one group: the AIC and the AIVs store their own value (AIC 1, AIV b 10 + b)
+// into out[0] with SetValue, by `which`: 0 the AIC and AIV 0, nothing between (a race); 1 the
+// AIC, then CrossCoreSetFlag<2> to its AIVs, AIV 0 after its wait (ordered); 2 both AIVs after
+// that wait (they race with each other); 3 AIV 0, then both AIVs' flags to the AIC, whose own flag
+// after its wait releases AIV 1 to store (ordered through the AIC); 4 the same with AIV 1 storing
+// before its wait (a race); 5 the AIC, SyncAll<false>, AIV 0 (ordered).
+TWIN_EXPORT int twin_gm_mixed(int which, float *out) {
+  return Reported(ms_ops::twin::LaunchMixed("twin_gm_mixed", 1, 0, [&] {
+    const GlobalTensor<float> o = Gm<float>(out, 8);
+    const bool aic = ASCEND_IS_AIC;
+    const int64_t sub = GetSubBlockIdx();
+    auto store = [&] { o.SetValue(0, aic ? 1.0f : 10.0f + float(sub)); };
+    switch (which) {
+      case 0:
+        if (aic || sub == 0) store();
+        break;
+      case 1: case 2:
+        if (aic) {
+          store();
+          CrossCoreSetFlag<2, PIPE_S>(0);
+        } else {
+          CrossCoreWaitFlag(0);
+          if (which == 2 || sub == 0) store();
+        }
+        break;
+      case 3: case 4:
+        if (aic) {
+          CrossCoreWaitFlag(1);
+          CrossCoreSetFlag<2, PIPE_S>(0);
+          break;
+        }
+        if (sub == 0 || (which == 4 && sub == 1)) store();
+        CrossCoreSetFlag<2, PIPE_S>(1);
+        CrossCoreWaitFlag(0);
+        if (which == 3 && sub == 1) store();
+        break;
+      default:
+        if (aic) store();
+        SyncAll<false>();
+        if (!aic && sub == 0) store();
+        break;
+    }
+  }));
+}
+
+// Every block writes (atomic 0) or adds (atomic 1) the same C = A * B, n x n x n floats, with
+// Matmul: IterateAll (mode 0) or Iterate + GetTensorC (mode 1); the blocks run concurrently.
+TWIN_EXPORT int twin_matmul_shared(int atomic, int mode, float *a, float *b, float *c, int n, uint32_t blocks) {
+  const TCubeTiling t = SquareTiling(n);
+  return Run("twin_matmul_shared", blocks, [&] {
+    TPipe pipe;
+    Matmul<F32, F32, F32> mm;
+    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+    mm.SetTensorA(Gm<float>(a, uint64_t(n) * n));
+    mm.SetTensorB(Gm<float>(b, uint64_t(n) * n));
+    const GlobalTensor<float> cg = Gm<float>(c, uint64_t(n) * n);
+    if (mode == 0) {
+      mm.IterateAll(cg, atomic);
+    } else {
+      while (mm.Iterate()) mm.GetTensorC(cg, atomic);
+    }
+    mm.End();
+  });
+}
+
 // ---- Matmul: C[M x N] (=|+=) A[M x K] * B[K x N] (+ bias), rows split over blocks ----
 
 namespace {

@@ -1,7 +1,9 @@
 // The high-level Matmul API of the twin: C = A * B (+ bias) for one core's single shape, whole
 // (IterateAll) or baseM x baseN tile by tile (Iterate / GetTensorC). The arithmetic is sgemm in
 // fp32 (fp16/bf16 operands are widened first, as the cube accumulates in fp32); GM extents are
-// checked like every other GM access of the twin.
+// checked like every other GM access of the twin, and the GM writes enter the check of blocks
+// writing the same bytes (twin_gm_writes.h). enAtomic 1 adds into C with the store atomic of
+// DataCopy (twin_atomic.h), exact when several blocks add into the same C at once.
 #ifndef MS_OPS_TWIN_LIB_MATMUL_INTF_H_
 #define MS_OPS_TWIN_LIB_MATMUL_INTF_H_
 
@@ -137,11 +139,11 @@ class Matmul {
     Check(call, enAtomic);
     const int ldc = enSequentialWrite ? n_ : N_;
     twin_detail::GmMatrix(call, gm, 0, m_, n_, ldc);
+    Written(call, gm, 0, m_, n_, ldc, enAtomic == 1);
     ::ms_ops::twin::CubeUnit unit;
     if constexpr (std::is_same_v<DstT, float>) {
-      // fp32 C without bias: sgemm writes it (beta 0) or adds into it (beta 1) in place, with no
-      // accumulator round trip.
-      if (!hasBias_) return Product(unit, call, 0, 0, m_, n_, gm.TwinData(), ldc, enAtomic == 1 ? 1.0f : 0.0f);
+      // fp32 C without bias, overwritten: sgemm writes it in place, with no accumulator round trip.
+      if (!hasBias_ && enAtomic == 0) return Product(unit, call, 0, 0, m_, n_, gm.TwinData(), ldc);
     }
     float *acc = unit.Scratch(2, size_t(m_) * n_);
     Product(unit, call, 0, 0, m_, n_, acc, n_);
@@ -178,6 +180,7 @@ class Matmul {
     const uint64_t off = enSequentialWrite ? 0 : uint64_t(tm_) * t_.baseM * N_ + uint64_t(tn_) * t_.baseN;
     const int ldc = enSequentialWrite ? t_.baseN : N_;
     twin_detail::GmMatrix(call, gm, off, tileM_, tileN_, ldc);
+    Written(call, gm, off, tileM_, tileN_, ldc, enAtomic == 1);
     Store(gm.TwinData() + off, ldc, tile_.as<float>(), tileM_, tileN_, enAtomic == 1);
   }
   // The current tile into UB, baseM x baseN row-major (row stride baseN).
@@ -229,9 +232,9 @@ class Matmul {
     if (enAtomic > 1) twin_detail::Fail(call, "only enAtomic 0 (overwrite) and 1 (add) are supported by the twin");
   }
 
-  // c[rows x cols] (row stride ldc) = A[row0.., :k] * B[:k, col0..] + bias[col0..] + beta * c, in fp32.
+  // c[rows x cols] (row stride ldc) = A[row0.., :k] * B[:k, col0..] + bias[col0..], in fp32.
   void Product(::ms_ops::twin::CubeUnit &unit, const char *call, int row0, int col0, int rows, int cols, float *c,
-               int ldc, float beta = 0.0f) {
+               int ldc) {
     if (rows == 0 || cols == 0) return;
     // Stored shapes: A is M x Ka (transposed: Ka x M), B is Kb x N (transposed: N x Kb).
     const int lda = transA_ ? M_ : Ka_, ldb = transB_ ? Kb_ : N_;
@@ -253,7 +256,7 @@ class Matmul {
       int la, lb;
       const float *a = twin_detail::AsFloat(unit, a_.TwinData() + aOff + aK, aR, aC, lda, 0, la);
       const float *b = twin_detail::AsFloat(unit, b_.TwinData() + bOff + bK, bR, bC, ldb, 1, lb);
-      ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, kk, a, la, b, lb, c, ldc, k0 == 0 ? beta : 1.0f);
+      ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, kk, a, la, b, lb, c, ldc, k0 == 0 ? 0.0f : 1.0f);
     }
     if (!hasBias_) return;
     bias_.TwinCheck(call, col0, cols);
@@ -262,14 +265,36 @@ class Matmul {
       for (int j = 0; j < cols; ++j) c[size_t(r) * ldc + j] += static_cast<float>(bias[j]);
   }
 
+  // The rows x cols block of C at `off` (row stride ldc), logged as the running block's GM writes.
+  static void Written(const char *call, const GlobalTensor<DstT> &gm, uint64_t off, int rows, int cols, int ldc,
+                      bool atomic) {
+    if (::ms_ops::twin::Current().gmMine == nullptr || rows == 0 || cols == 0) return;
+    const DstT *c = gm.TwinData() + off;
+    const uint64_t rowBytes = uint64_t(cols) * sizeof(DstT);
+    if (ldc == cols) return ::ms_ops::twin::GmWritten(call, gm.TwinBase(), c, rows * rowBytes, atomic);
+    for (int r = 0; r < rows; ++r)
+      ::ms_ops::twin::GmWritten(call, gm.TwinBase(), c + size_t(r) * ldc, rowBytes, atomic);
+  }
+
+  // acc (rows x cols, fp32) into C: converted to C's type (as the cube's output path does), then
+  // stored or, with `add`, added by the store atomic.
   static void Store(DstT *c, int ldc, const float *acc, int rows, int cols, bool add) {
     for (int r = 0; r < rows; ++r) {
       DstT *row = c + size_t(r) * ldc;
       const float *src = acc + size_t(r) * cols;
-      if (add)
-        for (int j = 0; j < cols; ++j) row[j] = static_cast<DstT>(static_cast<float>(row[j]) + src[j]);
-      else
+      if (!add) {
         for (int j = 0; j < cols; ++j) row[j] = static_cast<DstT>(src[j]);
+      } else if constexpr (std::is_same_v<DstT, float>) {
+        twin_detail::AtomicStore(twin_detail::kAtomicAdd, row, src, cols);
+      } else {
+        constexpr int kPiece = 256;
+        DstT piece[kPiece];
+        for (int j0 = 0; j0 < cols; j0 += kPiece) {
+          const int n = std::min(kPiece, cols - j0);
+          for (int j = 0; j < n; ++j) piece[j] = static_cast<DstT>(src[j0 + j]);
+          twin_detail::AtomicStore(twin_detail::kAtomicAdd, row + j0, piece, n);
+        }
+      }
     }
   }
 

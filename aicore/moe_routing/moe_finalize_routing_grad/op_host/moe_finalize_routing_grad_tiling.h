@@ -1,24 +1,25 @@
 // Tiling of moe_finalize_routing_grad as a pure function of shapes, attributes, dtypes and the
 // platform, shared by the CANN TilingFunc and the CPU entry.
 //
-// The kernel has three parts, each partitioned over all blocks, without atomics:
-//   token rows:  blocks own rows r of grad_y; per H chunk of grad_y[r], each contributing pair
-//                (r,k) writes s*grad_y[r] to its slot grad_expanded_x[j] and adds its dot product
-//                to grad_scales[r,k]. A slot named by one pair is final after this;
-//   grad_bias:   work items of biasCols columns x biasExperts experts; one vector index scan per
-//                item finds the pairs of its experts and accumulates s*grad_y[r] over them in pair
-//                order, reading each grad_y row slice once for all experts of the item;
-//   -- SyncAll --
+// The kernel has three parts, each partitioned over all blocks, without atomics, so that every
+// output row is written by one block only:
 //   slots:       blocks own slot ranges of N, windowSlots slots at a time. One vector index scan
 //                per window finds, in ascending pair order, each slot's first and last pair and
 //                chains the pairs of a slot through the workspace (next pair, and its scale).
 //                Slots no pair names become zeros; a slot named by several pairs (the index may
-//                repeat, as CANN's tests do) is rewritten with its pairs' sum, taken in ascending
-//                pair order in fp32, over the token pass's colliding writes.
-// So every slot's final value is written by the one block that owns it, after the barrier, in an
-// order fixed by the index alone: the result does not depend on the block count. The token pass
-// keeps the common case (an injective index, as moe_init_routing makes) at one grad_y read per
-// token and one write per pair; repeats cost their own rows plus one scan per window.
+//                repeat, as CANN's tests do) gets its pairs' sum, taken in ascending pair order
+//                in fp32. Each slot's sole pair (-1: none or several) goes to the workspace;
+//   grad_bias:   work items of biasCols columns x biasExperts experts; one vector index scan per
+//                item finds the pairs of its experts and accumulates s*grad_y[r] over them in pair
+//                order, reading each grad_y row slice once for all experts of the item;
+//   -- SyncAll --
+//   token rows:  blocks own rows r of grad_y; per H chunk of grad_y[r], each contributing pair
+//                (r,k) that is its slot j's sole pair writes s*grad_y[r] to grad_expanded_x[j],
+//                and every pair adds its dot product to grad_scales[r,k].
+// So every slot's value is written once, by one block, in an order fixed by the index alone: the
+// result does not depend on the block count. The token pass keeps the common case (an injective
+// index, as moe_init_routing makes) at one grad_y read per token and one write per pair; repeats
+// cost their own rows plus one scan per window.
 #ifndef MS_OPS_MOE_FINALIZE_ROUTING_GRAD_TILING_H_
 #define MS_OPS_MOE_FINALIZE_ROUTING_GRAD_TILING_H_
 
@@ -47,7 +48,7 @@ struct MoeFinalizeRoutingGradProblem {
 
 struct MoeFinalizeRoutingGradTiling {
   MoeFinalizeRoutingGradTilingData data{};
-  uint64_t workspaceBytes = 0;  // user workspace: the slot chains (next pair, and its scale)
+  uint64_t workspaceBytes = 0;  // user workspace: the slot chains (next pair, and its scale), sole pairs
   uint32_t blockDim = 0;
   uint64_t tilingKey = 0;
   std::string error;  // why the problem cannot run; empty when it can
@@ -106,9 +107,9 @@ inline uint64_t MoeFinalizeRoutingGradUbFilter(uint64_t batchRows, uint64_t topK
 constexpr int64_t kMoeGradMaxSlots = int64_t(1) << 24;
 
 // The chains: per pair (r*K + k) the next pair naming the same slot and, with scales, the pair's
-// scale as fp32. The scale array starts 32-byte aligned.
-inline uint64_t MoeFinalizeRoutingGradWorkspace(uint64_t pairs, bool hasScales) {
-  return AlignUp(pairs * 4, kBlockBytes) + (hasScales ? AlignUp(pairs * 4, kBlockBytes) : 0);
+// scale as fp32; then per slot its sole pair (int32). Each array starts 32-byte aligned.
+inline uint64_t MoeFinalizeRoutingGradWorkspace(uint64_t pairs, uint64_t slots, bool hasScales) {
+  return AlignUp(pairs * 4, kBlockBytes) * (hasScales ? 2 : 1) + AlignUp(slots * 4, kBlockBytes);
 }
 
 inline uint64_t MoeFinalizeRoutingGradKey(MoeFloat data, MoeFloat scales) {
@@ -200,7 +201,8 @@ inline MoeFinalizeRoutingGradTiling ComputeMoeFinalizeRoutingGradTiling(const Mo
   d.dropPadMode = static_cast<uint32_t>(p.dropPadMode);
   d.hasBias = p.hasBias;
   d.hasScales = p.hasScales;
-  t.workspaceBytes = MoeFinalizeRoutingGradWorkspace(uint64_t(p.rows) * uint64_t(p.topK), p.hasScales);
+  t.workspaceBytes =
+      MoeFinalizeRoutingGradWorkspace(uint64_t(p.rows) * uint64_t(p.topK), uint64_t(p.expandedRows), p.hasScales);
   t.blockDim = static_cast<uint32_t>(blocks);
   t.tilingKey = MoeFinalizeRoutingGradKey(p.dataType, p.scalesType);
   return t;

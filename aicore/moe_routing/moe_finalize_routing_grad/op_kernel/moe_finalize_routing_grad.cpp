@@ -4,9 +4,9 @@
 //                        of s[r,k] * grad_y[r]                   (slots no pair names: 0)
 //   grad_scales[r,k]   = <expanded_x[j] + bias[expert_idx[r,k]], grad_y[r]>   (else 0)
 //   grad_bias[e]       = sum over pairs of expert e, in pair order, of s[r,k] * grad_y[r]
-// The work is split so that every output element gets its final value from one block, in an
-// order fixed by the index (see the host tiling): no atomics, and the result is bitwise
-// reproducible whatever the block count. expanded_x is read only for grad_scales.
+// The work is split so that every output element is written by one block only, in an order fixed
+// by the index (see the host tiling): no atomics, and the result is bitwise reproducible whatever
+// the block count. expanded_x is read only for grad_scales.
 // The passes that look for the pairs of a slot window or of an expert group do not test the
 // indices one by one on the scalar unit: the vector unit compares a batch of them at once into a
 // bit mask (in pair order), and the scalar unit reads one 32-bit word of it per 32 pairs and
@@ -83,11 +83,13 @@ class MoeFinalizeRoutingGradKernel {
     gradScalesGm_.SetGlobalBuffer((__gm__ S *)gradScales, scalesNumel_);
     gradBiasGm_.SetGlobalBuffer((__gm__ T *)gradBias, biasNumel_);
     if (hasBias_) biasGm_.SetGlobalBuffer((__gm__ T *)bias, uint64_t(biasRows_) * hidden_);
-    // The chains, laid out as MoeFinalizeRoutingGradWorkspace says.
+    // The chains and the slots' sole pairs, laid out as MoeFinalizeRoutingGradWorkspace says.
     const uint64_t pairs = uint64_t(rows_) * topK_;
     GM_ADDR chains = GetUserWorkspace(workspace);
     nextGm_.SetGlobalBuffer((__gm__ int32_t *)chains, pairs);
     if (hasScales_) pairScaleGm_.SetGlobalBuffer((__gm__ float *)(chains + UbBytes(pairs, 4)), pairs);
+    solePairGm_.SetGlobalBuffer((__gm__ int32_t *)(chains + UbBytes(pairs, 4) * (hasScales_ ? 2 : 1)),
+                                expandedRows_);
 
     // Same sizes as the MoeFinalizeRoutingGradUb* formulas of the host tiling.
     const uint32_t chunkBytes = hChunk_ * sizeof(T);
@@ -134,17 +136,19 @@ class MoeFinalizeRoutingGradKernel {
     Duplicate(zero_.template ReinterpretCast<float>(), 0.0f, static_cast<int32_t>(hChunk_ * sizeof(T) / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe_);
 
-    TokenRows();
+    Slots();
     if (hasBias_) {
       GradBias();
     } else if (GetBlockIdx() == 0) {
       ZeroFill(gradBiasGm_, biasNumel_);
     }
     if (!hasScales_ && GetBlockIdx() == 0) ZeroFill(gradScalesGm_, scalesNumel_);
-    // The slot pass overwrites what the token pass wrote to slots named more than once.
+    // The token pass reads every block's sole pairs: written by MTE3 before the barrier, read by
+    // this core's scalar unit, whose cache may hold older lines of the workspace.
     PipeBarrier<PIPE_ALL>();
     SyncAll();
-    Slots();
+    DataCacheCleanAndInvalid<int32_t, CacheLine::ENTIRE_DATA_CACHE, DcciDst::CACHELINE_OUT>(solePairGm_);
+    TokenRows();
   }
 
  private:
@@ -157,7 +161,7 @@ class MoeFinalizeRoutingGradKernel {
     for (int64_t i = 0; i < count; i += step) CopyOut(dst[i], zero, static_cast<uint32_t>(Min64(count - i, step)));
   }
 
-  // ---- token rows: grad_expanded_x of slots named once, grad_scales -----------------------------
+  // ---- token rows (after SyncAll): grad_expanded_x of slots named once, grad_scales -------------
 
   __aicore__ inline void TokenRows() {
     int64_t begin, end;
@@ -192,8 +196,8 @@ class MoeFinalizeRoutingGradKernel {
   }
 
   // Chunk [h0, h0 + len) of token row r (batch row i): writes s * grad_y[r] to the slot of each
-  // contributing pair (final unless another pair names the slot too: the slot pass rewrites
-  // those) and, with scales, adds the pair's partial dot product to dots.
+  // contributing pair that is the only pair naming it (the slot pass wrote the others' slots)
+  // and, with scales, adds the pair's partial dot product to dots.
   __aicore__ inline void RowChunk(const LocalTensor<float> &dots, int64_t r, uint32_t i, int64_t h0, uint32_t len) {
     LocalTensor<T> gy = gradYQ_.AllocTensor<T>();
     CopyIn(gy, gradYGm_[r * hidden_ + h0], len);
@@ -203,19 +207,21 @@ class MoeFinalizeRoutingGradKernel {
     for (uint32_t k = 0; k < topK_; ++k) {
       const int64_t j = batch_.Slot(i, k);
       if (j < 0) continue;
-      const float scale = hasScales_ ? batch_.Scale(i, k) : 1.0f;
-      LocalTensor<T> out = outQ_.AllocTensor<T>();
-      if constexpr (IsSame<T, float>::value) {
-        Muls(out, g, scale, len);
-      } else {
-        const LocalTensor<float> scaled = f32C_.Get<float>();
-        Muls(scaled, g, scale, len);
-        Cast(out, scaled, RoundMode::CAST_RINT, len);
+      if (solePairGm_.GetValue(uint64_t(j)) == static_cast<int32_t>(r * topK_ + k)) {
+        const float scale = hasScales_ ? batch_.Scale(i, k) : 1.0f;
+        LocalTensor<T> out = outQ_.AllocTensor<T>();
+        if constexpr (IsSame<T, float>::value) {
+          Muls(out, g, scale, len);
+        } else {
+          const LocalTensor<float> scaled = f32C_.Get<float>();
+          Muls(scaled, g, scale, len);
+          Cast(out, scaled, RoundMode::CAST_RINT, len);
+        }
+        outQ_.EnQue(out);
+        out = outQ_.DeQue<T>();
+        CopyOut(gradXGm_[j * hidden_ + h0], out, len);
+        outQ_.FreeTensor(out);
       }
-      outQ_.EnQue(out);
-      out = outQ_.DeQue<T>();
-      CopyOut(gradXGm_[j * hidden_ + h0], out, len);
-      outQ_.FreeTensor(out);
       if (hasScales_) AddDot(dots, g, i, k, j, h0, len);
     }
     gradYQ_.FreeTensor(gy);
@@ -236,7 +242,8 @@ class MoeFinalizeRoutingGradKernel {
     dots.SetValue(pair, dots.GetValue(pair) + sum.GetValue(0));
   }
 
-  // ---- slots: zeros where no pair maps, ordered sums where several do ---------------------------
+  // ---- slots (before SyncAll): zeros where no pair maps, ordered sums where several do, and
+  // each slot's sole pair for the token pass (-1 where none or several) --------------------------
 
   __aicore__ inline void Slots() {
     int64_t begin, end;
@@ -246,15 +253,20 @@ class MoeFinalizeRoutingGradKernel {
       ChainWindow(lo, hi);
       for (int64_t j = lo; j < hi; ++j) {
         const uint32_t w = uint32_t(j - lo);
-        const int32_t first = first_.GetValue(w);
+        const int32_t first = first_.GetValue(w), last = first < 0 ? first : last_.GetValue(w);
         if (first < 0) {
           for (int64_t h0 = 0; h0 < hidden_; h0 += hChunk_) CopyOut(gradXGm_[j * hidden_ + h0], zero_, ChunkLen(h0));
-        } else if (last_.GetValue(w) != first) {
+        } else if (last != first) {
           const float scale = hasScales_ ? firstScale_.GetValue(w) : 1.0f;
-          const int32_t last = last_.GetValue(w);
           for (int64_t h0 = 0; h0 < hidden_; h0 += hChunk_) SumChain(j, first, scale, last, h0, ChunkLen(h0));
         }
+        // last_ becomes the window's sole pairs.
+        last_.SetValue(w, first == last ? first : int32_t(-1));
       }
+      OrderPipes<HardEvent::S_MTE3>(&pipe_);
+      CopyOut(solePairGm_[lo], last_, static_cast<uint32_t>(hi - lo));
+      // The next window's scan rewrites last_ on the scalar unit.
+      OrderPipes<HardEvent::MTE3_S>(&pipe_);
     }
   }
 
@@ -455,7 +467,7 @@ class MoeFinalizeRoutingGradKernel {
 
   GlobalTensor<T> gradYGm_, xGm_, biasGm_, gradXGm_, gradBiasGm_;
   GlobalTensor<S> gradScalesGm_;
-  GlobalTensor<int32_t> nextGm_;
+  GlobalTensor<int32_t> nextGm_, solePairGm_;
   GlobalTensor<float> pairScaleGm_;
 
   LocalTensor<T> zero_;
