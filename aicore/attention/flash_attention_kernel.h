@@ -142,6 +142,21 @@ __aicore__ inline bool FaTileVisible(const FaSeg &sg, int64_t q0, int64_t m, int
   return last >= k0 && first <= k0 + n - 1 && last >= 0 && first <= sg.s2 - 1;
 }
 
+// The keys query rows [q0, q0 + m) see lie in [FaKeysBegin, FaKeysEnd): a tile loop over them
+// skips the fully masked keys of causal and band masks, and a key tile is cut at the end, so that
+// a wide tile computes no scores that every row masks out. The begin is rounded down to 128 keys,
+// keeping the tiles' starts where 128-key tiling put them.
+__aicore__ inline int64_t FaKeysBegin(const FaSeg &sg, int64_t q0) {
+  const int64_t a = q0 + sg.low;
+  return a <= 0 ? 0 : (a < sg.s2 ? a : sg.s2) / 128 * 128;
+}
+
+__aicore__ inline int64_t FaKeysEnd(const FaSeg &sg, int64_t q0, int64_t m) {
+  int64_t b = q0 + m + sg.high;
+  if (b < sg.prefix) b = sg.prefix;
+  return b < 0 ? 0 : (b < sg.s2 ? b : sg.s2);
+}
+
 __aicore__ inline int64_t FaQBase(const FlashAttentionTilingData &td, const FaSeg &sg, int64_t n1) {
   return sg.b * td.qStrideB + sg.qStart * td.qRow + n1 * td.qStrideN;
 }

@@ -43,7 +43,16 @@ struct FlashAttentionTiling {
   std::string error;
 };
 
-constexpr uint64_t kFaQueryTile = 128, kFaKeyTile = 128;
+// Query rows x key rows of a score tile. The forward covers 512 keys per cube and vector pass (a
+// fixed cost per tile, the Matmul set-up and the per-row statistics, is paid 4x less often); its
+// UB use stays that of 128-key tiles except for the key-long rows: the S, P and accumulator chunk
+// queues are 16 KiB each whatever the tile width (8 rows of 512 keys), and the rows of nTile
+// elements (attn_mask: 2 x 2 KiB fp32 + 0.5 KiB bytes + 1 KiB half + 2 x 2 KiB; real_shift:
+// 3 x 2 KiB; dropout bits: 8 x 96 B) add under 20 KiB, about 100 KiB in all against the A2's
+// 184 KiB usable UB (the twin checks every launch). The backward's tiles hold 256 keys: its
+// workspace (S, P, dP, dS tiles and two accumulators of max(mTile, nTile) rows per block) grows
+// with the key tile, and 256 keeps S = 8192 within issue 10's extra-memory budget.
+constexpr uint64_t kFaQueryTile = 128, kFaKeyTile = 512, kFaGradKeyTile = 256;
 
 inline TCubeTiling FaCubeTiling(FaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
   return SingleShapeCubeTiling(blockDim, m, n, k, 128, 256, t == FaFloat::kF32 ? 32 : 64, 2);
@@ -143,7 +152,8 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
   d.pseBase = p.pseBase;
   d.scale = p.scale;
   const uint64_t mT = maxQ < int64_t(kFaQueryTile) ? uint64_t(maxQ > 0 ? maxQ : 1) : kFaQueryTile;
-  const uint64_t nT = maxKv < int64_t(kFaKeyTile) ? uint64_t(maxKv > 0 ? maxKv : 1) : kFaKeyTile;
+  const uint64_t keyTile = grad ? kFaGradKeyTile : kFaKeyTile;
+  const uint64_t nT = maxKv < int64_t(keyTile) ? uint64_t(maxKv > 0 ? maxKv : 1) : keyTile;
   d.mTile = static_cast<uint32_t>(mT);
   d.nTile = static_cast<uint32_t>(nT);
   uint64_t qTiles = 0, kTiles = 0;

@@ -165,9 +165,8 @@ void Races::Reserved(const char *call, uint64_t off, uint64_t bytes) {
 
 void Races::Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write) {
   if (bytes == 0) return;
+  CheckReserved(call, addr, bytes);
   const uint64_t off = static_cast<const uint8_t *>(addr) - ub_;
-  if (__builtin_expect(off + bytes > kAtlasA2.ubSize && off < kUbBytes, 0)) Reserved(call, off, bytes);
-  if (!on_) return;
   const uint64_t first = off / 32, end = (off + bytes + 31) / 32;
   if (end > kCells) return;  // the bounds checks report it
   const uint32_t now = ++time_[p];

@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <string>
 
+#include "platform.h"
+
 namespace ms_ops {
 namespace twin {
 
@@ -49,8 +51,22 @@ class Races {
   // A buffer carved by TPipe::InitBuffer: fresh, and described by `what` (static text) in messages.
   void Carve(uint64_t off, uint64_t bytes, const char *what, uint32_t num, uint32_t len);
 
-  void Read(Pipe p, const char *call, const void *addr, uint64_t bytes) { Access(p, call, addr, bytes, false); }
-  void Write(Pipe p, const char *call, const void *addr, uint64_t bytes) { Access(p, call, addr, bytes, true); }
+  // Every UB access of every kernel comes through these two: inline, so that with tracking off
+  // an access costs the reserved-UB check and nothing else (no call).
+  void Read(Pipe p, const char *call, const void *addr, uint64_t bytes) {
+    if (__builtin_expect(on_, 0)) {
+      Access(p, call, addr, bytes, false);
+    } else {
+      CheckReserved(call, addr, bytes);
+    }
+  }
+  void Write(Pipe p, const char *call, const void *addr, uint64_t bytes) {
+    if (__builtin_expect(on_, 0)) {
+      Access(p, call, addr, bytes, true);
+    } else {
+      CheckReserved(call, addr, bytes);
+    }
+  }
 
   // SetFlag<src_dst>(id) / WaitFlag<src_dst>(id); event is HardEvent's value. A WaitFlag with no
   // SetFlag of the same event and id before it waits forever on the NPU: always an error.
@@ -98,6 +114,13 @@ class Races {
   static constexpr uint32_t kGmWrites = 64;
 
   void Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write);
+  // Bytes of the arena above the usable UB (an address outside the arena is not UB: the bounds
+  // checks report it).
+  void CheckReserved(const char *call, const void *addr, uint64_t bytes) {
+    const uint64_t off = static_cast<const uint8_t *>(addr) - ub_;
+    if (__builtin_expect(bytes != 0 && off + bytes > kAtlasA2.ubSize && off < uint64_t(kCells) * 32, 0))
+      Reserved(call, off, bytes);
+  }
   [[noreturn]] void UseAfterFree(const char *call, uint32_t cell);
   [[noreturn]] void Reserved(const char *call, uint64_t off, uint64_t bytes);
   void Report(const char *kind, Pipe p, const char *call, bool write, Pipe q, const char *qCall,

@@ -28,17 +28,14 @@
 namespace ms_ops {
 namespace twin {
 
-thread_local Block *tlsBlock = nullptr;
+__thread Block *tlsBlock = nullptr;
 
 // twin_crosscore.cpp
 CrossCore *NewCrossCore(uint32_t groups);
 void DeleteCrossCore(CrossCore *c);
 void CrossCoreAbort(CrossCore *c);
 
-Block &Current() {
-  if (tlsBlock == nullptr) throw Violation("twin", "AscendC API called outside ms_ops::twin::Launch");
-  return *tlsBlock;
-}
+void OutsideLaunch() { throw Violation("twin", "AscendC API called outside ms_ops::twin::Launch"); }
 
 void Fail(const char *call, const std::string &what) { throw Violation(call, what); }
 

@@ -80,10 +80,18 @@ struct Block {
   uint32_t gmWho = 0;
 };
 
-extern thread_local Block *tlsBlock;
+// Hidden and without a constructor (as twin_profile.h's tlsProfile): read directly, with no TLS
+// wrapper call, since Current() runs on every UB access.
+extern __thread __attribute__((visibility("hidden"))) Block *tlsBlock;
+
+[[noreturn]] void OutsideLaunch();
 
 // The block running on this thread; a twin API call outside Launch is a violation.
-Block &Current();
+inline Block &Current() {
+  Block *b = tlsBlock;
+  if (__builtin_expect(b == nullptr, 0)) OutsideLaunch();
+  return *b;
+}
 
 [[noreturn]] void Fail(const char *call, const std::string &what);
 // A rule the hardware tolerates (it rounds): an error in strict mode, else one warning per kernel

@@ -7,11 +7,12 @@
 // With dropout, P V takes P with its dropped elements zeroed and the kept ones scaled by
 // 1 / keep_prob (flash_attention_dropout.h), while softmax_sum is the sum of the undropped P.
 //
-// A work item is (query head, tile of mTile query rows of one sequence). For each tile of nTile keys that
-// any of its rows sees, the cube computes S = Q Kᵀ into the block's fp32 workspace; the vector
-// pass turns the tile, a chunk of rows per call, into P = exp(scale S - new max) over its visible
-// keys (0 elsewhere), kept as T for the cube, and updates the running max and sum; it scales the
-// fp32 accumulator by exp(old max - new max) and the cube adds P V into it. No S1 x S2 buffer.
+// A work item is (query head, tile of mTile query rows of one sequence). For each tile of up to
+// nTile keys that any of its rows sees (cut after the last key a row of the item sees, FaKeysEnd),
+// the cube computes S = Q Kᵀ into the block's fp32 workspace; the vector pass turns the tile, a
+// chunk of rows per call, into P = exp(scale S - new max) over its visible keys (0 elsewhere),
+// kept as T for the cube, and updates the running max and sum; it scales the fp32 accumulator by
+// exp(old max - new max) and the cube adds P V into it. No S1 x S2 buffer.
 #include "../../flash_attention_dropout.h"
 #include "lib/matmul_intf.h"
 
@@ -135,8 +136,9 @@ class FlashAttentionScoreKernel {
     Duplicate(St(kRunMax), kFaLowest, mt);
     Duplicate(St(kSum), 0.0f, mt);
     bool started = false;
-    for (int64_t k0 = 0; k0 < sg.s2; k0 += td.nTile) {
-      const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, sg.s2 - k0));
+    const int64_t kEnd = FaKeysEnd(sg, q0, mt);
+    for (int64_t k0 = FaKeysBegin(sg, q0); k0 < kEnd; k0 += td.nTile) {
+      const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, kEnd - k0));
       if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
       PipeBarrier<PIPE_ALL>();
       mmNT.SetOrgShape(mt, nt, static_cast<int>(td.qRow), static_cast<int>(td.kRow));

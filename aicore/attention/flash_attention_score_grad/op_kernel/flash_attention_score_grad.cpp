@@ -167,6 +167,7 @@ class FlashAttentionScoreGradKernel {
         const uint32_t mt = static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0));
         if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
         const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow, oOff = FaOBase(td, sg, n1) + q0 * td.oRow;
+        RowStats(sg, n1, q0, mt);
         Rebuild(sg, n1, q0, mt, k0, nt, true);
         // The cube reads P and dS from GM: the copies out must have landed.
         PipeBarrier<PIPE_ALL>();
@@ -191,15 +192,18 @@ class FlashAttentionScoreGradKernel {
     WriteRows(dkGm_[kOff], accBGm_, nt, td.kRow, td.dim, started);
   }
 
-  // dQ of query rows [q0, q0 + mt) of head n1, over the key tiles in order.
+  // dQ of query rows [q0, q0 + mt) of head n1, over the key tiles in order (up to the last key a
+  // row sees, FaKeysEnd); the rows' statistics are loaded once for all of them.
   __aicore__ inline void QueryTile(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
     const int64_t kBase = FaKBase(td, sg, n1);
     bool started = false;
     // d real_shift rows start as zeros; the visible keys' values overwrite them in order (MTE3).
     for (uint32_t i = 0; td.pseGrad && i < mt; ++i) ZeroRun(dpseGm_[FaPseAt(td, sg, n1, q0 + i, 0)], uint64_t(sg.s2));
-    for (int64_t k0 = 0; k0 < sg.s2; k0 += td.nTile) {
-      const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, sg.s2 - k0));
+    const int64_t kEnd = FaKeysEnd(sg, q0, mt);
+    RowStats(sg, n1, q0, mt);
+    for (int64_t k0 = FaKeysBegin(sg, q0); k0 < kEnd; k0 += td.nTile) {
+      const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, kEnd - k0));
       if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
       Rebuild(sg, n1, q0, mt, k0, nt, false);
       PipeBarrier<PIPE_ALL>();
@@ -214,16 +218,16 @@ class FlashAttentionScoreGradKernel {
     WriteRows(dqGm_[FaQBase(td, sg, n1) + q0 * td.qRow], accAGm_, mt, td.qRow, td.dim, started);
   }
 
-  // The tile's dS (and, with writeP, P) into the workspace, T, zero where the row sees no key; a chunk
-  // of rows per vector call: P = exp(logits - shift) * (1 / sum) with the row statistics as
-  // broadcast blocks, dS = scale * P * (dP - D). With dropout, dP and the P written for dV carry
+  // The tile's dS (and, with writeP, P) into the workspace, T, zero where the row sees no key,
+  // from the rows' statistics RowStats loaded; a chunk of rows per vector call:
+  // P = exp(logits - shift) * (1 / sum) with the row statistics as broadcast blocks,
+  // dS = scale * P * (dP - D). With dropout, dP and the P written for dV carry
   // the keep bits (Z / keep_prob) while dS takes the undropped P: P is dropped after dS.
   __aicore__ inline void Rebuild(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt,
                                  bool writeP) {
     const FlashAttentionTilingData &td = *td_;
     const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow, kOff = FaKBase(td, sg, n1) + k0 * td.kRow;
     const int64_t oOff = FaOBase(td, sg, n1) + q0 * td.oRow, vOff = FaVBase(td, sg, n1) + k0 * td.vRow;
-    RowStats(sg, n1, q0, mt);
     // The previous tile's rows have been read from the workspace.
     PipeBarrier<PIPE_ALL>();
     mmNT.SetOrgShape(mt, nt, static_cast<int>(td.qRow), static_cast<int>(td.kRow));
