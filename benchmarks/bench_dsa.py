@@ -10,9 +10,13 @@ One sequence of T tokens (BSND, B=1), fp32, causal (sparse_mode 3). Three operat
 - ``attention``: sparse flash attention forward+backward (gradients to query, key, value and
   both rope parts), T=4096, N1=16 query heads, N2=1 key head, D=512 + 64 rope, Dv=512, k=512
   keys per token (the first k causal keys for the first tokens, then a seeded random causal
-  selection). ms_ops: ``ms_ops.sparse_flash_attention`` under ``ms.grad``. composed / torch:
-  dense attention ``softmax(mask(q k^T + q_r k_r^T) * scale) v`` with a T x T mask of the
-  selection (torch: SDPA with that mask), and autograd.
+  selection). ms_ops: ``ms_ops.sparse_flash_attention`` under ``ms.grad``. composed: the same
+  sparse math from MindSpore ops, in chunks of CHUNK queries (a whole [T, k, D + Dr] gather
+  with its gradient would not fit in memory): the chunk's selected keys and values gathered,
+  ``softmax(q k_sel^T * scale) v_sel`` by batched matmuls, ``ms.grad`` of one GRAPH-compiled
+  chunk function, the key and value gradients summed over the chunks. torch: dense attention
+  ``softmax(mask(q k^T + q_r k_r^T) * scale) v`` with a T x T mask of the selection (SDPA with
+  that mask), and autograd.
 - ``kl_loss``: the indexer's KL loss and its gradients to the index query, key and weights at
   the same sizes (16 index heads of D=128). ms_ops: ``ms_ops.sparse_lightning_indexer_kl_loss``
   (one fused kernel) under ``ms.grad``, with the statistics of the sparse attention computed
@@ -46,6 +50,7 @@ from _harness import (GIB, SGEMM_SHAPE, Unavailable, add_process_args, append_cs
 HERE = os.path.dirname(os.path.abspath(__file__))
 IMPLS = ("ms_ops", "composed", "torch")
 OPS = ("indexer", "attention", "kl_loss")
+CHUNK = 256  # queries per GRAPH call of the composed sparse attention
 FULL = dict(t=4096, n1=16, d=512, dr=64, dv=512, ni=16, di=128, k=512)
 QUICK = dict(t=256, n1=4, d=64, dr=16, dv=64, ni=4, di=32, k=32)
 CSV_COLUMNS = ["timestamp", "impl", "op", "sizes", "median_s", "min_s", "gflops", "pct_sgemm", "extra_peak_mib",
@@ -135,6 +140,49 @@ def build_ms_ops(op, z, a):
         "ms_ops.sparse_lightning_indexer_kl_loss (one fused kernel), ms.grad, GRAPH mode"
 
 
+def composed_attention(z, a, scale):
+    """Sparse attention forward+backward from MindSpore ops, CHUNK queries per GRAPH call: each
+    chunk gathers its [CHUNK, k, D + Dr] keys and [CHUNK, k, Dv] values (the -1 entries point at
+    key 0 and are masked), and adds its key and value gradients to the running sums."""
+    import mindspore as ms
+    import numpy as np
+    from mindspore import ops
+    tn, n1, chunk = z["t"], z["n1"], min(CHUNK, z["t"])
+    bmm_nt, bmm = ops.BatchMatMul(transpose_b=True), ops.BatchMatMul()
+
+    def loss(q, qr, k, kr, v, idx, dout):
+        sel = ops.maximum(idx, 0)
+        keys = ops.gather(ops.concat((k, kr), -1), sel, 0)
+        s = bmm_nt(ops.concat((q, qr), -1), keys) * scale
+        s = ops.masked_fill(s, (idx < 0).expand_dims(1), float("-inf"))
+        out = bmm(ops.softmax(s, -1), ops.gather(v, sel, 0))
+        return (out * dout).sum()
+
+    grad = ms.grad(loss, grad_position=(0, 1, 2, 3, 4))
+
+    @ms.jit
+    def chunk_step(q, qr, k, kr, v, idx, dout, dk, dkr, dv):
+        gq, gqr, gk, gkr, gv = grad(q, qr, k, kr, v, idx, dout)
+        return gq, gqr, dk + gk, dkr + gkr, dv + gv
+
+    k, kr, v = (ms.Tensor(a[name][0, :, 0]) for name in ("k", "kr", "v"))
+    pieces = [(slice(c0, c0 + chunk),) for c0 in range(0, tn, chunk)]
+    chunks = [tuple(ms.Tensor(a[name][0][c]) for name in ("q", "qr")) +
+              (ms.Tensor(a["idx"][0, c[0], 0]), ms.Tensor(a["dout"][0][c])) for c in pieces]
+    zeros = [ms.Tensor(np.zeros(x.shape, np.float32)) for x in (k, kr, v)]
+
+    def step():
+        dk, dkr, dv = zeros
+        dq = []
+        for q, qr, idx, dout in chunks:
+            gq, gqr, dk, dkr, dv = chunk_step(q, qr, k, kr, v, idx, dout, dk, dkr, dv)
+            dq += [gq, gqr]
+        return dq + [dk, dkr, dv]
+
+    return step, (f"sparse attention in chunks of {chunk} queries: gathered k, v [{chunk}, k, D], batched "
+                  f"matmuls, ms.grad of one GRAPH-compiled chunk function, {n1} heads")
+
+
 def build_composed(op, z, a):
     """The same math from MindSpore ops (GRAPH mode): dense [T, T] (per head) buffers and masks."""
     import mindspore as ms
@@ -158,21 +206,14 @@ def build_composed(op, z, a):
         causal = ms.Tensor(np.triu(np.ones((tn, tn), bool), 1))
         return (lambda: fn(t["qi"], t["ki"], t["w"], causal)), \
             "ReLU(q k^T) [T, Ni, T], weighted sum, topk; GRAPH mode"
+    if op == "attention":
+        return composed_attention(z, a, scale)
     masked = ms.Tensor(selection_mask(a["idx"], tn))
 
     def main_scores(q, k, qr, kr, masked):
         """[N1, T, T] scaled scores of the main attention, -inf off the selection."""
         s = ops.matmul(q[0].swapaxes(0, 1), k[0, :, 0].T) + ops.matmul(qr[0].swapaxes(0, 1), kr[0, :, 0].T)
         return ops.masked_fill(s * scale, masked, float("-inf"))
-
-    if op == "attention":
-        def loss(q, k, v, qr, kr, masked, dout):
-            out = ops.matmul(ops.softmax(main_scores(q, k, qr, kr, masked), -1), v[0, :, 0])
-            return (out * dout[0].swapaxes(0, 1)).sum()
-
-        fn = ms.jit(ms.grad(loss, grad_position=(0, 1, 2, 3, 4)))
-        return (lambda: fn(t["q"], t["k"], t["v"], t["qr"], t["kr"], masked, t["dout"])), \
-            "softmax(masked q k^T + q_r k_r^T) v, [N1, T, T], ms.grad; GRAPH mode"
 
     def kl(qi, ki, w, q, k, qr, kr, masked):
         p = ops.softmax(main_scores(q, k, qr, kr, masked), -1).sum(0)

@@ -91,17 +91,20 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
     this->LoadRows(this->qGm_, qRow * td.dim, td.dim, g, d, this->qf_);
     this->LoadWeights(qRow);
     LoadMainQuery(row, n);
+    // One run (k <= kPad, the usual case) stays where pass 1 left it: its keys (live_, kf_),
+    // indexer scores (s_), I and p in UB; only longer lists go round the workspace.
+    const bool single = runs == 1;
     Totals tot;
-    uint32_t total = 0;
+    uint32_t total = 0, live = 0;
     for (int64_t r = 0; r < runs; ++r) {
-      const uint32_t live = RunKeys(seg, sel, first, last, r, span);
+      live = RunKeys(seg, sel, first, last, r, span);
       if (live == 0) continue;
       total += live;
       const uint32_t kp = (live + 63) / 64 * 64;
       IndexerScores(seg, n, live, kp);
       Target(seg, i, n, live, kp, tot);
       Indexer(kp, tot);
-      SaveRun(r, kp);
+      if (!single) SaveRun(r, kp);
     }
     if (total == 0) {
       this->StoreZeros(qRow, g, d);
@@ -110,11 +113,13 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
     }
     bool started = false;
     for (int64_t r = 0; r < runs; ++r) {
-      const uint32_t live = RunKeys(seg, sel, first, last, r, span);
-      if (live == 0) continue;
+      if (!single) {
+        live = RunKeys(seg, sel, first, last, r, span);
+        if (live == 0) continue;
+      }
       const uint32_t kp = (live + 63) / 64 * 64;
-      IndexerScores(seg, n, live, kp);
-      DeltaI(r, kp, tot);
+      if (!single) IndexerScores(seg, n, live, kp);
+      DeltaI(r, kp, tot, single);
       this->Scores(g, kp, qRow, started, false);
       this->MmNN(this->dqf_, this->ds_, kp, this->kf_, d, g, d, kp, started ? 1 : 0);
       this->MmTN(this->dkf_, this->ds_, kp, this->qf_, d, kp, d, g);
@@ -248,18 +253,20 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
 
   // dI_ = exp(I - max) / Σ exp - p' of run r, p' = p / Σ p (0 past the live keys: I is kFar, p 0
   // there); adds Σ p' log p' and Σ p' (I - max) to the totals (the loss's terms, from the
-  // normalised target as with a single run).
-  __aicore__ inline void DeltaI(int64_t r, uint32_t kp, Totals &tot) {
+  // normalised target as with a single run). `inUb`: I and p are still in idx_ and p_.
+  __aicore__ inline void DeltaI(int64_t r, uint32_t kp, Totals &tot, bool inUb) {
     const uint64_t at = uint64_t(r) * this->td_->kPad, stride = AlignUp(uint64_t(this->td_->topK), this->td_->kPad);
     LocalTensor<float> p = p_.Get<float>(), I = idx_.Get<float>(), dI = this->dI_.template Get<float>();
     LocalTensor<float> t = this->tmp_.template Get<float>();
     LocalTensor<uint8_t> pMask = pMask_.Get<uint8_t>();
-    // The run's scores and targets were written by this block's MTE3 in pass 1.
-    OrderPipes<HardEvent::MTE3_MTE2>(&this->pipe);
-    OrderPipes<HardEvent::V_MTE2>(&this->pipe);
-    CopyIn(I, ip_[at], kp);
-    CopyIn(p, ip_[stride + at], kp);
-    OrderPipes<HardEvent::MTE2_V>(&this->pipe);
+    if (!inUb) {
+      // The run's scores and targets were written by this block's MTE3 in pass 1.
+      OrderPipes<HardEvent::MTE3_MTE2>(&this->pipe);
+      OrderPipes<HardEvent::V_MTE2>(&this->pipe);
+      CopyIn(I, ip_[at], kp);
+      CopyIn(p, ip_[stride + at], kp);
+      OrderPipes<HardEvent::MTE2_V>(&this->pipe);
+    }
     Adds(I, I, -tot.max, static_cast<int32_t>(kp));
     Muls(p, p, tot.mass > 0.0f ? 1.0f / tot.mass : 0.0f, static_cast<int32_t>(kp));
     Mul(t, p, I, static_cast<int32_t>(kp));

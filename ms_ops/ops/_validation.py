@@ -69,3 +69,16 @@ def check_float(op, name, value, low, high):
         raise TypeError(f"{op}: '{name}' must be a float, got {type(value).__name__}")
     if not low <= value < high:
         raise ValueError(f"{op}: '{name}' must be in [{low}, {high}), got {value}")
+
+
+def check_block_table(op, block_table, paged, layout_arg, layout):
+    """A block table is given exactly with paged keys (``layout_arg`` == "PA_BSND"), an int32
+    [batch, max_blocks] Tensor."""
+    if paged != (block_table is not None):
+        raise ValueError(f"{op}: 'block_table' is required exactly with {layout_arg} 'PA_BSND' (paged keys), got "
+                         f"{'none' if block_table is None else 'one'} with {layout_arg} {layout!r}")
+    if paged:
+        check_tensor(op, "block_table", block_table)
+        if block_table.dtype != ms.int32 or block_table.ndim != 2:
+            raise TypeError(f"{op}: 'block_table' must be a 2-D int32 Tensor [batch, max_blocks], got "
+                            f"{block_table.dtype} of shape {block_table.shape}")

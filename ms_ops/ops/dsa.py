@@ -13,7 +13,8 @@ from ms_ops.bprop.dsa import (make_dense_lightning_indexer_kl_loss_bprop, make_l
                               make_sparse_lightning_indexer_kl_loss_bprop)
 from ms_ops.kernels.lightning_indexer import (DENSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, LIGHTNING_INDEXER,
                                               SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS)
-from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
+from ms_ops.ops._validation import (FLOAT_DTYPES, check_block_table, check_dtype, check_int, check_same_dtype,
+                                   check_tensor, known)
 
 _LI = "lightning_indexer"
 _KL = "sparse_lightning_indexer_kl_loss"
@@ -64,14 +65,7 @@ def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, 
     if layout_key != layout_query and not paged:
         also = " or 'PA_BSND'" if op == _LI else ""
         raise ValueError(f"{op}: 'layout_key' must equal layout_query ({layout_query!r}){also}, got {layout_key!r}")
-    if paged != (block_table is not None):
-        raise ValueError(f"{op}: 'block_table' is required exactly with layout_key 'PA_BSND' (paged keys), got "
-                         f"{'none' if block_table is None else 'one'} with layout_key {layout_key!r}")
-    if paged:
-        check_tensor(op, "block_table", block_table)
-        if block_table.dtype != ms.int32 or block_table.ndim != 2:
-            raise TypeError(f"{op}: 'block_table' must be a 2-D int32 Tensor [batch, max_blocks], got "
-                            f"{block_table.dtype} of shape {block_table.shape}")
+    check_block_table(op, block_table, paged, "layout_key", layout_key)
     check_int(op, "sparse_count", sparse_count, low=1)
     if sparse_count > MAX_SPARSE_COUNT:
         raise ValueError(f"{op}: 'sparse_count' must be in [1, {MAX_SPARSE_COUNT}], got {sparse_count}")
@@ -210,6 +204,27 @@ def _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, sof
                          f"{sparse_indices.shape}")
 
 
+_KL_KERNELS = {_KL: (SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, make_sparse_lightning_indexer_kl_loss_bprop),
+               _DENSE: (DENSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, make_dense_lightning_indexer_kl_loss_bprop)}
+
+
+def _kl_loss(op, tensors, scale_value, query_rope, key_rope, actual_seq_qlen, actual_seq_klen, layout, sparse_mode,
+             pre_tokens, next_tokens):
+    """The checked KL loss ``op`` through its kernel: ``tensors`` are its inputs up to softmax_sum
+    (query, key, query_index, key_index, weights[, sparse_indices], softmax_max, softmax_sum); the
+    absent rope parts and lengths become placeholders. Returns the loss."""
+    query_index, key_index = tensors[2], tensors[3]
+    qlen, klen, has_q, has_k = sequence_lengths(op, query_index, key_index, layout, actual_seq_qlen, actual_seq_klen)
+    has_rope = query_rope is not None
+    if not has_rope:
+        query_rope = key_rope = ops.zeros((1,), query_index.dtype)
+    kernel, bprop = _KL_KERNELS[op]
+    prim = custom_op(kernel, bprop, api=op, layout_query=layout, layout_key=layout, sparse_mode=sparse_mode,
+                     pre_tokens=pre_tokens, next_tokens=next_tokens, has_lengths_query=has_q, has_lengths_key=has_k,
+                     scale_value=float(scale_value), has_rope=has_rope)
+    return prim(*tensors, query_rope, key_rope, qlen, klen)[3]
+
+
 def sparse_lightning_indexer_kl_loss(query, key, query_index, key_index, weights, sparse_indices, softmax_max,
                                      softmax_sum, scale_value=1.0, *, query_rope=None, key_rope=None,
                                      actual_seq_qlen=None, actual_seq_klen=None, layout="BSND", sparse_mode=3,
@@ -257,18 +272,9 @@ def sparse_lightning_indexer_kl_loss(query, key, query_index, key_index, weights
                    op=_KL)
     _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
               key_rope, layout)
-    qlen, klen, has_q, has_k = sequence_lengths(_KL, query_index, key_index, layout, actual_seq_qlen,
-                                                actual_seq_klen)
-    has_rope = query_rope is not None
-    if not has_rope:
-        query_rope = key_rope = ops.zeros((1,), query_index.dtype)
-    prim = custom_op(SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, make_sparse_lightning_indexer_kl_loss_bprop, api=_KL,
-                     layout_query=layout, layout_key=layout, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
-                     next_tokens=next_tokens, has_lengths_query=has_q, has_lengths_key=has_k,
-                     scale_value=float(scale_value), has_rope=has_rope)
-    out = prim(query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum, query_rope,
-               key_rope, qlen, klen)
-    return out[3]
+    return _kl_loss(_KL, (query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum),
+                    scale_value, query_rope, key_rope, actual_seq_qlen, actual_seq_klen, layout, sparse_mode,
+                    pre_tokens, next_tokens)
 
 
 def dense_lightning_indexer_kl_loss(query, key, query_index, key_index, weights, softmax_max, softmax_sum,
@@ -290,15 +296,6 @@ def dense_lightning_indexer_kl_loss(query, key, query_index, key_index, weights,
                    op=_DENSE)
     _check_kl(query, key, query_index, weights, None, softmax_max, softmax_sum, scale_value, query_rope, key_rope,
               layout, op=_DENSE)
-    qlen, klen, has_q, has_k = sequence_lengths(_DENSE, query_index, key_index, layout, actual_seq_qlen,
-                                                actual_seq_klen)
-    has_rope = query_rope is not None
-    if not has_rope:
-        query_rope = key_rope = ops.zeros((1,), query_index.dtype)
-    prim = custom_op(DENSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, make_dense_lightning_indexer_kl_loss_bprop, api=_DENSE,
-                     layout_query=layout, layout_key=layout, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
-                     next_tokens=next_tokens, has_lengths_query=has_q, has_lengths_key=has_k,
-                     scale_value=float(scale_value), has_rope=has_rope)
-    out = prim(query, key, query_index, key_index, weights, softmax_max, softmax_sum, query_rope, key_rope, qlen,
-               klen)
-    return out[3]
+    return _kl_loss(_DENSE, (query, key, query_index, key_index, weights, softmax_max, softmax_sum), scale_value,
+                    query_rope, key_rope, actual_seq_qlen, actual_seq_klen, layout, sparse_mode, pre_tokens,
+                    next_tokens)

@@ -9,7 +9,8 @@ from ms_ops._custom import custom_op
 from ms_ops.bprop.sparse_flash_attention import make_sparse_flash_attention_bprop
 from ms_ops.kernels.sparse_flash_attention import SPARSE_FLASH_ATTENTION
 from ms_ops.ops.dsa import lengths_arg
-from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
+from ms_ops.ops._validation import (FLOAT_DTYPES, check_block_table, check_dtype, check_int, check_same_dtype,
+                                   check_tensor, known)
 
 _OP = "sparse_flash_attention"
 _FAR = 2**63 - 1
@@ -126,17 +127,10 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
     if layout_kv != layout_query and not (paged and layout_query == "BSND"):
         raise ValueError(f"{_OP}: 'layout_kv' {layout_kv!r} must equal 'layout_query' {layout_query!r} "
                          f"(or be 'PA_BSND' with 'BSND' queries)")
-    if paged != (block_table is not None):
-        raise ValueError(f"{_OP}: 'block_table' is required exactly with layout_kv 'PA_BSND' (paged keys), got "
-                         f"{'none' if block_table is None else 'one'} with layout_kv {layout_kv!r}")
-    if paged:
-        check_tensor(_OP, "block_table", block_table)
-        if block_table.dtype != ms.int32 or block_table.ndim != 2:
-            raise TypeError(f"{_OP}: 'block_table' must be a 2-D int32 Tensor [batch, max_blocks], got "
-                            f"{block_table.dtype} of shape {block_table.shape}")
-        if actual_seq_lengths_kv is None:
-            raise ValueError(f"{_OP}: 'actual_seq_lengths_kv' is required with layout_kv 'PA_BSND' "
-                             f"(per-batch key lengths)")
+    check_block_table(_OP, block_table, paged, "layout_kv", layout_kv)
+    if paged and actual_seq_lengths_kv is None:
+        raise ValueError(f"{_OP}: 'actual_seq_lengths_kv' is required with layout_kv 'PA_BSND' "
+                         f"(per-batch key lengths)")
     check_int(_OP, "sparse_mode", sparse_mode, allowed=(0, 3))
     check_int(_OP, "sparse_block_size", sparse_block_size, low=1)
     check_int(_OP, "attention_mode", attention_mode, allowed=(0, 1, 2))
