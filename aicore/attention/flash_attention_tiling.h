@@ -44,14 +44,15 @@ struct FlashAttentionTiling {
 };
 
 // Query rows x key rows of a score tile. The forward covers 512 keys per cube and vector pass (a
-// fixed cost per tile, the Matmul set-up and the per-row statistics, is paid 4x less often); its
-// UB use stays that of 128-key tiles except for the key-long rows: the S, P and accumulator chunk
-// queues are 16 KiB each whatever the tile width (8 rows of 512 keys), and the rows of nTile
-// elements (attn_mask: 2 x 2 KiB fp32 + 0.5 KiB bytes + 1 KiB half + 2 x 2 KiB; real_shift:
-// 3 x 2 KiB; dropout bits: 8 x 96 B) add under 20 KiB, about 100 KiB in all against the A2's
-// 184 KiB usable UB (the twin checks every launch). The backward's tiles hold 256 keys: its
-// workspace (S, P, dP, dS tiles and two accumulators of max(mTile, nTile) rows per block) grows
-// with the key tile, and 256 keeps S = 8192 within issue 10's extra-memory budget.
+// fixed cost per tile, the Matmul set-up, the accumulator's rescale and the running statistics, is
+// paid 4x less often). Its UB at most: S and P chunk queues of 32 KiB (16 rows of 512 fp32),
+// accumulator in/out chunks of 16 KiB each, 8 KiB of reduction scratch, 2 KiB of broadcast blocks,
+// 9.5 KiB of row statistics and a zero row, and the rows of nTile elements (attn_mask: 2 x 2 KiB
+// fp32 + 0.5 KiB bytes + 1 KiB half + 2 x 2 KiB; real_shift: 3 x 2 KiB; dropout bits: 16 x 96 B):
+// about 133 KiB against the A2's 184 KiB usable UB (the twin checks every launch). The backward's
+// tiles hold 256 keys: its workspace (S, P, dP, dS tiles and two accumulators of max(mTile, nTile)
+// rows per block) grows with the key tile; at 256, S = 8192 causal fp32 forward+backward peaks at
+// 57.7 MiB beyond inputs, outputs and gradients (issue 10's budget: 64 MiB).
 constexpr uint64_t kFaQueryTile = 128, kFaKeyTile = 512, kFaGradKeyTile = 256;
 
 inline TCubeTiling FaCubeTiling(FaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {

@@ -39,8 +39,9 @@ struct FaArgs {
   GM_ADDR workspace;
 };
 
-// UB bytes of one fp32 chunk of a score or accumulator tile.
-constexpr uint32_t kFaChunkBytes = 16384;
+// UB bytes of one fp32 chunk of a score tile (16 rows of 512 keys: each vector call covers as many
+// elements as 64 rows of 128 keys did) and of an accumulator tile.
+constexpr uint32_t kFaScoreChunkBytes = 32768, kFaChunkBytes = 16384;
 
 template <typename T>
 class FlashAttentionScoreKernel {
@@ -78,7 +79,7 @@ class FlashAttentionScoreKernel {
 
     nPitch_ = FaPitch(nT);
     dPitch_ = FaPitch(dv);
-    sRows_ = FaChunkRows(nPitch_, kFaChunkBytes);
+    sRows_ = FaChunkRows(nPitch_, kFaScoreChunkBytes);
     aRows_ = FaChunkRows(dPitch_, kFaChunkBytes);
     pipe.InitBuffer(sQ_, 1, sRows_ * nPitch_ * 4);
     pipe.InitBuffer(pQ_, 1, UbBytes(sRows_ * nPitch_, sizeof(T)));
