@@ -41,7 +41,7 @@ def test_modes_bf16(mode):
 
 
 def test_with_dropout(mode):
-    check("BNSD", "fp32", mode, d=96, dv=33, keep_prob=0.7, seed=4, offset=8)
+    check("BNSD", "fp32", mode, d=96, dv=33, keep_prob=0.7, seed=5, offset=8)
 
 
 def test_packed():
