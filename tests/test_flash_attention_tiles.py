@@ -1,8 +1,9 @@
 """flash_attention_score and its gradient at the edges of the kernels' tiles (128 query rows; 512
-keys forward, 256 backward; a query tile's keys cut where its last row stops seeing them) against
-the float64 reference: lengths just below, at and above 128/256/512, causal and band masks whose
-ends fall inside a 512-key tile, GQA, packed TND sequences crossing tiles, fp16/bf16. PyNative
-only, small head dims: the tile logic is mode- and width-independent, and this file stays fast."""
+keys forward; 256 backward when the key pass has two items per core, else 128; a query tile's
+keys cut where its last row stops seeing them) against the float64 reference: lengths just below,
+at and above 128/256/512, causal and band masks whose ends fall inside a 512-key tile, GQA,
+packed TND sequences crossing tiles, fp16/bf16. PyNative only, small head dims: the tile logic is
+mode- and width-independent, and this file stays fast."""
 import pytest
 
 from tests.test_attention import check
@@ -14,6 +15,14 @@ from tests.test_attention_varlen import check as check_packed
 @pytest.mark.parametrize("sparse", [0, 3])
 def test_lengths_around_tiles(s1, s2, sparse):
     check(1, 1, 1, s1, s2, 16, "BNSD", "fp32", "pynative", sparse=sparse)
+
+
+@pytest.mark.parametrize("s1,s2", [(255, 257), (129, 511), (257, 513)])
+@pytest.mark.parametrize("sparse", [0, 3])
+def test_backward_key_tiles_of_256(s1, s2, sparse):
+    """24 key heads give the key pass at least 48 items of 256 keys: the backward takes 256-key tiles
+    (the cases above, with one or two key heads, take 128)."""
+    check(1, 24, 24, s1, s2, 16, "BNSD", "fp32", "pynative", sparse=sparse)
 
 
 @pytest.mark.parametrize("sparse,s2,pre,nxt", [

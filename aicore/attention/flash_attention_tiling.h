@@ -52,7 +52,9 @@ struct FlashAttentionTiling {
 // about 133 KiB against the A2's 184 KiB usable UB (the twin checks every launch). The backward's
 // tiles hold 256 keys: its workspace (S, P, dP, dS tiles and two accumulators of max(mTile, nTile)
 // rows per block) grows with the key tile; at 256, S = 8192 causal fp32 forward+backward peaks at
-// 57.7 MiB beyond inputs, outputs and gradients (issue 10's budget: 64 MiB).
+// 57.7 MiB beyond inputs, outputs and gradients (issue 10's budget: 64 MiB). With fewer than two
+// 256-key items per core the key pass would leave cores idle in its last round (at S = 1024, N = 8:
+// 32 items on 24 cores, 2 rounds of 256 keys against 3 of 128), so such problems keep 128 keys.
 constexpr uint64_t kFaQueryTile = 128, kFaKeyTile = 512, kFaGradKeyTile = 256;
 
 inline TCubeTiling FaCubeTiling(FaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
@@ -72,6 +74,21 @@ inline void FaStrides(FaLayout l, int64_t b, int64_t s, int64_t n, int64_t d, in
 }
 
 // grad: the backward's workspace (S, P, dP, dS tiles and two fp32 accumulators per block).
+// Tiles of `tile` rows over the queries (keys = false) or keys of every sequence.
+inline uint64_t FaTileCount(const FlashAttentionProblem &p, bool packed, size_t nb, bool keys, uint64_t tile) {
+  const std::vector<int64_t> &cum = keys ? p.cumKv : p.cumQ;
+  if (!packed) return uint64_t(p.batch) * CeilDiv(uint64_t(keys ? p.seq2 : p.seq1), tile);
+  uint64_t tiles = 0;
+  for (size_t b = 0; b < nb; ++b) tiles += CeilDiv(uint64_t(cum[b] - (b ? cum[b - 1] : 0)), tile);
+  return tiles;
+}
+
+// The backward's key tile: kFaGradKeyTile when its key pass has at least two items per core.
+inline uint64_t FaGradKeyTile(const FlashAttentionProblem &p, bool packed, size_t nb, uint32_t cores) {
+  const uint64_t items = uint64_t(p.heads2) * FaTileCount(p, packed, nb, true, kFaGradKeyTile);
+  return items >= 2 * uint64_t(cores) ? kFaGradKeyTile : kFaQueryTile;
+}
+
 inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProblem &p, const PlatformInfo &platform,
                                                         bool grad) {
   FlashAttentionTiling t;
@@ -153,20 +170,11 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
   d.pseBase = p.pseBase;
   d.scale = p.scale;
   const uint64_t mT = maxQ < int64_t(kFaQueryTile) ? uint64_t(maxQ > 0 ? maxQ : 1) : kFaQueryTile;
-  const uint64_t keyTile = grad ? kFaGradKeyTile : kFaKeyTile;
+  const uint64_t keyTile = grad ? FaGradKeyTile(p, packed, nb, platform.aicCoreNum) : kFaKeyTile;
   const uint64_t nT = maxKv < int64_t(keyTile) ? uint64_t(maxKv > 0 ? maxKv : 1) : keyTile;
   d.mTile = static_cast<uint32_t>(mT);
   d.nTile = static_cast<uint32_t>(nT);
-  uint64_t qTiles = 0, kTiles = 0;
-  if (packed) {
-    for (size_t b = 0; b < nb; ++b) {
-      qTiles += CeilDiv(uint64_t(p.cumQ[b] - (b ? p.cumQ[b - 1] : 0)), mT);
-      kTiles += CeilDiv(uint64_t(p.cumKv[b] - (b ? p.cumKv[b - 1] : 0)), nT);
-    }
-  } else {
-    qTiles = uint64_t(p.batch) * CeilDiv(uint64_t(p.seq1), mT);
-    kTiles = uint64_t(p.batch) * CeilDiv(uint64_t(p.seq2), nT);
-  }
+  const uint64_t qTiles = FaTileCount(p, packed, nb, false, mT), kTiles = FaTileCount(p, packed, nb, true, nT);
   d.qTiles = int64_t(qTiles);
   d.kTiles = int64_t(kTiles);
   // Forward items: (n1, query tile); the backward's key pass has (n2, key tile) items too.
