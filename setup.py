@@ -36,6 +36,6 @@ setup(
     package_dir={"ms_ops.bprop": "bprop"},
     package_data={"ms_ops": ["lib/*.so"]},
     install_requires=["mindspore==2.10.0", "numpy<2", "scipy-openblas32"],
-    extras_require={"test": ["pytest", "tqdm", "matplotlib"], "examples": ["tqdm", "matplotlib"]},
+    extras_require={"test": ["pytest", "pytest-xdist", "tqdm", "matplotlib"], "examples": ["tqdm", "matplotlib"]},
     cmdclass={"build_py": BuildWithKernels},
 )
