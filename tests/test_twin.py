@@ -31,6 +31,7 @@ SIGNATURES = {
     "twin_gm_check": [I, V, V],
     "twin_gm_mixed": [I, V],
     "twin_matmul_shared": [I, I, V, V, V, I, U],
+    "twin_spans_overlap": [V, V],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_tiling_default": [V, V],
@@ -630,6 +631,32 @@ def test_matmul_atomic_adds_of_concurrent_blocks_are_exact(lib, capfd, mode):
     assert lib.twin_matmul_shared(1, mode, P(a), P(b), P(c), n, blocks) == 0
     np.testing.assert_array_equal(c, 1 + blocks * ab)
     assert "ms_ops" not in capfd.readouterr().err
+
+
+def test_atomic_spans_overlap_exactly_when_they_share_a_byte(lib):
+    """The spans store atomics hold (rows of bytes, pitch apart): a false 'disjoint' would lose
+    updates, a false 'overlap' would serialize blocks adding into other columns of the same rows."""
+    rng = np.random.default_rng(0)
+
+    def span():
+        rows = int(rng.integers(0, 5))
+        return np.array([rng.integers(0, 64), rows, rng.integers(0, 9), rng.integers(0, 24)], np.uint64)
+
+    def covered(s):
+        at, rows, nbytes, pitch = (int(v) for v in s)
+        return {at + r * pitch + i for r in range(rows) for i in range(nbytes)}
+
+    seen = set()
+    for _ in range(3000):
+        a, b = span(), span()
+        want = bool(covered(a) & covered(b))
+        assert lib.twin_spans_overlap(P(a), P(b)) == want, (a, b)
+        seen.add(want)
+    assert seen == {True, False}
+    # Two column halves of the same 4 rows (pitch 64 bytes): disjoint; a one-byte shift: not.
+    left, right = np.array([0, 4, 32, 64], np.uint64), np.array([32, 4, 32, 64], np.uint64)
+    assert lib.twin_spans_overlap(P(left), P(right)) == 0
+    assert lib.twin_spans_overlap(P(left), P(right - np.array([1, 0, 0, 0], np.uint64))) == 1
 
 
 def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks=3, blocks_n=1, coop=0,

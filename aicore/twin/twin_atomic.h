@@ -1,15 +1,14 @@
 // Store atomics of MTE3: after SetAtomicAdd<T> / SetAtomicMax<T> / SetAtomicMin<T>, every UB -> GM
 // DataCopy / DataCopyPad of this core combines each element with what global memory holds instead
 // of overwriting it, until SetAtomicNone; Matmul's enAtomic stores combine the same way. The
-// blocks of a launch run on concurrent threads, so the twin combines under a lock per GM page
-// (twin_runtime.h): concurrent blocks accumulating into the same bytes give the exact
-// combination, as on the NPU (for Add the order of the additions, and so the rounding, is not
-// fixed, as it is not there).
+// blocks of a launch run on concurrent threads, so the twin combines holding the bytes it combines
+// into (twin_runtime.h's AtomicSpan): concurrent blocks accumulating into the same bytes give the
+// exact combination, as on the NPU (for Add the order of the additions, and so the rounding, is
+// not fixed, as it is not there).
 #ifndef MS_OPS_TWIN_ATOMIC_H_
 #define MS_OPS_TWIN_ATOMIC_H_
 
 #include <cstdint>
-#include <mutex>
 #include <type_traits>
 
 #include "twin_tensor.h"
@@ -54,18 +53,11 @@ inline T Combine(AtomicOp op, T old, T v) {
   }
 }
 
-// n elements of src combined into dst, page by page under the page's lock (elements are aligned
-// to their size, so none straddles two pages).
+// n elements of src combined into dst, holding dst's bytes (twin_runtime.h).
 template <typename T>
 inline void AtomicStore(AtomicOp op, T *dst, const T *src, uint64_t n) {
-  for (uint64_t i = 0; i < n;) {
-    const uintptr_t at = reinterpret_cast<uintptr_t>(dst + i);
-    const uint64_t inPage = (::ms_ops::twin::kAtomicPageBytes - at % ::ms_ops::twin::kAtomicPageBytes + sizeof(T) - 1) /
-                            sizeof(T);
-    const uint64_t end = i + (inPage < n - i ? inPage : n - i);
-    std::lock_guard<std::mutex> lock(::ms_ops::twin::AtomicPageLock(dst + i));
-    for (; i < end; ++i) dst[i] = Combine(op, dst[i], src[i]);
-  }
+  const ::ms_ops::twin::AtomicSpan held({reinterpret_cast<uintptr_t>(dst), 1, n * sizeof(T), 0});
+  for (uint64_t i = 0; i < n; ++i) dst[i] = Combine(op, dst[i], src[i]);
 }
 
 // The atomic operation a UB -> GM copy of T elements does (kAtomicNone: a plain store). The

@@ -349,11 +349,59 @@ void GmWritten(const char *call, const void *base, const void *gm, uint64_t byte
                                    b.gmClock->Segment(), b.idx, b.coreType == kAic, atomic});
 }
 
-std::mutex &AtomicPageLock(const void *gm) {
-  // Pages hash to a fixed set of locks: two pages sharing one only wait for each other.
-  static std::mutex locks[1024];
-  const uintptr_t page = reinterpret_cast<uintptr_t>(gm) / kAtomicPageBytes;
-  return locks[(page ^ (page >> 10)) % 1024];
+bool SpansOverlap(const GmSpan &a, const GmSpan &b) {
+  if (a.rows == 0 || a.bytes == 0 || b.rows == 0 || b.bytes == 0) return false;
+  // Each run of the span with fewer runs against the one run of the other that could meet it:
+  // the first whose end lies past the run's start.
+  const GmSpan &s = a.rows <= b.rows ? a : b, &l = a.rows <= b.rows ? b : a;
+  const int64_t lAt = static_cast<int64_t>(l.at), lBytes = static_cast<int64_t>(l.bytes);
+  const int64_t lPitch = static_cast<int64_t>(l.pitch), lRows = static_cast<int64_t>(l.rows);
+  for (uint64_t i = 0; i < s.rows; ++i) {
+    const int64_t lo = static_cast<int64_t>(s.at + i * s.pitch), hi = lo + static_cast<int64_t>(s.bytes);
+    const int64_t before = lo - lBytes - lAt;  // run j ends past lo iff j * pitch > before
+    const int64_t j = before < 0 || lPitch == 0 ? 0 : before / lPitch + 1;
+    if (j >= lRows) continue;
+    const int64_t start = lAt + j * lPitch;
+    if (start < hi && start + lBytes > lo) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The spans held now, with the lock and signal of their holders.
+struct HeldSpans {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<GmSpan> held;
+};
+
+HeldSpans &AllHeldSpans() {
+  static HeldSpans *spans = new HeldSpans();  // never destroyed: blocks may still run at exit
+  return *spans;
+}
+
+}  // namespace
+
+AtomicSpan::AtomicSpan(const GmSpan &span) : span_(span) {
+  HeldSpans &h = AllHeldSpans();
+  std::unique_lock<std::mutex> lock(h.mu);
+  h.cv.wait(lock, [&] {
+    return std::none_of(h.held.begin(), h.held.end(), [&](const GmSpan &o) { return SpansOverlap(o, span_); });
+  });
+  h.held.push_back(span_);
+}
+
+AtomicSpan::~AtomicSpan() {
+  HeldSpans &h = AllHeldSpans();
+  {
+    std::lock_guard<std::mutex> lock(h.mu);
+    const auto it = std::find_if(h.held.begin(), h.held.end(), [&](const GmSpan &o) {
+      return o.at == span_.at && o.rows == span_.rows && o.bytes == span_.bytes && o.pitch == span_.pitch;
+    });
+    h.held.erase(it);
+  }
+  h.cv.notify_all();
 }
 
 void SyncAllBlocks(bool aivOnly) {

@@ -133,10 +133,28 @@ void CrossCoreWait(int flag);
 // logged while tracking so that the launch can find blocks writing the same bytes.
 void GmWritten(const char *call, const void *base, const void *gm, uint64_t bytes, bool atomic);
 
-// The lock of the GM page (kAtomicPageBytes) at `gm`, which store atomics combine under
-// (twin_atomic.h), so that blocks combining into the same bytes at once lose no update.
-constexpr uintptr_t kAtomicPageBytes = 4096;
-std::mutex &AtomicPageLock(const void *gm);
+// GM bytes a store atomic combines into: `rows` runs of `bytes` bytes, `pitch` bytes apart, from
+// `at` (a row-strided block of C, or one contiguous run with rows 1).
+struct GmSpan {
+  uintptr_t at;
+  uint64_t rows, bytes, pitch;
+};
+bool SpansOverlap(const GmSpan &a, const GmSpan &b);
+
+// Held while a store atomic combines into its span (twin_atomic.h, Matmul's enAtomic): blocks whose
+// spans share a byte wait for each other, so that no update is lost, as with the NPU's atomics,
+// while blocks combining into disjoint bytes (other columns of the same rows, say) go on at once.
+// Nothing else is waited for while one is held, so holders cannot deadlock.
+class AtomicSpan {
+ public:
+  explicit AtomicSpan(const GmSpan &span);
+  ~AtomicSpan();
+  AtomicSpan(const AtomicSpan &) = delete;
+  AtomicSpan &operator=(const AtomicSpan &) = delete;
+
+ private:
+  GmSpan span_;
+};
 
 // KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY): the running block is a cube core. Only outside a
 // mixed launch, whose cores have their types already.

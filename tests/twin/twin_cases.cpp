@@ -618,6 +618,11 @@ TWIN_EXPORT int twin_matmul_shared(int atomic, int mode, float *a, float *b, flo
   });
 }
 
+// SpansOverlap of the spans {at, rows, bytes, pitch} a[0..3] and b[0..3]: 1 if they share a byte.
+TWIN_EXPORT int twin_spans_overlap(const uint64_t *a, const uint64_t *b) {
+  return ms_ops::twin::SpansOverlap({a[0], a[1], a[2], a[3]}, {b[0], b[1], b[2], b[3]}) ? 1 : 0;
+}
+
 // ---- Matmul: C[M x N] (=|+=) A[M x K] * B[K x N] (+ bias), rows split over blocks ----
 
 namespace {

@@ -142,11 +142,17 @@ class Matmul {
     Written(call, gm, 0, m_, n_, ldc, enAtomic == 1);
     ::ms_ops::twin::CubeUnit unit;
     if constexpr (std::is_same_v<DstT, float>) {
-      // fp32 C without bias, overwritten: sgemm writes it in place, with no accumulator round trip.
-      if (!hasBias_ && enAtomic == 0) return Product(unit, call, 0, 0, m_, n_, gm.TwinData(), ldc);
+      // fp32 C without bias: sgemm overwrites it in place or, with enAtomic 1, adds into it in place
+      // holding C's bytes as the store atomic does; no accumulator round trip either way.
+      if (!hasBias_ && enAtomic == 0) return Product(unit, call, 0, 0, m_, n_, gm.TwinData(), ldc, false);
+      if (!hasBias_) {
+        const ::ms_ops::twin::AtomicSpan held({reinterpret_cast<uintptr_t>(gm.TwinData()), uint64_t(m_),
+                                               uint64_t(n_) * sizeof(float), uint64_t(ldc) * sizeof(float)});
+        return Product(unit, call, 0, 0, m_, n_, gm.TwinData(), ldc, true);
+      }
     }
     float *acc = unit.Scratch(2, size_t(m_) * n_);
-    Product(unit, call, 0, 0, m_, n_, acc, n_);
+    Product(unit, call, 0, 0, m_, n_, acc, n_, false);
     Store(gm.TwinData(), ldc, acc, m_, n_, enAtomic == 1);
   }
 
@@ -167,7 +173,7 @@ class Matmul {
     tileN_ = std::min(t_.baseN, n_ - tn_ * t_.baseN);
     tile_.Reserve(size_t(tileM_) * tileN_ * sizeof(float));
     ::ms_ops::twin::CubeUnit unit;
-    Product(unit, call, tm_ * t_.baseM, tn_ * t_.baseN, tileM_, tileN_, tile_.as<float>(), tileN_);
+    Product(unit, call, tm_ * t_.baseM, tn_ * t_.baseN, tileM_, tileN_, tile_.as<float>(), tileN_, false);
     return true;
   }
 
@@ -232,9 +238,10 @@ class Matmul {
     if (enAtomic > 1) twin_detail::Fail(call, "only enAtomic 0 (overwrite) and 1 (add) are supported by the twin");
   }
 
-  // c[rows x cols] (row stride ldc) = A[row0.., :k] * B[:k, col0..] + bias[col0..], in fp32.
+  // c[rows x cols] (row stride ldc) = (with `add`: c +) A[row0.., :k] * B[:k, col0..] + bias[col0..],
+  // in fp32.
   void Product(::ms_ops::twin::CubeUnit &unit, const char *call, int row0, int col0, int rows, int cols, float *c,
-               int ldc) {
+               int ldc, bool add) {
     if (rows == 0 || cols == 0) return;
     // Stored shapes: A is M x Ka (transposed: Ka x M), B is Kb x N (transposed: N x Kb).
     const int lda = transA_ ? M_ : Ka_, ldb = transB_ ? Kb_ : N_;
@@ -256,7 +263,7 @@ class Matmul {
       int la, lb;
       const float *a = twin_detail::AsFloat(unit, a_.TwinData() + aOff + aK, aR, aC, lda, 0, la);
       const float *b = twin_detail::AsFloat(unit, b_.TwinData() + bOff + bK, bR, bC, ldb, 1, lb);
-      ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, kk, a, la, b, lb, c, ldc, k0 == 0 ? 0.0f : 1.0f);
+      ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, kk, a, la, b, lb, c, ldc, k0 == 0 && !add ? 0.0f : 1.0f);
     }
     if (!hasBias_) return;
     bias_.TwinCheck(call, col0, cols);
