@@ -2,7 +2,7 @@
 """Compiles public CANN AscendC kernels, unchanged, against the CPU twin and runs their own kernel
 tests with their own golden data.
 
-Usage: tools/compile_cann_kernels.py OPS_NN_CHECKOUT [--work DIR] [--only NAME[,NAME...]] [--keep-going]
+Usage: tools/compile_cann_kernels.py OPS_NN_CHECKOUT [--work DIR] [--only NAME[,NAME...]]
 
 OPS_NN_CHECKOUT is a local checkout of CANN's ops-nn repository (this script fetches nothing). For
 each kernel of KERNELS it does what a CANN build and its kernel-UT harness do, with the twin in

@@ -6,7 +6,9 @@
 //
 // Usage: fused_patch_mlp_mix DTYPE GROUPS KEY...   (DTYPE float16 / bfloat16 / float32, the type
 // the kernel was compiled for; GROUPS AIC+2 AIV groups, the Matmul tiles split over them along N).
-// Exit status: the number of launches the twin failed or that wrote no output.
+// Exit status: the number of launches the twin failed or that wrote no output. The comparison's
+// verdict is only in compare_data.py's output (the UT helper that runs it does not return it),
+// which tools/compile_cann_kernels.py reads.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
