@@ -32,6 +32,7 @@ SIGNATURES = {
     "twin_gm_mixed": [I, V],
     "twin_matmul_shared": [I, I, V, V, V, I, U],
     "twin_spans_overlap": [V, V],
+    "twin_matmul_atomic_f16": [V, V, V, I],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_tiling_default": [V, V],
@@ -453,6 +454,19 @@ def test_ordered_pipes_pass(lib, capfd, which):
     assert "ms_ops" not in capfd.readouterr().err
 
 
+def test_auto_sync_orders_the_scalar_unit_only(lib, capfd, monkeypatch):
+    """MS_OPS_TWIN_AUTO_SYNC=1 (CANN's --cce-auto-sync): the compiler orders S with MTE2, MTE3 and V,
+    so GetValue right after an MTE2 copy passes; V after MTE2 still needs the kernel's own order."""
+    monkeypatch.setenv("MS_OPS_TWIN_AUTO_SYNC", "1")
+    x = np.arange(1, 9, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    assert lib.twin_race(9, P(x), P(out)) == 0  # out[0] = x[0] through GetValue / SetValue
+    assert out[0] == 1
+    assert "ms_ops" not in capfd.readouterr().err
+    assert lib.twin_race(0, P(x), P(out)) == 1
+    assert f"ms_ops twin_race: block 0: {RAW_A}" in capfd.readouterr().err
+
+
 def test_pipe_race_warns_once_when_not_strict(lib, capfd, monkeypatch):
     """Without strict mode the race tracking runs only on request (MS_OPS_TWIN_RACES=1), and a race
     is then a warning, once per kernel and call."""
@@ -657,6 +671,26 @@ def test_atomic_spans_overlap_exactly_when_they_share_a_byte(lib):
     left, right = np.array([0, 4, 32, 64], np.uint64), np.array([32, 4, 32, 64], np.uint64)
     assert lib.twin_spans_overlap(P(left), P(right)) == 0
     assert lib.twin_spans_overlap(P(left), P(right - np.array([1, 0, 0, 0], np.uint64))) == 1
+
+
+def test_matmul_atomic_into_fp16_adds_in_fp16(lib, capfd):
+    """enAtomic 1 into an fp16 C: CANN's Matmul sets SetAtomicAdd<DstT>, so FIXPIPE first converts
+    the fp32 product to fp16 and the atomic then adds two fp16 values (two roundings). A product of
+    1 + 2^-11 (a tie, rounded to 1) added to 1 + 2^-10 gives 2 (another tie, to even); one rounding
+    of the exact sum would give 2 + 2^-9."""
+    n = 16
+    a = np.zeros((n, n), np.float16)
+    a[:, 0], a[:, 1] = 1, 2.0 ** -11
+    b = np.zeros((n, n), np.float16)
+    b[0, :] = b[1, :] = 1
+    c0 = np.float16(1 + 2.0 ** -10)
+    c = np.full((n, n), c0, np.float16)
+    assert lib.twin_matmul_atomic_f16(P(a), P(b), P(c), n) == 0
+    product = np.float32(1 + 2.0 ** -11)
+    two_roundings = c0 + np.float16(product)
+    assert two_roundings == 2 and np.float16(np.float32(c0) + product) == 2 + 2.0 ** -9
+    np.testing.assert_array_equal(c, np.full((n, n), two_roundings, np.float16))
+    assert "ms_ops" not in capfd.readouterr().err
 
 
 def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks=3, blocks_n=1, coop=0,

@@ -2,7 +2,7 @@
 """Compiles public CANN AscendC kernels, unchanged, against the CPU twin and runs their own kernel
 tests with their own golden data.
 
-Usage: tools/compile_cann_kernels.py OPS_NN_CHECKOUT [--work DIR] [--only NAME[,NAME...]] [--keep-going]
+Usage: tools/compile_cann_kernels.py OPS_NN_CHECKOUT [--work DIR] [--only NAME[,NAME...]]
 
 OPS_NN_CHECKOUT is a local checkout of CANN's ops-nn repository (this script fetches nothing). For
 each kernel of KERNELS it does what a CANN build and its kernel-UT harness do, with the twin in
@@ -19,7 +19,13 @@ place of the NPU toolchain:
     the twin;
   * runs the test in strict mode (MS_OPS_TWIN_STRICT=1) in a scratch directory. The tests call
     their gen_data.py / compare_data.py through `python3`; a shim first on PATH runs them with this
-    interpreter and records their output, so the verdict is read from the comparison itself.
+    interpreter and records their output, so the verdict is read from the comparison itself. The
+    DTYPE_* macros are one dtype per build, as the UT build's AddOpTestCase sets them: a test case
+    that needs another dtype cannot hold there, and a gtest filter leaves it out (said in the row);
+  * for a MIX kernel whose test runs only a single-core wrapper (MixEntry), also builds its
+    production entry for the device (no __CCE_KT_TEST__) per dtype and runs it in MIX_MODE, one AIC
+    and two AIVs per group, through a driver of ours (tools/cann_drivers/) that takes the data and
+    the verdict from the kernel test's own gen_data.py / compare_data.py.
 Needs g++, gtest (Debian: libgtest-dev) and what the tests' golden-data scripts import (numpy,
 torch, tensorflow for bfloat16); a missing module is reported in the table, not hidden.
 Prints one row per kernel: kernel, what it covers, compiles?, runs correctly against its golden data
@@ -40,13 +46,32 @@ DEVICE = ["-D__CCE_KT_TEST__", "-D__CCE_AICORE__=220", "-D__NPU_ARCH__=2201"]
 
 
 class Kernel:
-    """One op of ops-nn: its directory, what it covers and the dtype its DTYPE_* macros name."""
+    """One op of ops-nn: its directory, what it covers, the dtype its DTYPE_* macros name (the one
+    its UT build's AddOpTestCase sets) and, when some of its test cases cannot hold in that build,
+    the gtest filter of those that can, with the reason."""
 
-    def __init__(self, op_dir, covers, dtype="float"):
+    def __init__(self, op_dir, covers, dtype="float", cases=None):
         self.op_dir = op_dir
         self.name = os.path.basename(op_dir)
+        self.label = self.name
         self.covers = covers
         self.dtype = dtype
+        self.cases = cases
+
+
+class MixEntry(Kernel):
+    """A MIX kernel's production entry, which its kernel test does not run: compiled for the device
+    (no __CCE_KT_TEST__) once per dtype with the tiling keys `keys`, launched in MIX_MODE by our
+    driver tools/cann_drivers/<driver> over `groups` AIC+2 AIV groups, each launch checked by the
+    kernel test's own gen_data.py / compare_data.py."""
+
+    def __init__(self, op_dir, covers, driver, keys, groups, dtypes):
+        super().__init__(op_dir, covers)
+        self.label = f"{self.name} (MIX entry)"
+        self.driver = driver
+        self.keys = keys
+        self.groups = groups
+        self.dtypes = dtypes
 
 
 KERNELS = [
@@ -61,10 +86,15 @@ KERNELS = [
     Kernel("loss/cross_entropy_loss", "reduce (WholeReduce/BlockReduce)"),
     Kernel("foreach/foreach_norm", "reduce"),
     Kernel("norm/add_layer_norm", "reduce"),
-    Kernel("experimental/loss/l2_loss", "reduce, atomics"),
+    Kernel("experimental/loss/l2_loss", "reduce", cases=(
+        "*float32*", "its UT build sets DTYPE_X=float, so only the float32 case can hold (the fp16 and bf16 cases "
+                     "hand half-width data to the float kernel)")),
     Kernel("experimental/loss/softmax_grad", "reduce"),
     Kernel("conv/deformable_conv2d", "matmul"),
     Kernel("experimental/matmul/fused_patch_mlp", "matmul, mixed AIC/AIV"),
+    MixEntry("experimental/matmul/fused_patch_mlp", "matmul + vector on AIC/AIV, cross-core flags, SyncAll",
+             driver="fused_patch_mlp_mix.cpp", keys=(1, 11, 31), groups=(1, 2),
+             dtypes=(("float16", "half"), ("bfloat16", "bfloat16_t"), ("float32", "float"))),
 ]
 
 # ---- build stand-ins ----
@@ -236,12 +266,14 @@ def key_dispatcher(name, params, keys):
     return "\n".join(lines)
 
 
-def compile_kernel(k, kernel_src, kdir, flags):
-    """The kernel's objects: one compile, or with TILING_KEY_IS one per tiling key plus the
-    dispatching entry. (rc, log, objects)."""
+def compile_kernel(k, kernel_src, kdir, flags, only_keys=None):
+    """The kernel's objects: one compile, or with TILING_KEY_IS one per tiling key (those of
+    only_keys when given) plus the dispatching entry. (rc, log, objects)."""
     with open(kernel_src, errors="replace") as f:
         source = f.read()
     keys = sorted({int(v) for v in KEY.findall(source)})
+    if only_keys is not None:
+        keys = [key for key in keys if key in only_keys]
     params = entry_params(source, k.name)
     if not keys or params is None:
         kobj = os.path.join(kdir, "kernel.o")
@@ -271,31 +303,72 @@ def test_source(op_root, name):
     return None
 
 
+def kernel_flags(k, checkout, kdir):
+    """The include path and forced includes a CANN build compiles k's kernel with: the twin in place
+    of CANN's headers, the op's directories, and the tiling header generated from its op_host."""
+    op_root = os.path.join(checkout, k.op_dir)
+    includes = ["-I", TWIN, "-I", os.path.join(ROOT, "aicore", "common"), "-I", os.path.join(op_root, "op_kernel"),
+                "-I", os.path.join(checkout, "common", "inc", "op_kernel"), "-I", os.path.join(op_root, "op_host")]
+    header = tiling_header(op_root, k.name)
+    if header is None:
+        return includes, []
+    path = os.path.join(kdir, f"{k.name}_tiling_data_generated.h")
+    with open(path, "w") as f:
+        f.write(header)
+    return includes, ["-include", "kernel_operator.h", "-include", path]
+
+
+def build_tree(kdir, checkout):
+    """Where a CANN build runs its kernel UTs: <checkout>/build/tests/ut/op_kernel, so that a test
+    finding its data four levels up finds the checkout. Here the checkout's top level is linked
+    into a scratch tree, which keeps the checkout itself untouched."""
+    root = fresh_dir(os.path.join(kdir, "checkout"))
+    for entry in os.listdir(checkout):
+        os.symlink(os.path.join(checkout, entry), os.path.join(root, entry))
+    return fresh_dir(os.path.join(root, "build", "tests", "ut", "op_kernel"))
+
+
+def run_strict(cmd, kdir, checkout, cwd=None):
+    """Runs cmd (in cwd, default kdir) in strict mode, its python3 calls through the shim, the
+    kernel taken as CANN's compiler builds it (--cce-auto-sync: MS_OPS_TWIN_AUTO_SYNC=1):
+    (rc, output, script log), or None when it timed out."""
+    script_log = os.path.join(kdir, "scripts.log")
+    open(script_log, "w").close()
+    env = dict(os.environ, OPS_NN_ROOT=checkout, MS_OPS_TWIN_STRICT="1", MS_OPS_TWIN_AUTO_SYNC="1",
+               PATH=python_shim(kdir, script_log) + os.pathsep + os.environ.get("PATH", ""))
+    try:
+        rc, out = run(cmd, cwd=cwd or kdir, env=env)
+    except subprocess.TimeoutExpired:
+        return None
+    with open(os.path.join(kdir, "test.log"), "a") as f:
+        f.write(out)
+    with open(script_log) as f:
+        return rc, out, f.read()
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
 def build_and_run(k, checkout, work, twin, helpers):
     op_root = os.path.join(checkout, k.op_dir)
-    kdir = os.path.join(work, k.name)
-    shutil.rmtree(kdir, ignore_errors=True)
-    os.makedirs(kdir)
+    kdir = fresh_dir(os.path.join(work, k.name))
     kernel_src = os.path.join(op_root, "op_kernel", k.name + ".cpp")
     test_src = test_source(op_root, k.name)
     if not os.path.exists(kernel_src) or test_src is None:
         return False, "no", "no op_kernel source or kernel test in the checkout"
-    includes = ["-I", TWIN, "-I", os.path.join(ROOT, "aicore", "common"), "-I", os.path.join(op_root, "op_kernel"),
-                "-I", os.path.join(checkout, "common", "inc", "op_kernel"), "-I", os.path.join(op_root, "op_host")]
-    forced = []
-    header = tiling_header(op_root, k.name)
-    if header is not None:
-        path = os.path.join(kdir, f"{k.name}_tiling_data_generated.h")
-        with open(path, "w") as f:
-            f.write(header)
-        forced = ["-include", "kernel_operator.h", "-include", path]
-    rc, log, kobjs = compile_kernel(k, kernel_src, kdir,
-                                    [*DEVICE, *dtype_macros(op_root, k.name, k.dtype), *includes, *forced])
+    includes, forced = kernel_flags(k, checkout, kdir)
+    # As AddOpTestCase's compile options, the DTYPE_* macros reach the test too (some include the kernel).
+    dtypes = dtype_macros(op_root, k.name, k.dtype)
+    rc, log, kobjs = compile_kernel(k, kernel_src, kdir, [*DEVICE, *dtypes, *includes, *forced])
     if rc != 0:
         return False, "no", "kernel: " + first_error(log)
     ut = os.path.join(checkout, "tests", "ut", "op_kernel")
     tobj = os.path.join(kdir, "test.o")
-    rc, log = run([*CXX, *DEVICE, *includes, "-I", ut, "-I", os.path.dirname(test_src), "-c", test_src, "-o", tobj])
+    rc, log = run([*CXX, *DEVICE, *dtypes, *includes, "-I", ut, "-I", os.path.dirname(test_src), "-c", test_src,
+                   "-o", tobj])
     if rc != 0:
         return False, "no", "kernel test: " + first_error(log)
     exe = os.path.join(kdir, "test_" + k.name)
@@ -303,19 +376,53 @@ def build_and_run(k, checkout, work, twin, helpers):
     rc, log = run([*CXX, *kobjs, tobj, *helpers, *objs, "-o", exe, "-lgtest", "-lgtest_main", "-lpthread", *libs])
     if rc != 0:
         return True, "no", "link: " + first_error(log)
-    script_log = os.path.join(kdir, "scripts.log")
-    open(script_log, "w").close()
-    env = dict(os.environ, OPS_NN_ROOT=checkout, MS_OPS_TWIN_STRICT="1",
-               PATH=python_shim(kdir, script_log) + os.pathsep + os.environ.get("PATH", ""))
-    try:
-        rc, out = run([exe], cwd=kdir, env=env)
-    except subprocess.TimeoutExpired:
+    cmd = [exe] + ([f"--gtest_filter={k.cases[0]}"] if k.cases else [])
+    result = run_strict(cmd, kdir, checkout, build_tree(kdir, checkout))
+    if result is None:
         return True, "no", "timed out"
-    with open(script_log) as f:
-        ok, why = verdict(rc, out, f.read())
-    with open(os.path.join(kdir, "test.log"), "w") as f:
-        f.write(out)
-    return True, ok, why
+    ok, why = verdict(*result)
+    return True, ok, why + (f" ({k.cases[0]}: {k.cases[1]})" if k.cases else "")
+
+
+def build_and_run_mix(k, checkout, work, twin, helpers):
+    """k's MIX production entry, per dtype: the kernel for the device with k.keys, our driver,
+    one run per group count."""
+    op_root = os.path.join(checkout, k.op_dir)
+    kdir = fresh_dir(os.path.join(work, k.name + "_mix"))
+    kernel_src = os.path.join(op_root, "op_kernel", k.name + ".cpp")
+    includes, forced = kernel_flags(k, checkout, kdir)
+    ut = os.path.join(checkout, "tests", "ut", "op_kernel")
+    device = [f for f in DEVICE if f != "-D__CCE_KT_TEST__"]
+    objs, libs = twin
+    compares = 0
+    for name, ctype in k.dtypes:
+        ddir = fresh_dir(os.path.join(kdir, name))
+        rc, log, kobjs = compile_kernel(k, kernel_src, ddir,
+                                        [*device, *dtype_macros(op_root, k.name, ctype), *includes, *forced], k.keys)
+        if rc != 0:
+            return False, "no", f"kernel ({name}): " + first_error(log)
+        dobj = os.path.join(ddir, "driver.o")
+        rc, log = run([*CXX, *device, *includes, "-I", ut, *forced, "-c",
+                       os.path.join(ROOT, "tools", "cann_drivers", k.driver), "-o", dobj])
+        if rc != 0:
+            return False, "no", "driver: " + first_error(log)
+        exe = os.path.join(ddir, "mix_" + k.name)
+        rc, log = run([*CXX, *kobjs, dobj, *helpers, *objs, "-o", exe, "-lpthread", *libs])
+        if rc != 0:
+            return True, "no", "link: " + first_error(log)
+        for groups in k.groups:
+            result = run_strict([exe, name, str(groups), *map(str, k.keys)], ddir, checkout)
+            if result is None:
+                return True, "no", f"{name}, {groups} group(s): timed out"
+            ok, why = verdict(*result)
+            if ok != "yes":
+                return True, "no", f"{name}, {groups} group(s): {why}"
+            compares += result[2].count("== python3 compare_data.py")
+    keys = "/".join(map(str, k.keys))
+    groups = " and ".join(map(str, k.groups))
+    return True, "yes", (f"{compares} compare_data.py runs (tiling keys {keys}, " +
+                         ", ".join(name for name, _ in k.dtypes) + f", {groups} AIC+2 AIV groups): every output "
+                         "matched its golden data")
 
 
 def main():
@@ -334,9 +441,10 @@ def main():
     chosen = [k for k in KERNELS if not args.only or k.name in args.only.split(",")]
     rows = []
     for k in chosen:
-        compiles, ok, why = build_and_run(k, checkout, work, twin, helpers)
-        rows.append((k.name, k.covers, "yes" if compiles else "no", ok, why))
-        print(f"{k.name}: compiles={rows[-1][2]} runs={rows[-1][3]} {why}", file=sys.stderr, flush=True)
+        build = build_and_run_mix if isinstance(k, MixEntry) else build_and_run
+        compiles, ok, why = build(k, checkout, work, twin, helpers)
+        rows.append((k.label, k.covers, "yes" if compiles else "no", ok, why))
+        print(f"{k.label}: compiles={rows[-1][2]} runs={rows[-1][3]} {why}", file=sys.stderr, flush=True)
     print("| kernel | covers | compiles | runs correctly | why not / evidence |")
     print("|---|---|---|---|---|")
     for r in rows:

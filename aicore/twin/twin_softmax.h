@@ -78,11 +78,14 @@ inline void PutStat(S *p, uint32_t row, float v) {
 
 // The rows of src (or of src after merging with the statistics in inMax / inSum): mode 0 SoftMax,
 // 1 SimpleSoftMax (max, sum given), 2 SoftmaxFlashV2, 3 SoftmaxFlashV2 update, 4 SoftmaxFlash
-// update (twin_softmax_flash.h), 5 LogSoftMax.
-template <typename T, typename S>
+// update (twin_softmax_flash.h), 5 LogSoftMax. Every form of the family is this call; its shape
+// comes from the shape info or the tiling (ShapeOf).
+template <typename T, typename S, typename Tiling>
 inline void SoftmaxRows(const char *call, int mode, const LocalTensor<T> &dst, const LocalTensor<S> *sum,
                         const LocalTensor<S> *max, const LocalTensor<T> &src, const LocalTensor<T> *expMax,
-                        const LocalTensor<S> *inSum, const LocalTensor<S> *inMax, const SoftmaxShape &sh) {
+                        const LocalTensor<S> *inSum, const LocalTensor<S> *inMax, const Tiling &tiling,
+                        const SoftMaxShapeInfo &info) {
+  const SoftmaxShape sh = ShapeOf<T>(call, tiling, info);
   const uint64_t n = uint64_t(sh.m) * sh.k, stats = uint64_t(sh.m) * kStatWidth<S>;
   const bool merge = mode == 3 || mode == 4, divide = mode <= 1 || mode >= 4;
   const T *x = VecIn(call, src, n);
@@ -144,7 +147,7 @@ inline void SoftMax(const LocalTensor<T> &dstTensor, const LocalTensor<T> &sumTe
                     const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::NdOnly<isDataFormatNZ>("SoftMax");
   twin_detail::SoftmaxRows<T, T>("SoftMax", 0, dstTensor, &sumTensor, &maxTensor, srcTensor, nullptr, nullptr, nullptr,
-                                 twin_detail::ShapeOf<T>("SoftMax", tiling, softmaxShapeInfo));
+                                 tiling, softmaxShapeInfo);
 }
 MS_OPS_TWIN_SOFTMAX_TEMPLATE
 inline void SoftMax(const LocalTensor<half> &dstTensor, const LocalTensor<float> &sumTensor,
@@ -152,14 +155,14 @@ inline void SoftMax(const LocalTensor<half> &dstTensor, const LocalTensor<float>
                     const SoftMaxTiling &tiling, const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::NdOnly<isDataFormatNZ>("SoftMax");
   twin_detail::SoftmaxRows<half, float>("SoftMax", 0, dstTensor, &sumTensor, &maxTensor, srcTensor, nullptr, nullptr,
-                                        nullptr, twin_detail::ShapeOf<half>("SoftMax", tiling, softmaxShapeInfo));
+                                        nullptr, tiling, softmaxShapeInfo);
 }
 MS_OPS_TWIN_SOFTMAX_TEMPLATE
 inline void SoftMax(const LocalTensor<T> &dstTensor, const LocalTensor<T> &srcTensor, const SoftMaxTiling &tiling,
                     const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::NdOnly<isDataFormatNZ>("SoftMax");
   twin_detail::SoftmaxRows<T, T>("SoftMax", 0, dstTensor, nullptr, nullptr, srcTensor, nullptr, nullptr, nullptr,
-                                 twin_detail::ShapeOf<T>("SoftMax", tiling, softmaxShapeInfo));
+                                 tiling, softmaxShapeInfo);
 }
 MS_OPS_TWIN_SOFTMAX_TEMPLATE
 inline void SoftMax(const LocalTensor<T> &dstTensor, const LocalTensor<T> &srcTensor,
@@ -183,7 +186,7 @@ inline void SimpleSoftMax(const LocalTensor<T> &dstTensor, const LocalTensor<T> 
                           const SoftMaxTiling &tiling, const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::NdOnly<isDataFormatNZ>("SimpleSoftMax");
   twin_detail::SoftmaxRows<T, T>("SimpleSoftMax", 1, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, nullptr, nullptr,
-                                 nullptr, twin_detail::ShapeOf<T>("SimpleSoftMax", tiling, softmaxShapeInfo));
+                                 nullptr, tiling, softmaxShapeInfo);
 }
 MS_OPS_TWIN_SOFTMAX_TEMPLATE
 inline void SimpleSoftMax(const LocalTensor<half> &dstTensor, const LocalTensor<float> &inSumTensor,
@@ -191,8 +194,7 @@ inline void SimpleSoftMax(const LocalTensor<half> &dstTensor, const LocalTensor<
                           const SoftMaxTiling &tiling, const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::NdOnly<isDataFormatNZ>("SimpleSoftMax");
   twin_detail::SoftmaxRows<half, float>("SimpleSoftMax", 1, dstTensor, &inSumTensor, &inMaxTensor, srcTensor, nullptr,
-                                        nullptr, nullptr,
-                                        twin_detail::ShapeOf<half>("SimpleSoftMax", tiling, softmaxShapeInfo));
+                                        nullptr, nullptr, tiling, softmaxShapeInfo);
 }
 
 #undef MS_OPS_TWIN_SOFTMAX_TEMPLATE
@@ -209,8 +211,7 @@ inline void SoftmaxFlashV2(const LocalTensor<T> &dstTensor, const LocalTensor<T>
                            const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::NdOnly<isDataFormatNZ>("SoftmaxFlashV2");
   twin_detail::SoftmaxRows<T, T>("SoftmaxFlashV2", isUpdate ? 3 : 2, dstTensor, &expSumTensor, &maxTensor, srcTensor,
-                                 &expMaxTensor, &inExpSumTensor, &inMaxTensor,
-                                 twin_detail::ShapeOf<T>("SoftmaxFlashV2", tiling, softmaxShapeInfo));
+                                 &expMaxTensor, &inExpSumTensor, &inMaxTensor, tiling, softmaxShapeInfo);
 }
 MS_OPS_TWIN_FLASH_TEMPLATE
 inline void SoftmaxFlashV2(const LocalTensor<half> &dstTensor, const LocalTensor<float> &expSumTensor,
@@ -220,8 +221,8 @@ inline void SoftmaxFlashV2(const LocalTensor<half> &dstTensor, const LocalTensor
                            const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::NdOnly<isDataFormatNZ>("SoftmaxFlashV2");
   twin_detail::SoftmaxRows<half, float>("SoftmaxFlashV2", isUpdate ? 3 : 2, dstTensor, &expSumTensor, &maxTensor,
-                                        srcTensor, &expMaxTensor, &inExpSumTensor, &inMaxTensor,
-                                        twin_detail::ShapeOf<half>("SoftmaxFlashV2", tiling, softmaxShapeInfo));
+                                        srcTensor, &expMaxTensor, &inExpSumTensor, &inMaxTensor, tiling,
+                                        softmaxShapeInfo);
 }
 
 #undef MS_OPS_TWIN_FLASH_TEMPLATE

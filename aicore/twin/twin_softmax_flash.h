@@ -31,8 +31,7 @@ inline void SoftmaxFlash(const LocalTensor<T> &dstTensor, const LocalTensor<T> &
                          const LocalTensor<T> &inMaxTensor, const SoftMaxTiling &tiling, bool isUpdate = false,
                          const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::SoftmaxRows<T, T>("SoftmaxFlash", isUpdate ? 4 : 0, dstTensor, &sumTensor, &maxTensor, srcTensor,
-                                 &expMaxTensor, &inSumTensor, &inMaxTensor,
-                                 twin_detail::ShapeOf<T>("SoftmaxFlash", tiling, softmaxShapeInfo));
+                                 &expMaxTensor, &inSumTensor, &inMaxTensor, tiling, softmaxShapeInfo);
 }
 MS_OPS_TWIN_FLASH1_TEMPLATE
 inline void SoftmaxFlash(const LocalTensor<half> &dstTensor, const LocalTensor<float> &sumTensor,
@@ -41,8 +40,7 @@ inline void SoftmaxFlash(const LocalTensor<half> &dstTensor, const LocalTensor<f
                          const LocalTensor<float> &inMaxTensor, const SoftMaxTiling &tiling, bool isUpdate = false,
                          const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::SoftmaxRows<half, float>("SoftmaxFlash", isUpdate ? 4 : 0, dstTensor, &sumTensor, &maxTensor, srcTensor,
-                                        &expMaxTensor, &inSumTensor, &inMaxTensor,
-                                        twin_detail::ShapeOf<half>("SoftmaxFlash", tiling, softmaxShapeInfo));
+                                        &expMaxTensor, &inSumTensor, &inMaxTensor, tiling, softmaxShapeInfo);
 }
 MS_OPS_TWIN_FLASH1_TEMPLATE
 inline void SoftmaxFlash(const LocalTensor<T> &dstTensor, const LocalTensor<T> &sumTensor,
@@ -75,8 +73,8 @@ inline void LogSoftMax(const LocalTensor<T> &dst, const LocalTensor<T> &sum, con
                        const LogSoftMaxTiling &tiling, const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
   twin_detail::NdOnly<isDataFormatNZ>("LogSoftMax");
   twin_detail::UbAligned("LogSoftMax", sharedTmpBuffer.TwinData());
-  twin_detail::SoftmaxRows<T, T>("LogSoftMax", 5, dst, &sum, &max, src, nullptr, nullptr, nullptr,
-                                 twin_detail::ShapeOf<T>("LogSoftMax", tiling, softmaxShapeInfo));
+  twin_detail::SoftmaxRows<T, T>("LogSoftMax", 5, dst, &sum, &max, src, nullptr, nullptr, nullptr, tiling,
+                                 softmaxShapeInfo);
 }
 
 }  // namespace AscendC

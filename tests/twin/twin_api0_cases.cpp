@@ -3,54 +3,18 @@
 // tests/test_twin_api.py. Each returns the launch's status (0, or 1 after a twin violation, printed
 // on stderr as `ms_ops <kernel>: block <b>: <call>: <what>`).
 #include <cstdint>
-#include <cstdio>
-#include <functional>
 #include <vector>
 
+#include "case_utils.h"
 #include "kernel_operator.h"
 #include "twin_api0_tiling_key.h"
-#include "twin_runtime.h"
 
 using namespace AscendC;
-
-#define TWIN_EXPORT extern "C" __attribute__((visibility("default")))
+using namespace twin_cases;
 
 namespace {
 
 constexpr uint32_t kBuf = 16384;  // bytes of every UB buffer
-
-int Report(int status) {
-  if (status != 0) std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str());
-  return status;
-}
-
-int Run(const char *name, const std::function<void()> &body) {
-  return Report(ms_ops::twin::Launch(name, 1, 0, body));
-}
-
-template <typename T>
-GlobalTensor<T> Gm(void *p, uint64_t n) {
-  GlobalTensor<T> g;
-  g.SetGlobalBuffer(reinterpret_cast<__gm__ T *>(p), n);
-  return g;
-}
-
-// `bytes` of GM into a fresh VECIN buffer of q, handed to the vector unit.
-template <typename T, class Q>
-LocalTensor<T> LoadIn(Q &q, void *g, uint32_t bytes) {
-  LocalTensor<T> t = q.template AllocTensor<T>();
-  DataCopy(t, Gm<T>(g, bytes / sizeof(T)), bytes / sizeof(T));
-  q.EnQue(t);
-  return q.template DeQue<T>();
-}
-
-template <typename T, class Q>
-void StoreOut(Q &q, LocalTensor<T> &t, void *g, uint32_t bytes) {
-  q.EnQue(t);
-  LocalTensor<T> o = q.template DeQue<T>();
-  DataCopy(Gm<T>(g, bytes / sizeof(T)), o, bytes / sizeof(T));
-  q.FreeTensor(o);
-}
 
 // Four VECIN buffers (x, y, a byte mask, z's old contents) and one VECOUT, each kBuf bytes.
 struct Bufs {
@@ -72,7 +36,7 @@ struct Bufs {
 template <typename T>
 int Cmp0(int form, int mode, void *x, void *y, void *z, uint32_t repeat, const uint32_t *s, uint64_t m0, uint64_t m1,
          float scalar) {
-  return Run("twin_cmp0", [&] {
+  return Run("twin_cmp0", 1, [&] {
     Bufs b;
     LocalTensor<T> a = LoadIn<T>(b.qx, x, kBuf), c = LoadIn<T>(b.qy, y, kBuf);
     LocalTensor<uint8_t> old = LoadIn<uint8_t>(b.qz, z, kBuf);
@@ -104,7 +68,7 @@ int Cmp0(int form, int mode, void *x, void *y, void *z, uint32_t repeat, const u
 template <typename T>
 int Sel0(int mode, int kind, void *x, void *y, void *sel, void *z, uint64_t m0, uint64_t m1, uint64_t len,
          uint32_t repeat, const uint32_t *s, float scalar) {
-  return Run("twin_sel0", [&] {
+  return Run("twin_sel0", 1, [&] {
     Bufs b;
     TBuf<TPosition::VECCALC> scal;
     b.pipe.InitBuffer(scal, 32);
@@ -157,7 +121,7 @@ int Sel0(int mode, int kind, void *x, void *y, void *sel, void *z, uint64_t m0, 
 template <typename T, typename U>
 int Cast0Case(int mode, int kind, void *x, void *z, uint64_t m0, uint64_t m1, uint64_t len, uint32_t repeat,
               const uint32_t *s) {
-  return Run("twin_cast0", [&] {
+  return Run("twin_cast0", 1, [&] {
     Bufs b;
     LocalTensor<U> a = LoadIn<U>(b.qx, x, kBuf);
     LocalTensor<T> old = LoadIn<T>(b.qz, z, kBuf);
@@ -204,7 +168,7 @@ TWIN_EXPORT int twin_sel0(int half, int mode, int kind, void *x, void *y, void *
 
 // The count form of Select in mode 0: every repeat takes its bits from sel's first 16 bytes.
 TWIN_EXPORT int twin_sel_count0(void *x, void *y, void *sel, void *z, uint32_t n) {
-  return Run("twin_sel_count0", [&] {
+  return Run("twin_sel_count0", 1, [&] {
     Bufs b;
     LocalTensor<float> a = LoadIn<float>(b.qx, x, kBuf), c = LoadIn<float>(b.qy, y, kBuf);
     LocalTensor<uint8_t> m = LoadIn<uint8_t>(b.qm, sel, kBuf);
@@ -233,7 +197,7 @@ TWIN_EXPORT int twin_cast0(int pair, int mode, int kind, void *x, void *z, uint6
 // `valid` columns data). stats: max, sum, expMax, m x 8 floats each (max and sum in for which 1).
 TWIN_EXPORT int twin_softmax_flash(int which, float *x, float *z, float *stats, uint32_t m, uint32_t k,
                                    uint32_t valid) {
-  return Run("twin_softmax_flash", [&] {
+  return Run("twin_softmax_flash", 1, [&] {
     TPipe pipe;
     TQue<QuePosition::VECIN, 1> qx, qs;
     TQue<QuePosition::VECOUT, 1> qo, qt;
@@ -266,7 +230,7 @@ TWIN_EXPORT int twin_softmax_flash(int which, float *x, float *z, float *stats, 
 // SoftmaxFlash on half x [m, k] with float statistics: stats holds max and sum (m x 8 floats
 // each, in for update), e the half expMax (m x 16).
 TWIN_EXPORT int twin_softmax_flash_f16(void *x, void *z, float *stats, void *e, uint32_t m, uint32_t k, int update) {
-  return Run("twin_softmax_flash_f16", [&] {
+  return Run("twin_softmax_flash_f16", 1, [&] {
     TPipe pipe;
     TQue<QuePosition::VECIN, 1> qx, qs;
     TQue<QuePosition::VECOUT, 1> qo, qt, qe;
@@ -293,7 +257,7 @@ TWIN_EXPORT int twin_softmax_flash_f16(void *x, void *z, float *stats, void *e, 
 // z[0..n) = value by InitGlobalMemory (accumulated into z under SetAtomicAdd when atomic), the
 // scalar cache then flushed as CANN kernels do before reading it back with GetValue.
 TWIN_EXPORT int twin_init_gm(float *z, uint32_t n, float value, int atomic) {
-  return Run("twin_init_gm", [&] {
+  return Run("twin_init_gm", 1, [&] {
     GlobalTensor<float> g = Gm<float>(z, n);
     if (atomic) SetAtomicAdd<float>();
     InitGlobalMemory(g, n, value);
@@ -347,7 +311,7 @@ TWIN_EXPORT int twin_tpl(uint64_t dtype, uint64_t tile, uint64_t split, void *x,
   if (*key == ~0ull) return 2;
   if (!run) return 0;
   const uint64_t k = *key;
-  return Run("twin_tpl", [&] {
+  return Run("twin_tpl", 1, [&] {
     const std::vector<uint64_t> v = ms_ops::twin::DecodeTplTilingKey(g_tilingDeclareParams, g_tilingSelectParams, k);
     GM_ADDR gx = reinterpret_cast<GM_ADDR>(x);
     GM_ADDR gz = reinterpret_cast<GM_ADDR>(z);
@@ -358,7 +322,7 @@ TWIN_EXPORT int twin_tpl(uint64_t dtype, uint64_t tile, uint64_t split, void *x,
 
 // A key decoded in a launch (the dispatching entry's side).
 TWIN_EXPORT int twin_tpl_decode(uint64_t key, uint64_t *vals) {
-  return Run("twin_tpl_decode", [&] {
+  return Run("twin_tpl_decode", 1, [&] {
     const std::vector<uint64_t> v = ms_ops::twin::DecodeTplTilingKey(g_tilingDeclareParams, g_tilingSelectParams, key);
     for (size_t i = 0; i < v.size(); ++i) vals[i] = v[i];
   });
@@ -369,7 +333,7 @@ TWIN_EXPORT int twin_tpl_decode(uint64_t key, uint64_t *vals) {
 // which 0: the AIC sets flag 0 in mode `mode` for its AIVs, which wait for it; 1: the AIC sets
 // flag 0 (mode 2) sixteen times and the AIVs never wait; 2: fifteen sets, fifteen waits on each AIV.
 TWIN_EXPORT int twin_crosscore_modes(int which, int mode) {
-  return Report(ms_ops::twin::LaunchMixed("twin_crosscore_modes", 1, 0, [&] {
+  return Reported(ms_ops::twin::LaunchMixed("twin_crosscore_modes", 1, 0, [&] {
     if (which == 0) {
       if ASCEND_IS_AIC {
         if (mode == 4) CrossCoreSetFlag<4, PIPE_S>(0);

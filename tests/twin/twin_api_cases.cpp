@@ -3,51 +3,18 @@
 // entry points for tests/test_twin_api.py. Each returns the launch's status (0, or 1 after a twin
 // violation, printed on stderr as `ms_ops <kernel>: block <b>: <call>: <what>`).
 #include <cstdint>
-#include <cstdio>
-#include <functional>
 #include <type_traits>
 
+#include "case_utils.h"
 #include "kernel_operator.h"
-#include "twin_runtime.h"
 
 using namespace AscendC;
-
-#define TWIN_EXPORT extern "C" __attribute__((visibility("default")))
+using namespace twin_cases;
 
 namespace {
 
 // Every UB buffer of these kernels: 16 KiB, room for the widest stride patterns the tests use.
 constexpr uint32_t kBuf = 16384;
-
-int Run(const char *name, uint32_t blocks, const std::function<void()> &body) {
-  const int status = ms_ops::twin::Launch(name, blocks, 0, body);
-  if (status != 0) std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str());
-  return status;
-}
-
-template <typename T>
-GlobalTensor<T> Gm(void *p, uint64_t n) {
-  GlobalTensor<T> g;
-  g.SetGlobalBuffer(reinterpret_cast<__gm__ T *>(p), n);
-  return g;
-}
-
-// n elements GM -> a fresh VECIN buffer, handed to the vector unit.
-template <typename T, class Q>
-LocalTensor<T> LoadIn(Q &q, const GlobalTensor<T> &g, uint32_t n) {
-  LocalTensor<T> t = q.template AllocTensor<T>();
-  DataCopy(t, g, n);
-  q.EnQue(t);
-  return q.template DeQue<T>();
-}
-
-template <typename T, class Q>
-void StoreOut(Q &q, LocalTensor<T> &t, const GlobalTensor<T> &g, uint32_t n) {
-  q.EnQue(t);
-  LocalTensor<T> o = q.template DeQue<T>();
-  DataCopy(g, o, n);
-  q.FreeTensor(o);
-}
 
 // How a level-0 call gets its mask: 0 bitwise argument, 1 contiguous argument, 2 bits set
 // beforehand with SetVectorMask and isSetMask = false, 3 counter mode (SetMaskCount, count set
@@ -383,7 +350,7 @@ TWIN_EXPORT int twin_sort(int which, float *scores, uint32_t *index, float *out,
 // SyncAll<false> joins every core, SyncAll<true> the AIVs; then each AIV records GetBlockNum,
 // GetTaskRation and whether ASCEND_IS_AIV holds. bad: 1 mode 1 on the AIC, 2 flag id 16.
 TWIN_EXPORT int twin_mixed(uint32_t groups, uint32_t rounds, float *slots, float *out, int32_t *info, int bad) {
-  return ms_ops::twin::LaunchMixed("twin_mixed", groups, 0, [&] {
+  return Reported(ms_ops::twin::LaunchMixed("twin_mixed", groups, 0, [&] {
     const GlobalTensor<float> slot = Gm<float>(slots, groups), o = Gm<float>(out, uint64_t(rounds) * groups * 2);
     const int64_t g = ASCEND_IS_AIC ? GetBlockIdx() : GetBlockIdx() / GetTaskRation();
     for (uint32_t r = 0; r < rounds; ++r) {
@@ -406,7 +373,7 @@ TWIN_EXPORT int twin_mixed(uint32_t groups, uint32_t rounds, float *slots, float
       inf.SetValue(GetBlockIdx() * 3 + 1, int32_t(GetTaskRation()));
       inf.SetValue(GetBlockIdx() * 3 + 2, ASCEND_IS_AIV ? 1 : 0);
     }
-  }) == 0 ? 0 : (std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str()), 1);
+  }));
 }
 
 // Cross-core flags outside a mixed launch are an error.

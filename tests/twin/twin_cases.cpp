@@ -4,28 +4,18 @@
 // which it prints on stderr as `ms_ops <kernel>: block <b>: <call>: <what>`).
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <functional>
 #include <stdexcept>
 
+#include "case_utils.h"
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
-#include "twin_runtime.h"
 
 using namespace AscendC;
-
-#define TWIN_EXPORT extern "C" __attribute__((visibility("default")))
+using namespace twin_cases;
 
 namespace {
 
 uint32_t Bytes32(uint64_t bytes) { return static_cast<uint32_t>(ms_ops::AlignUp(bytes, 32)); }
-
-template <typename T>
-GlobalTensor<T> Gm(void *p, uint64_t n) {
-  GlobalTensor<T> g;
-  g.SetGlobalBuffer(reinterpret_cast<__gm__ T *>(p), n);
-  return g;
-}
 
 template <typename T>
 void Load(const LocalTensor<T> &dst, const GlobalTensor<T> &src, uint32_t n) {
@@ -53,16 +43,6 @@ TCubeTiling SquareTiling(int n) {
   t.singleCoreM = t.singleCoreN = t.singleCoreK = n;
   t.baseM = t.baseN = t.baseK = 16;
   return t;
-}
-
-// The launch's status, its failure printed for the test to read.
-int Reported(int status) {
-  if (status != 0) std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str());
-  return status;
-}
-
-int Run(const char *name, uint32_t blocks, const std::function<void()> &body) {
-  return Reported(ms_ops::twin::Launch(name, blocks, 0, body));
 }
 
 // ---- vector ops: dst = op(x, y) / op(x) / op(x, s) for n elements ----
@@ -621,6 +601,21 @@ TWIN_EXPORT int twin_matmul_shared(int atomic, int mode, float *a, float *b, flo
 // SpansOverlap of the spans {at, rows, bytes, pitch} a[0..3] and b[0..3]: 1 if they share a byte.
 TWIN_EXPORT int twin_spans_overlap(const uint64_t *a, const uint64_t *b) {
   return ms_ops::twin::SpansOverlap({a[0], a[1], a[2], a[3]}, {b[0], b[1], b[2], b[3]}) ? 1 : 0;
+}
+
+// One block: C += A * B with enAtomic 1, all three n x n in fp16.
+TWIN_EXPORT int twin_matmul_atomic_f16(void *a, void *b, void *c, int n) {
+  const TCubeTiling t = SquareTiling(n);
+  return Run("twin_matmul_atomic_f16", 1, [&] {
+    using F16 = MatmulType<TPosition::GM, CubeFormat::ND, half>;
+    TPipe pipe;
+    Matmul<F16, F16, F16> mm;
+    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+    mm.SetTensorA(Gm<half>(a, uint64_t(n) * n));
+    mm.SetTensorB(Gm<half>(b, uint64_t(n) * n));
+    mm.IterateAll(Gm<half>(c, uint64_t(n) * n), 1);
+    mm.End();
+  });
 }
 
 // ---- Matmul: C[M x N] (=|+=) A[M x K] * B[K x N] (+ bias), rows split over blocks ----

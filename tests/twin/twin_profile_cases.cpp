@@ -2,25 +2,17 @@
 // (twin_profile.h) must count exactly what they ask of each pipe.
 #include <cstdint>
 
+#include "case_utils.h"
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
-#include "twin_runtime.h"
 
 using namespace AscendC;
-
-#define TWIN_EXPORT extern "C" __attribute__((visibility("default")))
+using namespace twin_cases;
 
 namespace {
 
 constexpr uint32_t kN = 4096;
 constexpr uint32_t kScalars = 8;
-
-template <typename T>
-GlobalTensor<T> Gm(void *p, uint64_t n) {
-  GlobalTensor<T> g;
-  g.SetGlobalBuffer(reinterpret_cast<__gm__ T *>(p), n);
-  return g;
-}
 
 }  // namespace
 

@@ -2,49 +2,17 @@
 // tests/test_twin_sort.py. Each returns the launch's status (0, or 1 after a twin violation,
 // printed on stderr as `ms_ops <kernel>: block <b>: <call>: <what>`).
 #include <cstdint>
-#include <cstdio>
-#include <functional>
 
+#include "case_utils.h"
 #include "kernel_operator.h"
-#include "twin_runtime.h"
 
 using namespace AscendC;
-
-#define TWIN_EXPORT extern "C" __attribute__((visibility("default")))
+using namespace twin_cases;
 
 namespace {
 
 // Room for 1024 proposals of 8 bytes.
 constexpr uint32_t kBuf = 8192;
-
-int Run(const char *name, const std::function<void()> &body) {
-  const int status = ms_ops::twin::Launch(name, 1, 0, body);
-  if (status != 0) std::fprintf(stderr, "ms_ops %s\n", ms_ops::twin::LastFailure().c_str());
-  return status;
-}
-
-template <typename T>
-GlobalTensor<T> Gm(void *p, uint64_t n) {
-  GlobalTensor<T> g;
-  g.SetGlobalBuffer(reinterpret_cast<__gm__ T *>(p), n);
-  return g;
-}
-
-template <typename T, class Q>
-LocalTensor<T> LoadIn(Q &q, const GlobalTensor<T> &g, uint32_t n) {
-  LocalTensor<T> t = q.template AllocTensor<T>();
-  DataCopy(t, g, n);
-  q.EnQue(t);
-  return q.template DeQue<T>();
-}
-
-template <typename T, class Q>
-void StoreOut(Q &q, LocalTensor<T> &t, const GlobalTensor<T> &g, uint32_t n) {
-  q.EnQue(t);
-  LocalTensor<T> o = q.template DeQue<T>();
-  DataCopy(g, o, n);
-  q.FreeTensor(o);
-}
 
 // Sort32 over n scores (n / 32 repeats) with their indices into n proposals.
 template <typename T>
@@ -88,7 +56,7 @@ void Merge(void *in, void *out, uint32_t n, const uint16_t *lengths, uint16_t va
 
 // half: 0 float scores, 1 half scores.
 TWIN_EXPORT int twin_sort32(int half_, void *scores, uint32_t *index, void *out, uint32_t n) {
-  return Run("twin_sort32", [&] {
+  return Run("twin_sort32", 1, [&] {
     if (half_ != 0) {
       Sort<half>(scores, index, out, n);
     } else {
@@ -99,7 +67,7 @@ TWIN_EXPORT int twin_sort32(int half_, void *scores, uint32_t *index, void *out,
 
 TWIN_EXPORT int twin_mrgsort(int half_, void *in, void *out, uint32_t n, uint16_t *lengths, uint16_t validBit,
                              uint16_t repeat, int suspend, uint16_t *counts) {
-  return Run("twin_mrgsort", [&] {
+  return Run("twin_mrgsort", 1, [&] {
     if (half_ != 0) {
       Merge<half>(in, out, n, lengths, validBit, repeat, suspend, counts);
     } else {

@@ -283,8 +283,9 @@ class Matmul {
       ::ms_ops::twin::GmWritten(call, gm.TwinBase(), c + size_t(r) * ldc, rowBytes, atomic);
   }
 
-  // acc (rows x cols, fp32) into C: converted to C's type (as the cube's output path does), then
-  // stored or, with `add`, added by the store atomic.
+  // acc (rows x cols, fp32) into C: converted to C's type, as FIXPIPE does on its way out of L0C,
+  // then stored or, with `add`, added by the store atomic. The atomic adds in C's type (CANN's
+  // Matmul sets SetAtomicAdd<DstT>), so an fp16 or bf16 C is rounded twice: conversion, then add.
   static void Store(DstT *c, int ldc, const float *acc, int rows, int cols, bool add) {
     for (int r = 0; r < rows; ++r) {
       DstT *row = c + size_t(r) * ldc;

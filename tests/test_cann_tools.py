@@ -1,0 +1,99 @@
+"""Tests of tools/compile_cann_kernels.py's build stand-ins and verdicts, on small made-up op trees
+and logs (the real kernels need an ops-nn checkout, which the tests do not have)."""
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def tool():
+    spec = importlib.util.spec_from_file_location("compile_cann_kernels",
+                                                  os.path.join(ROOT, "tools", "compile_cann_kernels.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+HOST_TILING = """
+BEGIN_TILING_DATA_DEF(InnerTiling)
+TILING_DATA_FIELD_DEF(uint32_t, rows);
+END_TILING_DATA_DEF;
+BEGIN_TILING_DATA_DEF(OpTilingData)
+TILING_DATA_FIELD_DEF(uint64_t, total);
+TILING_DATA_FIELD_DEF_ARR(uint32_t, 4, starts);
+TILING_DATA_FIELD_DEF_STRUCT(InnerTiling, inner);
+END_TILING_DATA_DEF;
+"""
+
+OP_DEF = """
+this->Input("x").ParamType(REQUIRED);
+this->Input("weight_scale").ParamType(OPTIONAL);
+this->Output("y").ParamType(REQUIRED);
+this->Output("x").ParamType(REQUIRED);
+"""
+
+
+def make_op(tmp_path):
+    host = tmp_path / "op" / "op_host"
+    host.mkdir(parents=True)
+    (host / "op_tiling.h").write_text(HOST_TILING)
+    (host / "op_def.cpp").write_text(OP_DEF)
+    return str(tmp_path / "op")
+
+
+def test_tiling_header_from_the_host_definition(tool, tmp_path):
+    header = tool.tiling_header(make_op(tmp_path), "op")
+    assert "struct InnerTiling {\n  uint32_t rows;\n};" in header
+    assert "struct OpTilingData {\n  uint64_t total;\n  uint32_t starts[4];\n  InnerTiling inner;\n};" in header
+    # GET_TILING_DATA reads the last definition, the op's own.
+    assert "  OpTilingData var;" in header
+    assert tool.tiling_header(str(tmp_path / "none"), "none") is None
+
+
+def test_dtype_macros_one_per_argument(tool, tmp_path):
+    assert tool.dtype_macros(make_op(tmp_path), "op", "half") == [
+        "-DDTYPE_X=half", "-DDTYPE_WEIGHT_SCALE=half", "-DDTYPE_Y=half"]
+
+
+def test_key_dispatcher_calls_the_instance_of_the_key(tool):
+    source = 'extern "C" __global__ __aicore__ void k(GM_ADDR x, GM_ADDR tiling) { }'
+    params = tool.entry_params(source, "k")
+    assert params == "GM_ADDR x, GM_ADDR tiling"
+    code = tool.key_dispatcher("k", params, [1, 31])
+    assert 'void k_tiling_key_31(GM_ADDR x, GM_ADDR tiling);' in code
+    assert "    case 1: return k_tiling_key_1(x, tiling);" in code
+    assert "no instance of the kernel for tiling key" in code
+
+
+def log(*lines):
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("rc,out,scripts,ok,why", [
+    (0, "", log("== python3 gen_data.py 8", "== exit 0", "== python3 compare_data.py float32", "PASSED!"),
+     "yes", "1 compare_data.py run(s)"),
+    (0, "", log("== python3 compare_data.py float32", "FAILED! mismatches=3/64"), "no", "golden comparison: FAILED!"),
+    (0, "", log("== python3 gen_data.py 8", "== exit 0"), "no golden", "compares no output"),
+    (1, "ms_ops k: block 0: Adds: pipe race", log("== python3 compare_data.py float32", "PASSED!"), "no",
+     "twin: k: block 0: Adds: pipe race"),
+    (0, "", log("ModuleNotFoundError: No module named 'tensorflow'"), "no", "need Python module(s) tensorflow"),
+    (1, "[  FAILED  ] T.case", "", "no", "test: [  FAILED  ] T.case"),
+])
+def test_verdict(tool, rc, out, scripts, ok, why):
+    got_ok, got_why = tool.verdict(rc, out, scripts)
+    assert got_ok == ok
+    assert why in got_why
+
+
+def test_build_tree_puts_the_checkout_four_levels_up(tool, tmp_path):
+    checkout = tmp_path / "ops-nn"
+    (checkout / "experimental" / "loss").mkdir(parents=True)
+    (checkout / "README.md").write_text("ops-nn")
+    run_dir = tool.build_tree(str(tmp_path / "work"), str(checkout))
+    up = os.path.join(run_dir, "..", "..", "..", "..")
+    assert os.path.isdir(os.path.join(up, "experimental", "loss"))
+    assert open(os.path.join(up, "README.md")).read() == "ops-nn"
+    assert sorted(os.listdir(checkout)) == ["README.md", "experimental"]  # the checkout is not written
