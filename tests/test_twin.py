@@ -710,7 +710,7 @@ def matmul_case(lib, dtype, M, N, K, trans_b=0, mode=0, bias=0, atomic=0, blocks
     if bias:
         ref += bv
     if atomic:
-        ref += c0
+        ref = [None, ref + c0, np.maximum(ref, c0), np.minimum(ref, c0)][atomic]
     np.testing.assert_allclose(c, ref, rtol=1e-4, atol=1e-4)
 
 
@@ -725,6 +725,14 @@ def test_matmul(lib, dtype, trans_b, mode):
         matmul_case(lib, dtype, 45, 70, 600, trans_b=trans_b, mode=mode, trans_a=trans_a)
         matmul_case(lib, dtype, 45, 70, 600, trans_b=trans_b, mode=mode, trans_a=trans_a, bias=1,
                     atomic=int(mode != 2), blocks=2, blocks_n=2)  # mode 2 places tiles itself
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("atomic", [2, 3])
+def test_matmul_atomic_max_and_min(lib, mode, atomic):
+    """enAtomic 2 / 3: C = max / min(C, A * B (+ bias)) elementwise, by the store atomic."""
+    matmul_case(lib, np.float32, 97, 59, 123, mode=mode, atomic=atomic, bias=1, blocks=2, blocks_n=3)
+    matmul_case(lib, np.float16, 64, 130, 31, mode=mode, atomic=atomic, blocks=1)
 
 
 @pytest.mark.parametrize("mode", [0, 1])

@@ -2,8 +2,9 @@
 // (IterateAll) or baseM x baseN tile by tile (Iterate / GetTensorC). The arithmetic is sgemm in
 // fp32 (fp16/bf16 operands are widened first, as the cube accumulates in fp32); GM extents are
 // checked like every other GM access of the twin, and the GM writes enter the check of blocks
-// writing the same bytes (twin_gm_writes.h). enAtomic 1 adds into C with the store atomic of
-// DataCopy (twin_atomic.h), exact when several blocks add into the same C at once.
+// writing the same bytes (twin_gm_writes.h). enAtomic 1, 2 and 3 add into C, or take the maximum
+// or minimum with it, by the store atomic of DataCopy (twin_atomic.h), exact when several blocks
+// combine into the same C at once.
 #ifndef MS_OPS_TWIN_LIB_MATMUL_INTF_H_
 #define MS_OPS_TWIN_LIB_MATMUL_INTF_H_
 
@@ -139,13 +140,13 @@ class Matmul {
     Check(call, enAtomic);
     const int ldc = enSequentialWrite ? n_ : N_;
     twin_detail::GmMatrix(call, gm, 0, m_, n_, ldc);
-    Written(call, gm, 0, m_, n_, ldc, enAtomic == 1);
+    Written(call, gm, 0, m_, n_, ldc, enAtomic != 0);
     ::ms_ops::twin::CubeUnit unit;
     if constexpr (std::is_same_v<DstT, float>) {
       // fp32 C without bias: sgemm overwrites it in place or, with enAtomic 1, adds into it in place
       // holding C's bytes as the store atomic does; no accumulator round trip either way.
       if (!hasBias_ && enAtomic == 0) return Product(unit, call, 0, 0, m_, n_, gm.TwinData(), ldc, false);
-      if (!hasBias_) {
+      if (!hasBias_ && enAtomic == 1) {
         const ::ms_ops::twin::AtomicSpan held({reinterpret_cast<uintptr_t>(gm.TwinData()), uint64_t(m_),
                                                uint64_t(n_) * sizeof(float), uint64_t(ldc) * sizeof(float)});
         return Product(unit, call, 0, 0, m_, n_, gm.TwinData(), ldc, true);
@@ -153,7 +154,7 @@ class Matmul {
     }
     float *acc = unit.Scratch(2, size_t(m_) * n_);
     Product(unit, call, 0, 0, m_, n_, acc, n_, false);
-    Store(gm.TwinData(), ldc, acc, m_, n_, enAtomic == 1);
+    Store(gm.TwinData(), ldc, acc, m_, n_, enAtomic);
   }
 
   // Computes the next baseM x baseN tile (iterateOrder 0: M index moves first); false when done.
@@ -186,8 +187,8 @@ class Matmul {
     const uint64_t off = enSequentialWrite ? 0 : uint64_t(tm_) * t_.baseM * N_ + uint64_t(tn_) * t_.baseN;
     const int ldc = enSequentialWrite ? t_.baseN : N_;
     twin_detail::GmMatrix(call, gm, off, tileM_, tileN_, ldc);
-    Written(call, gm, off, tileM_, tileN_, ldc, enAtomic == 1);
-    Store(gm.TwinData() + off, ldc, tile_.as<float>(), tileM_, tileN_, enAtomic == 1);
+    Written(call, gm, off, tileM_, tileN_, ldc, enAtomic != 0);
+    Store(gm.TwinData() + off, ldc, tile_.as<float>(), tileM_, tileN_, enAtomic);
   }
   // The current tile into UB, baseM x baseN row-major (row stride baseN).
   template <bool sync = true>
@@ -197,7 +198,7 @@ class Matmul {
     twin_detail::UbAligned(call, c.TwinData());
     if (uint64_t(c.TwinCap()) < uint64_t(t_.baseM) * t_.baseN)
       twin_detail::UbOutOfRange(call, uint64_t(t_.baseM) * t_.baseN, c.TwinCap());
-    Store(c.TwinData(), t_.baseN, tile_.as<float>(), tileM_, tileN_, enAtomic == 1);
+    Store(c.TwinData(), t_.baseN, tile_.as<float>(), tileM_, tileN_, enAtomic);
   }
 
   void End() {
@@ -226,7 +227,9 @@ class Matmul {
                               "core's registration is a local object whose destructor tells the cube core to stop "
                               "serving, so register at kernel scope, outside any braces, before any InitBuffer");
     if (a_.TwinData() == nullptr || b_.TwinData() == nullptr) twin_detail::Fail(call, "SetTensorA/SetTensorB not called");
-    if (enAtomic > 1) twin_detail::Fail(call, "only enAtomic 0 (overwrite) and 1 (add) are supported by the twin");
+    if (enAtomic > 3)
+      twin_detail::Fail(call, "enAtomic must be 0 (overwrite), 1 (add), 2 (max) or 3 (min), got " +
+                                  twin_detail::Str(int(enAtomic)));
     if (m_ < 0 || n_ < 0 || k_ <= 0 || m_ > M_ || n_ > N_ || k_ > Ka_ || k_ > Kb_)
       twin_detail::Fail(call, "single shape " + twin_detail::Str(m_) + "x" + twin_detail::Str(n_) + "x" +
                                   twin_detail::Str(k_) + " does not fit the org shape M=" + twin_detail::Str(M_) +
@@ -235,7 +238,9 @@ class Matmul {
   }
   void CheckTile(const char *call, uint8_t enAtomic) {
     if (!iterating_) twin_detail::Fail(call, "no current tile (GetTensorC without a successful Iterate)");
-    if (enAtomic > 1) twin_detail::Fail(call, "only enAtomic 0 (overwrite) and 1 (add) are supported by the twin");
+    if (enAtomic > 3)
+      twin_detail::Fail(call, "enAtomic must be 0 (overwrite), 1 (add), 2 (max) or 3 (min), got " +
+                                  twin_detail::Str(int(enAtomic)));
   }
 
   // c[rows x cols] (row stride ldc) = (with `add`: c +) A[row0.., :k] * B[:k, col0..] + bias[col0..],
@@ -284,23 +289,25 @@ class Matmul {
   }
 
   // acc (rows x cols, fp32) into C: converted to C's type, as FIXPIPE does on its way out of L0C,
-  // then stored or, with `add`, added by the store atomic. The atomic adds in C's type (CANN's
-  // Matmul sets SetAtomicAdd<DstT>), so an fp16 or bf16 C is rounded twice: conversion, then add.
-  static void Store(DstT *c, int ldc, const float *acc, int rows, int cols, bool add) {
+  // then stored or, with enAtomic 1/2/3, combined by the store atomic (add, max, min; the values of
+  // twin_detail::AtomicOp). The atomic works in C's type (CANN's Matmul sets SetAtomicAdd<DstT>
+  // and its kin), so an fp16 or bf16 C is rounded twice: conversion, then add.
+  static void Store(DstT *c, int ldc, const float *acc, int rows, int cols, uint8_t enAtomic) {
+    const auto op = static_cast<twin_detail::AtomicOp>(enAtomic);
     for (int r = 0; r < rows; ++r) {
       DstT *row = c + size_t(r) * ldc;
       const float *src = acc + size_t(r) * cols;
-      if (!add) {
+      if (op == twin_detail::kAtomicNone) {
         for (int j = 0; j < cols; ++j) row[j] = static_cast<DstT>(src[j]);
       } else if constexpr (std::is_same_v<DstT, float>) {
-        twin_detail::AtomicStore(twin_detail::kAtomicAdd, row, src, cols);
+        twin_detail::AtomicStore(op, row, src, cols);
       } else {
         constexpr int kPiece = 256;
         DstT piece[kPiece];
         for (int j0 = 0; j0 < cols; j0 += kPiece) {
           const int n = std::min(kPiece, cols - j0);
           for (int j = 0; j < n; ++j) piece[j] = static_cast<DstT>(src[j0 + j]);
-          twin_detail::AtomicStore(twin_detail::kAtomicAdd, row + j0, piece, n);
+          twin_detail::AtomicStore(op, row + j0, piece, n);
         }
       }
     }
