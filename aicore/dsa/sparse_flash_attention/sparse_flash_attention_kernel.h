@@ -186,8 +186,9 @@ struct SfaSelectedRows {
 
 // Rows rowOf(0), ..., rowOf(n - 1) of a tensor of `main`-element rows and of its rope tensor
 // (`rope`-element rows, the same row numbers; none when rope is 0) into rows 0..n-1 of dst, each
-// main + rope elements: up to `batch` rows per queue buffer, each run of consecutive source rows
-// in one DataCopyPad, and every part of a buffer out to the workspace in one strided copy.
+// main + rope elements: up to `batch` rows per queue buffer, each run of evenly spaced source rows
+// (a token's heads, a key tile's rows of one key head, adjacent selected keys) in one strided
+// DataCopyPad, and every part of a buffer out to the workspace in one strided copy.
 template <typename T, typename RowOf>
 __aicore__ inline void SfaGatherRows(SfaGatherQue &que, uint32_t batch, const AscendC::GlobalTensor<T> &dst,
                                      const AscendC::GlobalTensor<T> &mainGm, const AscendC::GlobalTensor<T> &ropeGm,
@@ -203,13 +204,17 @@ __aicore__ inline void SfaGatherRows(SfaGatherQue &que, uint32_t batch, const As
     const AscendC::LocalTensor<T> ropeUb = buf[batch * mainPitch];
     for (uint32_t j = 0; j < m;) {
       const int64_t r = rowOf(j0 + j);
+      const int64_t step = j + 1 < m ? rowOf(j0 + j + 1) - r : 1;
       uint32_t run = 1;
-      while (j + run < m && rowOf(j0 + j + run) == r + run) ++run;
-      AscendC::DataCopyPad(buf[j * mainPitch], mainGm[r * main], AscendC::DataCopyExtParams(run, mainBytes, 0, 0, 0),
-                           noPad);
+      // Spacings whose gap would not fit DataCopyPad's 32-bit stride are copied row by row.
+      if (step >= 1 && (step - 1) * int64_t(mainBytes > ropeBytes ? mainBytes : ropeBytes) < (int64_t(1) << 31))
+        while (j + run < m && rowOf(j0 + j + run) == r + int64_t(run) * step) ++run;
+      const uint32_t gap = static_cast<uint32_t>(run > 1 ? step - 1 : 0);
+      AscendC::DataCopyPad(buf[j * mainPitch], mainGm[r * main],
+                           AscendC::DataCopyExtParams(run, mainBytes, gap * mainBytes, 0, 0), noPad);
       if (rope > 0)
         AscendC::DataCopyPad(ropeUb[j * ropePitch], ropeGm[r * rope],
-                             AscendC::DataCopyExtParams(run, ropeBytes, 0, 0, 0), noPad);
+                             AscendC::DataCopyExtParams(run, ropeBytes, gap * ropeBytes, 0, 0), noPad);
       j += run;
     }
     que.EnQue(buf);

@@ -24,7 +24,6 @@ using namespace ms_ops::kernel;
 
 namespace {
 
-// GM_ADDR is a pointer type macro: one member per declaration.
 // Source rows of a key-pass chunk: row j is head n2 * G + j % G of recorded query token j / G.
 struct SfagChunkRows {
   LocalTensor<int32_t> tokens;
@@ -34,6 +33,7 @@ struct SfagChunkRows {
   }
 };
 
+// GM_ADDR is a pointer type macro: one member per declaration.
 struct SfagArgs {
   GM_ADDR q;
   GM_ADDR k;
