@@ -146,13 +146,13 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.nTile = kSfaKeyTile;
   d.keyTile = kSfaKeyTile;
   d.tokChunk = d.group >= kSfaQueryRows ? 1 : kSfaQueryRows / d.group;
-  // UB: index chunk and key positions, 7 fp32 rows of max(nTile, keyTile, qkDim, vDim) (queues
-  // and scratch), a T row of zeros, keep and penalty rows, the query rows of a chunk and 5
-  // per-row states; the rest, up to kSfaGatherRows rows, goes to the gather queue's two buffers.
+  // UB: index chunk, 7 fp32 rows of max(nTile, keyTile, qkDim, vDim) (queues and scratch), a T
+  // row of zeros, key positions, keep and penalty rows, the query rows of a chunk and 5 per-row
+  // states; the rest, up to kSfaGatherRows rows, goes to the gather queue's two buffers.
   const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, row = wide > d.nTile ? wide : d.nTile;
   const int64_t m = d.tokChunk * d.group;
   const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes), tileBytes = AlignUp(uint64_t(d.keyTile) * 4, kBlockBytes);
-  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 10 * rowBytes + 3 * tileBytes +
+  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes + 3 * tileBytes +
                       AlignUp(uint64_t(d.tokChunk) * 4, kBlockBytes) + 5 * AlignUp(uint64_t(m) * 4, kBlockBytes) + 64;
   const uint64_t sz = p.dataType == SfaFloat::kF32 ? 4 : 2;
   const uint64_t gatherRow = SfaGatherBytes(1, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, sz);
