@@ -255,6 +255,14 @@ def test_awkward_dims():
     check(q, k, v, idx, "fp32", "pynative", scale=0.1, qr=qr, kr=kr, block_size=3)
 
 
+def test_wide_heads():
+    # Kernel numerics (PyNative): fp32 key rows of 4400 + 96 rope elements leave the gather queue
+    # one row per buffer beside the UB's other rows (fp32 rows much wider than 4500 do not fit).
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    q, k, v, idx, (qr, kr) = bsnd(1, 3, 5, 2, 1, 4400, 3, "fp32", dv=4400, rope=96)
+    check(q, k, v, idx, "fp32", "pynative", scale=0.01, qr=qr, kr=kr)
+
+
 def test_mha_more_queries_than_keys(mode):
     # N1 = N2 (one query head per list); S1 > S2: in sparse_mode 3 the first S1 - S2 rows see nothing.
     q, k, v, idx, _ = bsnd(2, 30, 12, 3, 3, 24, 9, "fp32")

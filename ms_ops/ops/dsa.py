@@ -2,10 +2,7 @@
 through its selected values with respect to query, key and weights, and its training loss
 ``sparse_lightning_indexer_kl_loss`` (one fused kernel for the loss and its gradients).
 """
-import functools
-
 import mindspore as ms
-import numpy as np
 from mindspore import ops
 
 from ms_ops._custom import custom_op
@@ -14,7 +11,7 @@ from ms_ops.bprop.dsa import (make_dense_lightning_indexer_kl_loss_bprop, make_l
 from ms_ops.kernels.lightning_indexer import (DENSE_LIGHTNING_INDEXER_GRAD_KL_LOSS, LIGHTNING_INDEXER,
                                               SPARSE_LIGHTNING_INDEXER_GRAD_KL_LOSS)
 from ms_ops.ops._validation import (FLOAT_DTYPES, check_block_table, check_dtype, check_int, check_same_dtype,
-                                   check_tensor, known)
+                                   check_tensor, known, sequence_lengths)
 
 _LI = "lightning_indexer"
 _KL = "sparse_lightning_indexer_kl_loss"
@@ -22,39 +19,6 @@ _DENSE = "dense_lightning_indexer_kl_loss"
 _LAYOUTS = ("BSND", "TND")
 _FAR = 9223372036854775807  # 2**63 - 1, written out: GRAPH mode parses defaults and overflows on 2**63
 MAX_SPARSE_COUNT = 2048
-
-
-@functools.lru_cache(maxsize=None)
-def _int64_tensor(values):
-    return ms.Tensor(np.array(values, dtype=np.int64))
-
-
-def lengths_arg(op, name, values, layout, batch, limit):
-    """(int64 Tensor or a [1] placeholder, given): one sequence-lengths argument, cumulative for
-    TND and per batch for BSND; list values are checked here, Tensor values by the kernel."""
-    if values is None:
-        if layout == "TND":
-            raise ValueError(f"{op}: '{name}' is required with layout 'TND' (cumulative lengths)")
-        return ops.zeros((1,), ms.int64), False
-    if isinstance(values, ms.Tensor):
-        if values.dtype not in (ms.int32, ms.int64) or values.ndim != 1:
-            raise TypeError(f"{op}: '{name}' must be a 1-D int32/int64 Tensor, got {values.dtype} "
-                            f"of shape {values.shape}")
-        return values.astype(ms.int64), True
-    if not isinstance(values, (list, tuple)) or any(isinstance(x, bool) or not isinstance(x, int) for x in values):
-        raise TypeError(f"{op}: '{name}' must be a list of ints or an int Tensor, got {values!r}")
-    values = tuple(values)
-    if layout == "TND":
-        if not values or any(b < a for a, b in zip((0,) + values, values)) or values[0] < 0:
-            raise ValueError(f"{op}: '{name}' must be non-decreasing cumulative lengths from >= 0, got {values}")
-        if known(limit) and values[-1] != limit:
-            raise ValueError(f"{op}: '{name}' must end at the packed length {limit}, got {values[-1]}")
-    else:
-        if known(batch) and len(values) != batch:
-            raise ValueError(f"{op}: '{name}' must have one length per batch ({batch}), got {len(values)}")
-        if any(x < 0 or (known(limit) and x > limit) for x in values):
-            raise ValueError(f"{op}: '{name}' entries must be in [0, {limit}], got {values}")
-    return _int64_tensor(values), True
 
 
 def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
@@ -95,23 +59,6 @@ def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, 
             raise ValueError(f"{op}: 'weights' must have query's leading dims {query.shape[:-1]}, got {weights.shape}")
     if rank == 4 and not paged and known(query.shape[0]) and known(key.shape[0]) and query.shape[0] != key.shape[0]:
         raise ValueError(f"{op}: 'key' batch must equal query's ({query.shape[0]}), got shape {key.shape}")
-
-
-def sequence_lengths(op, query, key, layout, actual_seq_lengths_query, actual_seq_lengths_key, layout_key=None):
-    """(query lengths, key lengths, whether each was given) for the kernels. Paged keys
-    (layout_key PA_BSND) need per-batch key lengths; the kernel checks them against the table."""
-    tnd = layout == "TND"
-    qlen, has_q = lengths_arg(op, "actual_seq_lengths_query", actual_seq_lengths_query, layout,
-                           None if tnd else query.shape[0], query.shape[0] if tnd else query.shape[1])
-    if layout_key == "PA_BSND":
-        if actual_seq_lengths_key is None:
-            raise ValueError(f"{op}: 'actual_seq_lengths_key' is required with layout_key 'PA_BSND' "
-                             f"(per-batch key lengths)")
-        klen, has_k = lengths_arg(op, "actual_seq_lengths_key", actual_seq_lengths_key, "BSND", None, None)
-        return qlen, klen, has_q, has_k
-    klen, has_k = lengths_arg(op, "actual_seq_lengths_key", actual_seq_lengths_key, layout,
-                           None if tnd else key.shape[0], key.shape[0] if tnd else key.shape[1])
-    return qlen, klen, has_q, has_k
 
 
 def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, actual_seq_lengths_key=None,
@@ -161,7 +108,7 @@ def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, act
     if not isinstance(return_value, bool):
         raise TypeError(f"{_LI}: 'return_value' must be a bool, got {type(return_value).__name__}")
     qlen, klen, has_q, has_k = sequence_lengths(_LI, query, key, layout_query, actual_seq_lengths_query,
-                                                actual_seq_lengths_key, layout_key)
+                                                actual_seq_lengths_key, paged=layout_key == "PA_BSND")
     table = block_table if block_table is not None else ops.zeros((1,), ms.int32)
     prim = custom_op(LIGHTNING_INDEXER, make_lightning_indexer_bprop, layout_query=layout_query,
                      layout_key=layout_key, sparse_count=sparse_count, sparse_mode=sparse_mode, pre_tokens=pre_tokens,

@@ -8,9 +8,8 @@ from mindspore import ops
 from ms_ops._custom import custom_op
 from ms_ops.bprop.sparse_flash_attention import make_sparse_flash_attention_bprop
 from ms_ops.kernels.sparse_flash_attention import SPARSE_FLASH_ATTENTION
-from ms_ops.ops.dsa import lengths_arg
 from ms_ops.ops._validation import (FLOAT_DTYPES, check_block_table, check_dtype, check_int, check_same_dtype,
-                                   check_tensor, known)
+                                   check_tensor, known, sequence_lengths)
 
 _OP = "sparse_flash_attention"
 _FAR = 2**63 - 1
@@ -128,9 +127,6 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
         raise ValueError(f"{_OP}: 'layout_kv' {layout_kv!r} must equal 'layout_query' {layout_query!r} "
                          f"(or be 'PA_BSND' with 'BSND' queries)")
     check_block_table(_OP, block_table, paged, "layout_kv", layout_kv)
-    if paged and actual_seq_lengths_kv is None:
-        raise ValueError(f"{_OP}: 'actual_seq_lengths_kv' is required with layout_kv 'PA_BSND' "
-                         f"(per-batch key lengths)")
     check_int(_OP, "sparse_mode", sparse_mode, allowed=(0, 3))
     check_int(_OP, "sparse_block_size", sparse_block_size, low=1)
     check_int(_OP, "attention_mode", attention_mode, allowed=(0, 1, 2))
@@ -141,13 +137,10 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
     if isinstance(scale_value, bool) or not isinstance(scale_value, (int, float)):
         raise TypeError(f"{_OP}: 'scale_value' must be a float, got {type(scale_value).__name__}")
     _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layout_query, paged)
+    seq_q, seq_kv, has_q, has_kv = sequence_lengths(_OP, query, key, layout_query, actual_seq_lengths_query,
+                                                    actual_seq_lengths_kv, key_name="actual_seq_lengths_kv",
+                                                    layout_key_name="layout_kv", paged=paged)
     tnd = layout_query == "TND"
-    seq_q, has_q = lengths_arg(_OP, "actual_seq_lengths_query", actual_seq_lengths_query, layout_query,
-                               None if tnd else query.shape[0], query.shape[0] if tnd else query.shape[1])
-    # Paged: the block table bounds the key lengths (the kernel checks them against it).
-    seq_kv, has_kv = lengths_arg(_OP, "actual_seq_lengths_kv", actual_seq_lengths_kv, layout_query,
-                                 None if tnd else query.shape[0],
-                                 None if paged else key.shape[0] if tnd else key.shape[1])
     if query_rope is None:
         query_rope = key_rope = _placeholder(query.dtype)
     table = block_table if paged else _placeholder(ms.int32)

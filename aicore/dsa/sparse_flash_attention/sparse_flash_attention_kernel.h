@@ -162,29 +162,68 @@ class SfaKeyCursor {
   int64_t chunk_ = 0, topK_ = 0, blockSize_ = 1, first_ = 0, limit_ = -1, e_ = 0, r_ = 0, loaded_ = -1;
 };
 
-// GM to GM through a UB row: `len` elements of src into dst.
-template <typename T>
-__aicore__ inline void SfaCopyRow(AscendC::TPipe *pipe, const AscendC::LocalTensor<T> &ub,
-                                  const AscendC::GlobalTensor<T> &dst, const AscendC::GlobalTensor<T> &src,
-                                  uint32_t len) {
-  if (len == 0) return;
-  // The previous row has left the UB row before this one lands in it.
-  OrderPipes<AscendC::HardEvent::MTE3_MTE2>(pipe);
-  CopyIn(ub, src, len);
-  OrderPipes<AscendC::HardEvent::MTE2_MTE3>(pipe);
-  CopyOut(dst, ub, len);
-}
+// The UB queue the gathers pass rows through: depth 2, so that MTE2 fills one buffer while MTE3
+// empties the other.
+using SfaGatherQue = AscendC::TQueBind<AscendC::TPosition::VECIN, AscendC::TPosition::VECOUT, 2>;
 
-// Row (token row `row`, head `head`) of a tensor with `heads` heads of `main` elements and its
-// optional rope part (`rope` elements of `ropeGm`) into one gathered row of main + rope elements.
-template <typename T>
-__aicore__ inline void SfaGatherRow(AscendC::TPipe *pipe, const AscendC::LocalTensor<T> &ub,
-                                    const AscendC::GlobalTensor<T> &dst, const AscendC::GlobalTensor<T> &mainGm,
-                                    const AscendC::GlobalTensor<T> &ropeGm, int64_t row, int64_t heads, int64_t head,
-                                    int64_t main, int64_t rope) {
-  const int64_t r = row * heads + head;
-  SfaCopyRow(pipe, ub, dst, mainGm[r * main], static_cast<uint32_t>(main));
-  if (rope > 0) SfaCopyRow(pipe, ub, dst[main], ropeGm[r * rope], static_cast<uint32_t>(rope));
+// Source rows base + j * step (a token's head rows, a key tile's rows).
+struct SfaLinearRows {
+  int64_t base, step;
+  __aicore__ inline int64_t operator()(uint32_t j) const { return base + int64_t(j) * step; }
+};
+
+// Source rows of the selected keys pos[j] of sequence sq, key head n2 (paged through the table).
+struct SfaSelectedRows {
+  const SparseFlashAttentionTilingData *td;
+  const AscendC::GlobalTensor<int32_t> *table;
+  const SfaSeq *sq;
+  AscendC::LocalTensor<int32_t> pos;
+  int64_t n2;
+  __aicore__ inline int64_t operator()(uint32_t j) const {
+    return SfaKeyRow(*td, *table, *sq, pos.GetValue(j)) * td->heads2 + n2;
+  }
+};
+
+// Rows rowOf(0), ..., rowOf(n - 1) of a tensor of `main`-element rows and of its rope tensor
+// (`rope`-element rows, the same row numbers; none when rope is 0) into rows 0..n-1 of dst, each
+// main + rope elements: up to `batch` rows per queue buffer, each run of evenly spaced source rows
+// (a token's heads, a key tile's rows of one key head, adjacent selected keys) in one strided
+// DataCopyPad, and every part of a buffer out to the workspace in one strided copy.
+template <typename T, typename RowOf>
+__aicore__ inline void SfaGatherRows(SfaGatherQue &que, uint32_t batch, const AscendC::GlobalTensor<T> &dst,
+                                     const AscendC::GlobalTensor<T> &mainGm, const AscendC::GlobalTensor<T> &ropeGm,
+                                     int64_t main, int64_t rope, uint32_t n, const RowOf &rowOf) {
+  const uint32_t mainBytes = static_cast<uint32_t>(main * int64_t(sizeof(T)));
+  const uint32_t ropeBytes = static_cast<uint32_t>(rope * int64_t(sizeof(T)));
+  const uint32_t mainPitch = static_cast<uint32_t>(ms_ops::SfaGatherBytes(1, main, 0, sizeof(T)) / sizeof(T));
+  const uint32_t ropePitch = static_cast<uint32_t>(ms_ops::SfaGatherBytes(1, 0, rope, sizeof(T)) / sizeof(T));
+  const AscendC::DataCopyPadExtParams<T> noPad(false, 0, 0, 0);
+  for (uint32_t j0 = 0; j0 < n; j0 += batch) {
+    const uint32_t m = n - j0 < batch ? n - j0 : batch;
+    AscendC::LocalTensor<T> buf = que.AllocTensor<T>();
+    const AscendC::LocalTensor<T> ropeUb = buf[batch * mainPitch];
+    for (uint32_t j = 0; j < m;) {
+      const int64_t r = rowOf(j0 + j);
+      const int64_t step = j + 1 < m ? rowOf(j0 + j + 1) - r : 1;
+      uint32_t run = 1;
+      // Spacings whose gap would not fit DataCopyPad's 32-bit stride are copied row by row.
+      if (step >= 1 && (step - 1) * int64_t(mainBytes > ropeBytes ? mainBytes : ropeBytes) < (int64_t(1) << 31))
+        while (j + run < m && rowOf(j0 + j + run) == r + int64_t(run) * step) ++run;
+      const uint32_t gap = static_cast<uint32_t>(run > 1 ? step - 1 : 0);
+      AscendC::DataCopyPad(buf[j * mainPitch], mainGm[r * main],
+                           AscendC::DataCopyExtParams(run, mainBytes, gap * mainBytes, 0, 0), noPad);
+      if (rope > 0)
+        AscendC::DataCopyPad(ropeUb[j * ropePitch], ropeGm[r * rope],
+                             AscendC::DataCopyExtParams(run, ropeBytes, gap * ropeBytes, 0, 0), noPad);
+      j += run;
+    }
+    que.EnQue(buf);
+    buf = que.DeQue<T>();
+    const AscendC::GlobalTensor<T> out = dst[int64_t(j0) * (main + rope)];
+    AscendC::DataCopyPad(out, buf, AscendC::DataCopyExtParams(m, mainBytes, 0, ropeBytes, 0));
+    if (rope > 0) AscendC::DataCopyPad(out[main], ropeUb, AscendC::DataCopyExtParams(m, ropeBytes, 0, mainBytes, 0));
+    que.FreeTensor(buf);
+  }
 }
 
 // fp32 UB row into a T row (a copy for float).

@@ -35,6 +35,7 @@ struct SparseFlashAttentionTilingData {
   int64_t keyTile;                  // keys per backward key-pass item
   int64_t tokChunk;                 // query rows per backward key-pass chunk (tokChunk*group rows)
   int64_t kTiles;                   // key-pass tiles of all sequences (per key head)
+  int64_t gatherRows;               // rows per buffer of the double-buffered gather queue
   uint32_t packed;
   // value is the key tensor itself (the MLA absorb layout passes one tensor twice, vDim == dim):
   // the value rows are the gathered key rows' first vDim elements, not gathered again.
@@ -79,6 +80,8 @@ struct SparseFlashAttentionTiling {
 };
 
 constexpr int64_t kSfaKeyTile = 128, kSfaQueryRows = 128, kSfaIdxChunk = 512;
+// Gathered rows per queue buffer at most: past that a buffer's copies out are long enough.
+constexpr int64_t kSfaGatherRows = 32;
 
 // Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
 // fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
@@ -93,6 +96,12 @@ inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool
   const uint64_t k = uint64_t(d.keyTile) > n ? uint64_t(d.keyTile) : n;
   const uint64_t wide = qk > v ? qk : v, rows = m > k ? m : k;
   return 4 * m * k + 2 * rows * wide + m * qk + k * qk + k * v + m * v + uint64_t(d.tokChunk) * uint64_t(d.keyTile);
+}
+
+// Bytes of one buffer of the kernels' gather queue: `rows` rows of a main part of `main` elements
+// and a rope part of `rope`, each part of a row 32-byte aligned in UB.
+inline uint64_t SfaGatherBytes(int64_t rows, int64_t main, int64_t rope, uint64_t elem) {
+  return uint64_t(rows) * (AlignUp(uint64_t(main) * elem, kBlockBytes) + AlignUp(uint64_t(rope) * elem, kBlockBytes));
 }
 
 inline TCubeTiling SfaCubeTiling(SfaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
@@ -137,18 +146,22 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.nTile = kSfaKeyTile;
   d.keyTile = kSfaKeyTile;
   d.tokChunk = d.group >= kSfaQueryRows ? 1 : kSfaQueryRows / d.group;
-  // UB: index chunk and key positions, 7 fp32 rows of max(nTile, keyTile, qkDim, vDim) (queues
-  // and scratch), 2 T rows (gather, zeros), keep and penalty rows, the query rows of a chunk and
-  // 5 per-row states.
+  // UB: index chunk, 7 fp32 rows of max(nTile, keyTile, qkDim, vDim) (queues and scratch), a T
+  // row of zeros, key positions, keep and penalty rows, the query rows of a chunk and 5 per-row
+  // states; the rest, up to kSfaGatherRows rows, goes to the gather queue's two buffers.
   const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, row = wide > d.nTile ? wide : d.nTile;
   const int64_t m = d.tokChunk * d.group;
   const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes), tileBytes = AlignUp(uint64_t(d.keyTile) * 4, kBlockBytes);
-  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 10 * rowBytes + 3 * tileBytes +
+  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes + 3 * tileBytes +
                       AlignUp(uint64_t(d.tokChunk) * 4, kBlockBytes) + 5 * AlignUp(uint64_t(m) * 4, kBlockBytes) + 64;
-  if (ub > platform.ubSize) {
+  const uint64_t sz = p.dataType == SfaFloat::kF32 ? 4 : 2;
+  const uint64_t gatherRow = SfaGatherBytes(1, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, sz);
+  const uint64_t fit = ub < platform.ubSize ? (platform.ubSize - ub) / (2 * gatherRow) : 0;
+  if (fit < 1) {
     t.error = "head dims " + std::to_string(wide) + " / group " + std::to_string(d.group) + " exceed the UB of a core";
     return t;
   }
+  d.gatherRows = fit < uint64_t(kSfaGatherRows) ? int64_t(fit) : kSfaGatherRows;
   uint64_t kTiles = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t len = p.packed ? p.cumKv[b] - (b ? p.cumKv[b - 1] : 0) : p.seq2;

@@ -9,7 +9,8 @@
 //
 // A work item is (query row, key head). Its G query rows (with rope) are gathered once into the
 // block's workspace; then, nTile visible keys at a time, the key rows (with rope) and value rows
-// are gathered there too, the cube computes S = Q Kᵀ [G, nt], the vector pass turns it into
+// are gathered there too (each selected row once for all G heads, gatherRows rows per pass
+// through a double-buffered UB queue), the cube computes S = Q Kᵀ [G, nt], the vector pass turns it into
 // P = exp(scale S - new max) (T, for the cube) and updates the running max and sum, the cube
 // computes P V and the vector pass folds it into the fp32 accumulator with exp(old max - new max).
 // Nothing scales with the sequence length but the index list, read in chunks.
@@ -88,7 +89,8 @@ class SparseFlashAttentionKernel {
     pipe.InitBuffer(addQ_, 1, row);
     pipe.InitBuffer(outQ_, 1, row);
     pipe.InitBuffer(tmp_, row);
-    pipe.InitBuffer(gather_, UbBytes(wide, sizeof(T)));
+    const int64_t mainDim = td.dim > td.vDim ? td.dim : td.vDim;
+    pipe.InitBuffer(gatherQ_, 2, static_cast<uint32_t>(ms_ops::SfaGatherBytes(td.gatherRows, mainDim, td.ropeDim, sizeof(T))));
     pipe.InitBuffer(zero_, UbBytes(td.vDim, sizeof(T)));
     pipe.InitBuffer(red_, 2 * kUbAlign);
     pipe.InitBuffer(idx_, UbBytes(td.idxChunk, 4));
@@ -123,26 +125,22 @@ class SparseFlashAttentionKernel {
     const uint32_t g = static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
     // The previous item's reads of the workspace and copies out of the states are done.
     PipeBarrier<PIPE_ALL>();
-    const LocalTensor<T> row = gather_.Get<T>();
-    for (int64_t h = 0; h < td.group; ++h)
-      SfaGatherRow(&pipe, row, qgGm_[h * td.qkDim], qGm_, qRopeGm_, t, td.heads1, n2 * td.group + h, td.dim,
-                   td.ropeDim);
+    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
+    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, g,
+                  SfaLinearRows{t * td.heads1 + n2 * td.group, 1});
     Duplicate(St(kRunMax), kSfaLowest, g);
     Duplicate(St(kSum), 0.0f, g);
     cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, t - sq.qStart));
     const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
+    const SfaSelectedRows keys{&td, &tableGm_, &sq, pos, n2};
     bool started = false;
     for (;;) {
       const uint32_t nt = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
       if (nt == 0) break;
       // The previous tile's matmuls have read the gathered rows.
       PipeBarrier<PIPE_ALL>();
-      for (uint32_t j = 0; j < nt; ++j) {
-        const int64_t key = SfaKeyRow(td, tableGm_, sq, pos.GetValue(j));
-        SfaGatherRow(&pipe, row, kgGm_[int64_t(j) * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
-        if (!td.valueIsKey)
-          SfaGatherRow(&pipe, row, vgGm_[int64_t(j) * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
-      }
+      SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, nt, keys);
+      if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, nt, keys);
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
       mmNT.SetOrgShape(g, nt, qk, qk);
@@ -279,7 +277,8 @@ class SparseFlashAttentionKernel {
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECIN, 1> addQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
-  TBuf<TPosition::VECCALC> tmp_, gather_, zero_, red_, idx_, pos_, state_;
+  SfaGatherQue gatherQ_;
+  TBuf<TPosition::VECCALC> tmp_, zero_, red_, idx_, pos_, state_;
   SfaKeyCursor cursor_;
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> tableGm_;

@@ -10,6 +10,8 @@
 //   the tile records the row and a 0/1 keep row over the tile (the inverted index, built in a
 //   fixed order); tokChunk such rows at a time are gathered (query with rope, dO, statistics) and
 //   dV += Pᵀ dO, d[K | K_rope] += dSᵀ [Q | Q_rope] over the kept entries only.
+// Rows are gathered into the workspace through a double-buffered UB queue, gatherRows rows per
+// pass, each selected key row once for the group's G query heads.
 // Both recompute S and dP with the cube and P, dS in UB in fp32. The key pass's products span
 // the whole key tile for every recorded row: with lists much sparser than a tile (k selected among
 // S2 keys), that is about S2/k times the cube work of the selected pairs alone, the price of
@@ -21,6 +23,15 @@ using namespace AscendC;
 using namespace ms_ops::kernel;
 
 namespace {
+
+// Source rows of a key-pass chunk: row j is head n2 * G + j % G of recorded query token j / G.
+struct SfagChunkRows {
+  LocalTensor<int32_t> tokens;
+  int64_t heads1, head0, group;
+  __aicore__ inline int64_t operator()(uint32_t j) const {
+    return int64_t(tokens.GetValue(j / uint32_t(group))) * heads1 + head0 + int64_t(j) % group;
+  }
+};
 
 // GM_ADDR is a pointer type macro: one member per declaration.
 struct SfagArgs {
@@ -108,7 +119,8 @@ class SparseFlashAttentionGradKernel {
     pipe.InitBuffer(tmp_, row);
     pipe.InitBuffer(wideA_, row);
     pipe.InitBuffer(wideB_, row);
-    pipe.InitBuffer(gather_, UbBytes(int64_t(wide), sizeof(T)));
+    const int64_t mainDim = td.dim > td.vDim ? td.dim : td.vDim;
+    pipe.InitBuffer(gatherQ_, 2, static_cast<uint32_t>(ms_ops::SfaGatherBytes(td.gatherRows, mainDim, td.ropeDim, sizeof(T))));
     pipe.InitBuffer(zero_, UbBytes(int64_t(wide), sizeof(T)));
     pipe.InitBuffer(red_, kUbAlign);
     pipe.InitBuffer(idx_, UbBytes(td.idxChunk, 4));
@@ -154,24 +166,20 @@ class SparseFlashAttentionGradKernel {
     const int64_t head0 = t * td.heads1 + n2 * td.group;
     // The previous item's reads of the workspace and UB rows are done.
     PipeBarrier<PIPE_ALL>();
-    const LocalTensor<T> row = gather_.Get<T>();
-    for (int64_t h = 0; h < td.group; ++h)
-      SfaGatherRow(&pipe, row, qgGm_[h * td.qkDim], qGm_, qRopeGm_, t, td.heads1, n2 * td.group + h, td.dim,
-                   td.ropeDim);
+    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
+    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, g, SfaLinearRows{head0, 1});
     RowStats(0, t, n2, SfaStatBase(td, sq, t, n2));
     cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, t - sq.qStart));
     const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
+    const GlobalTensor<int32_t> noTable;
+    const SfaSelectedRows keys{&td, &noTable, &sq, pos, n2};
     bool started = false;
     for (;;) {
       const uint32_t nt = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
       if (nt == 0) break;
       PipeBarrier<PIPE_ALL>();
-      for (uint32_t j = 0; j < nt; ++j) {
-        const int64_t key = sq.kStart + pos.GetValue(j);
-        SfaGatherRow(&pipe, row, kgGm_[int64_t(j) * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
-        if (!td.valueIsKey)
-          SfaGatherRow(&pipe, row, vgGm_[int64_t(j) * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
-      }
+      SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, nt, keys);
+      if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, nt, keys);
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
       ScoreRows(0, dyGm_[head0 * td.vDim], nt);
@@ -204,12 +212,11 @@ class SparseFlashAttentionGradKernel {
     // the sequence's length are never visible and get zero gradients.
     const int64_t nk = Min64(td.keyTile, (td.packed ? sq.s2 : td.seq2) - k0);
     PipeBarrier<PIPE_ALL>();
-    const LocalTensor<T> row = gather_.Get<T>();
-    for (int64_t j = 0; j < nk; ++j) {
-      const int64_t key = sq.kStart + k0 + j;
-      SfaGatherRow(&pipe, row, kgGm_[j * td.qkDim], kGm_, kRopeGm_, key, td.heads2, n2, td.dim, td.ropeDim);
-      if (!td.valueIsKey) SfaGatherRow(&pipe, row, vgGm_[j * td.vDim], vGm_, vGm_, key, td.heads2, n2, td.vDim, 0);
-    }
+    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
+    const SfaLinearRows tileRows{(sq.kStart + k0) * td.heads2 + n2, td.heads2};
+    SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, static_cast<uint32_t>(nk), tileRows);
+    if (!td.valueIsKey)
+      SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, static_cast<uint32_t>(nk), tileRows);
     // Query i sees keys up to i + S2 - S1 + SfaAhead: earlier rows see none of the tile.
     int64_t first = k0 - (sq.s2 - sq.s1) - SfaAhead(td);
     if (first < 0) first = 0;
@@ -279,14 +286,12 @@ class SparseFlashAttentionGradKernel {
     const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
     // The keep rows have landed and the previous chunk's matmuls are done with the gathered rows.
     PipeBarrier<PIPE_ALL>();
-    const LocalTensor<T> row = gather_.Get<T>();
+    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
+    const SfagChunkRows chunkRows{tokens, td.heads1, n2 * td.group, td.group};
+    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, rows, chunkRows);
+    SfaGatherRows(gatherQ_, batch, dogGm_, dyGm_, dyGm_, td.vDim, 0, rows, chunkRows);
     for (uint32_t j = 0; j < count; ++j) {
       const int64_t t = tokens.GetValue(j);
-      for (int64_t h = 0; h < td.group; ++h) {
-        const int64_t r = j * td.group + h, n1 = n2 * td.group + h;
-        SfaGatherRow(&pipe, row, qgGm_[r * td.qkDim], qGm_, qRopeGm_, t, td.heads1, n1, td.dim, td.ropeDim);
-        SfaGatherRow(&pipe, row, dogGm_[r * td.vDim], dyGm_, dyGm_, t, td.heads1, n1, td.vDim, 0);
-      }
       RowStats(j * td.group, t, n2, SfaStatBase(td, sq, t, n2));
     }
     PipeBarrier<PIPE_ALL>();
@@ -444,7 +449,8 @@ class SparseFlashAttentionGradKernel {
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECIN, 1> addQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
-  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, gather_, zero_, red_, idx_, pos_, keep_, pen_, tokens_, statMax_,
+  SfaGatherQue gatherQ_;
+  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, zero_, red_, idx_, pos_, keep_, pen_, tokens_, statMax_,
       statSum_, dRow_;
   SfaKeyCursor cursor_;
   GlobalTensor<int64_t> cumQ_, cumKv_;
