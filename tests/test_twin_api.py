@@ -108,11 +108,15 @@ VEC0 = [
     (np.float16, 4, 3, (0, 0), 300, 0, (1, 1, 8, 8)),
     (np.float32, 6, 1, (0, 0), 64, 3, (1, 3, 8, 24)),
     (np.float32, 4, 0, (0x5, 0), 0, 2, (3, 1, 0, 8)),
+    (np.float32, 0, 1, (0, 0), 48, 3, (1, 0, 8, 1)),
 ]
 
 
+# Without race tracking (strict mode off) the operands' checks only look at their furthest block.
+@pytest.mark.parametrize("tracked", ["1", "0"])
 @pytest.mark.parametrize("dtype,op,kind,bits,length,repeat,strides", VEC0)
-def test_level0_vector_ops(lib, dtype, op, kind, bits, length, repeat, strides):
+def test_level0_vector_ops(lib, monkeypatch, tracked, dtype, op, kind, bits, length, repeat, strides):
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", tracked)
     status, got, (x, y, z) = run_vec0(lib, dtype, op, kind, bits, length, repeat, strides)
     assert status == 0
     ref = level0_model(op, x, y, z, kind, bits, length, repeat, strides, dtype)
@@ -132,8 +136,10 @@ FAILS0 = [
 ]
 
 
+@pytest.mark.parametrize("tracked", ["1", "0"])
 @pytest.mark.parametrize("dtype,op,kind,bits,length,repeat,strides,message", FAILS0)
-def test_level0_rules(lib, capfd, dtype, op, kind, bits, length, repeat, strides, message):
+def test_level0_rules(lib, capfd, monkeypatch, tracked, dtype, op, kind, bits, length, repeat, strides, message):
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", tracked)
     status, got, (_, _, z) = run_vec0(lib, dtype, op, kind, bits, length, repeat, strides)
     assert status == 1
     assert f"ms_ops twin_vec0: block 0: {message}" in capfd.readouterr().err

@@ -144,11 +144,11 @@ __aicore__ inline bool FaTileVisible(const FaSeg &sg, int64_t q0, int64_t m, int
 
 // The keys query rows [q0, q0 + m) see lie in [FaKeysBegin, FaKeysEnd): a tile loop over them
 // skips the fully masked keys of causal and band masks, and a key tile is cut at the end, so that
-// a wide tile computes no scores that every row masks out. The begin is rounded down to 128 keys,
-// keeping the tiles' starts where 128-key tiling put them.
+// a wide tile computes no scores that every row masks out. The begin is rounded down to the
+// tiling's unit, so every tile starts where tiles of that unit would.
 __aicore__ inline int64_t FaKeysBegin(const FaSeg &sg, int64_t q0) {
   const int64_t a = q0 + sg.low;
-  return a <= 0 ? 0 : (a < sg.s2 ? a : sg.s2) / 128 * 128;
+  return a <= 0 ? 0 : (a < sg.s2 ? a : sg.s2) / kFaTileUnit * kFaTileUnit;
 }
 
 __aicore__ inline int64_t FaKeysEnd(const FaSeg &sg, int64_t q0, int64_t m) {

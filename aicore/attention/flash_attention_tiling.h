@@ -55,7 +55,7 @@ struct FlashAttentionTiling {
 // 57.7 MiB beyond inputs, outputs and gradients (issue 10's budget: 64 MiB). With fewer than two
 // 256-key items per core the key pass would leave cores idle in its last round (at S = 1024, N = 8:
 // 32 items on 24 cores, 2 rounds of 256 keys against 3 of 128), so such problems keep 128 keys.
-constexpr uint64_t kFaQueryTile = 128, kFaKeyTile = 512, kFaGradKeyTile = 256;
+constexpr uint64_t kFaQueryTile = kFaTileUnit, kFaKeyTile = 4 * kFaTileUnit, kFaGradKeyTile = 2 * kFaTileUnit;
 
 inline TCubeTiling FaCubeTiling(FaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
   return SingleShapeCubeTiling(blockDim, m, n, k, 128, 256, t == FaFloat::kF32 ? 32 : 64, 2);
@@ -86,7 +86,7 @@ inline uint64_t FaTileCount(const FlashAttentionProblem &p, bool packed, size_t 
 // The backward's key tile: kFaGradKeyTile when its key pass has at least two items per core.
 inline uint64_t FaGradKeyTile(const FlashAttentionProblem &p, bool packed, size_t nb, uint32_t cores) {
   const uint64_t items = uint64_t(p.heads2) * FaTileCount(p, packed, nb, true, kFaGradKeyTile);
-  return items >= 2 * uint64_t(cores) ? kFaGradKeyTile : kFaQueryTile;
+  return items >= 2 * uint64_t(cores) ? kFaGradKeyTile : uint64_t(kFaTileUnit);
 }
 
 inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProblem &p, const PlatformInfo &platform,

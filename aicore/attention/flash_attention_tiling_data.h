@@ -57,6 +57,9 @@ struct FlashAttentionTilingData {
 namespace ms_ops {
 // Keys visible beyond this distance are all keys (pre/next_tokens' "unlimited" 2147483647).
 constexpr int64_t kFaFar = int64_t(1) << 40;
+// Query and key tiles are whole multiples of this many rows (flash_attention_tiling.h), and a
+// kernel's key loop that skips invisible keys starts on such a multiple.
+constexpr int64_t kFaTileUnit = 128;
 }  // namespace ms_ops
 
 #endif  // MS_OPS_FLASH_ATTENTION_TILING_DATA_H_

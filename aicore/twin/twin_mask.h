@@ -238,6 +238,16 @@ struct Strided {
   }
 };
 
+// The groups of `per` lanes (per divides 64) that have an active lane, as RunsOf counts them.
+inline uint32_t GroupsOf(const uint64_t on[2], uint32_t per) {
+  uint32_t groups = 0;
+  for (uint32_t e0 = 0; e0 < 128 && e0 / per < 32; e0 += per) {
+    const uint64_t word = on[e0 >> 6] >> (e0 & 63);
+    if ((per >= 64 ? word : word & ((1ull << per) - 1)) != 0) groups |= 1u << (e0 / per);
+  }
+  return groups;
+}
+
 // Checks operand t (aligned, every active element inside its buffer) and records the data blocks
 // its active lanes touch as V-pipe reads or writes, adjacent blocks (block stride 1) as one access.
 // `l.lanes` is set by the widest operand's element size; lanes map to t's blocks by t's own.
@@ -246,6 +256,21 @@ inline Strided<T> Operand(const char *call, const LocalTensor<T> &t, const Lanes
                           bool write) {
   UbAligned(call, t.TwinData());
   constexpr uint32_t per = Strided<T>::kPerBlock;
+  // Untracked, only the furthest block matters (the bounds and the reserved-UB check): in normal
+  // mode every repeat has the same blocks and the strides are not negative, so it is the last
+  // repeat's last block. Out of bounds, the walk below reports the first access past the end.
+  if (!Races().Tracking() && !l.counter) {
+    uint64_t on[2];
+    l.Of(0, on);
+    const uint32_t used = GroupsOf(on, per);
+    if (l.repeats == 0 || used == 0) return Strided<T>{t.TwinData(), blk, rep, 0};
+    const uint64_t first = (uint64_t(l.repeats - 1) * rep + (31 - __builtin_clz(used)) * blk) * per;
+    if (first + per <= t.TwinCap()) {
+      write ? UbWrite(kPipeV, call, t.TwinData() + first, ONE_BLK_SIZE)
+            : UbRead(kPipeV, call, t.TwinData() + first, ONE_BLK_SIZE);
+      return Strided<T>{t.TwinData(), blk, rep, first + per};
+    }
+  }
   uint64_t end = 0;
   auto access = [&](uint64_t first, uint64_t blocks) {
     const uint64_t last = first + blocks * per;
@@ -277,6 +302,18 @@ inline void ForBlocks(const Lanes &l, F f) {
   ForRepeatRuns(l, Strided<T>::kPerBlock, [&](uint32_t r, const Runs &runs) {
     for (uint32_t i = 0; i < runs.count; ++i) f(r, runs.e0[i], runs.n[i]);
   });
+}
+
+// The whole data blocks of 32-bit lanes every repeat has when its active lanes are the first
+// 8 * blocks of the repeat in normal mode; 0 otherwise.
+inline uint32_t LeadingBlocks32(const Lanes &l) {
+  if (l.counter || l.lanes != 64) return 0;
+  uint64_t on[2];
+  l.Of(0, on);
+  const uint64_t m = on[0];
+  if (on[1] != 0 || m == 0 || (m & (m + 1)) != 0) return 0;
+  const uint32_t n = static_cast<uint32_t>(__builtin_popcountll(m));
+  return n % 8 == 0 ? n / 8 : 0;
 }
 
 // g(k) for k in [0, n), n <= per: a whole block as a loop of constant length.

@@ -48,6 +48,8 @@ class Races {
   // A new block over the UB arena `ub`: no pipe has done anything, no flag is set. With `on`
   // false, every call below but the reserved-UB check does nothing.
   void Reset(const uint8_t *ub, bool on);
+  // Whether accesses are tracked (strict mode or MS_OPS_TWIN_RACES=1).
+  bool Tracking() const { return on_; }
   // A buffer carved by TPipe::InitBuffer: fresh, and described by `what` (static text) in messages.
   void Carve(uint64_t off, uint64_t bytes, const char *what, uint32_t num, uint32_t len);
 
