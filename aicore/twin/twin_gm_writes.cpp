@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <tuple>
 
+#include "twin_runtime.h"
+
 namespace ms_ops {
 namespace twin {
 
@@ -61,8 +63,7 @@ std::string Hex(uintptr_t v) {
 }
 
 std::string Who(const GmWrite &w) {
-  return std::string(w.call) + (w.atomic ? " (atomic)" : "") + " of " + (w.aic ? "AIC " : "block ") +
-         std::to_string(w.block);
+  return std::string(w.call) + (w.atomic ? " (atomic)" : "") + " of " + BlockName(w.aic, w.block);
 }
 
 }  // namespace

@@ -177,7 +177,7 @@ ProfileLaunch::~ProfileLaunch() {
     Add(total, b.c);
     longest = std::max(longest, t.overlapped);
     work += t.overlapped;
-    const std::string who = std::string(b.aic ? "AIC " : "block ") + std::to_string(b.idx);
+    const std::string who = BlockName(b.aic, b.idx);
     if (print_) lines += "ms_ops profile " + std::string(kernel_) + ": " + who + ": " + CountersText(b.c) + "; " +
                          CostText(t) + "\n";
     blocks += std::string(ran ? ", " : "") + "{\"block\": " + std::to_string(b.idx) + ", \"core\": \"" +

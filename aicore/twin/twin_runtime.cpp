@@ -39,7 +39,7 @@ void OutsideLaunch() { throw Violation("twin", "AscendC API called outside ms_op
 
 void Fail(const char *call, const std::string &what) { throw Violation(call, what); }
 
-std::string BlockName(const Block &b) { return (b.coreType == kAic ? "AIC " : "block ") + std::to_string(b.idx); }
+std::string BlockName(bool aic, int64_t idx) { return (aic ? "AIC " : "block ") + std::to_string(idx); }
 
 namespace {
 
@@ -52,7 +52,7 @@ void WarnOnce(const char *call, const std::string &what, const char *consequence
   std::lock_guard<std::mutex> lock(mu);
   if (!warned.insert(std::string(b.kernel) + '\0' + call).second) return;
   std::fprintf(stderr, "ms_ops %s: %s: %s: warning: %s; %s (MS_OPS_TWIN_STRICT=1 makes this an error)\n",
-               b.kernel, BlockName(b).c_str(), call, what.c_str(), consequence);
+               b.kernel, BlockName(b.coreType == kAic, b.idx).c_str(), call, what.c_str(), consequence);
   std::fflush(stderr);
 }
 
@@ -186,7 +186,7 @@ struct Grid {
 
   void Record(const Block &b, const char *call, const char *what) {
     if (failed.exchange(true)) return;
-    firstError = std::string(kernel) + ": " + BlockName(b) + ": " + call + ": " + what;
+    firstError = std::string(kernel) + ": " + BlockName(b.coreType == kAic, b.idx) + ": " + call + ": " + what;
   }
   // The launching thread, after every block has ended.
   int Result() {
@@ -194,8 +194,7 @@ struct Grid {
     const GmWrite *w = !failed.load() && gm != nullptr ? gm->Conflict(what) : nullptr;
     if (w != nullptr) {
       failed = true;
-      firstError = std::string(kernel) + ": " + (w->aic ? "AIC " : "block ") + std::to_string(w->block) + ": " +
-                   w->call + ": " + what;
+      firstError = std::string(kernel) + ": " + BlockName(w->aic, w->block) + ": " + w->call + ": " + what;
     }
     if (!failed.load()) return 0;
     tlsLastFailure = firstError;

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -109,7 +108,7 @@ bool Strict();
 bool TrackRaces(bool strict);
 
 // How messages name a block: "AIC <i>" for a cube core, else "block <i>".
-std::string BlockName(const Block &b);
+std::string BlockName(bool aic, int64_t idx);
 
 // Both return 0, or 1 after recording the launch's first error for LastFailure.
 // Launch runs the blocks a few at a time on OpenMP threads.

@@ -227,20 +227,21 @@ class Matmul {
                               "core's registration is a local object whose destructor tells the cube core to stop "
                               "serving, so register at kernel scope, outside any braces, before any InitBuffer");
     if (a_.TwinData() == nullptr || b_.TwinData() == nullptr) twin_detail::Fail(call, "SetTensorA/SetTensorB not called");
-    if (enAtomic > 3)
-      twin_detail::Fail(call, "enAtomic must be 0 (overwrite), 1 (add), 2 (max) or 3 (min), got " +
-                                  twin_detail::Str(int(enAtomic)));
+    CheckAtomic(call, enAtomic);
     if (m_ < 0 || n_ < 0 || k_ <= 0 || m_ > M_ || n_ > N_ || k_ > Ka_ || k_ > Kb_)
       twin_detail::Fail(call, "single shape " + twin_detail::Str(m_) + "x" + twin_detail::Str(n_) + "x" +
                                   twin_detail::Str(k_) + " does not fit the org shape M=" + twin_detail::Str(M_) +
                                   " N=" + twin_detail::Str(N_) + " Ka=" + twin_detail::Str(Ka_) +
                                   " Kb=" + twin_detail::Str(Kb_));
   }
-  void CheckTile(const char *call, uint8_t enAtomic) {
-    if (!iterating_) twin_detail::Fail(call, "no current tile (GetTensorC without a successful Iterate)");
+  static void CheckAtomic(const char *call, uint8_t enAtomic) {
     if (enAtomic > 3)
       twin_detail::Fail(call, "enAtomic must be 0 (overwrite), 1 (add), 2 (max) or 3 (min), got " +
                                   twin_detail::Str(int(enAtomic)));
+  }
+  void CheckTile(const char *call, uint8_t enAtomic) {
+    if (!iterating_) twin_detail::Fail(call, "no current tile (GetTensorC without a successful Iterate)");
+    CheckAtomic(call, enAtomic);
   }
 
   // c[rows x cols] (row stride ldc) = (with `add`: c +) A[row0.., :k] * B[:k, col0..] + bias[col0..],
