@@ -34,6 +34,7 @@ SIGNATURES = {
     "twin_spans_overlap": [V, V],
     "twin_matmul_atomic_f16": [V, V, V, I],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
+    "twin_matmul_org_kc": [V, V, V, I, I, I, I, I],
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_tiling_default": [V, V],
     "twin_sync_sum": [I, V, V, U, U, U],
@@ -733,6 +734,21 @@ def test_matmul_atomic_max_and_min(lib, mode, atomic):
     """enAtomic 2 / 3: C = max / min(C, A * B (+ bias)) elementwise, by the store atomic."""
     matmul_case(lib, np.float32, 97, 59, 123, mode=mode, atomic=atomic, bias=1, blocks=2, blocks_n=3)
     matmul_case(lib, np.float16, 64, 130, 31, mode=mode, atomic=atomic, blocks=1)
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_matmul_org_kc_sets_the_row_stride_of_c(lib, mode):
+    """SetOrgShape(M, N, Ka, Kb, orgKc): C's rows are orgKc apart, B's stay N apart; the columns
+    past N between C's rows are left alone."""
+    M, N, K, ldc = 45, 70, 33, 101
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c0 = rng.standard_normal((M, ldc)).astype(np.float32)
+    c = c0.copy()
+    assert lib.twin_matmul_org_kc(P(a), P(b), P(c), M, N, K, ldc, mode) == 0
+    np.testing.assert_allclose(c[:, :N], c0[:, :N] + a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(c[:, N:], c0[:, N:])
 
 
 @pytest.mark.parametrize("mode", [0, 1])

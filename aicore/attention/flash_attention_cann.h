@@ -126,7 +126,7 @@ inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op
   }
   // An empty problem still launches one block, which finds no work item.
   const ge::graphStatus status = SetTiling(context, ascendc, t.data, t.blockDim > 0 ? t.blockDim : 1, t.tilingKey);
-  context->GetWorkspaceSizes(1)[0] += t.workspaceBytes;  // the blocks' tiles, after the library's part
+  context->GetWorkspaceSizes(1)[0] += t.workspaceBytes;  // tiles and sums (ComputeFlashAttentionTiling)
   return status;
 }
 

@@ -73,7 +73,6 @@ inline void FaStrides(FaLayout l, int64_t b, int64_t s, int64_t n, int64_t d, in
   }
 }
 
-// grad: the backward's workspace (S, P, dP, dS tiles and two fp32 accumulators per block).
 // Tiles of `tile` rows over the queries (keys = false) or keys of every sequence.
 inline uint64_t FaTileCount(const FlashAttentionProblem &p, bool packed, size_t nb, bool keys, uint64_t tile) {
   const std::vector<int64_t> &cum = keys ? p.cumKv : p.cumQ;
@@ -83,7 +82,8 @@ inline uint64_t FaTileCount(const FlashAttentionProblem &p, bool packed, size_t 
   return tiles;
 }
 
-// The backward's key tile: kFaGradKeyTile when its key pass has at least two items per core.
+// The backward's key tile: kFaGradKeyTile when there are at least two such tiles (over the key
+// heads) per core.
 inline uint64_t FaGradKeyTile(const FlashAttentionProblem &p, bool packed, size_t nb, uint32_t cores) {
   const uint64_t items = uint64_t(p.heads2) * FaTileCount(p, packed, nb, true, kFaGradKeyTile);
   return items >= 2 * uint64_t(cores) ? kFaGradKeyTile : uint64_t(kFaTileUnit);
@@ -189,11 +189,13 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
   d.mmNN = FaCubeTiling(p.dataType, t.blockDim, mT, p.dim, nT);
   d.mmTN = FaCubeTiling(p.dataType, t.blockDim, nT, p.dim, mT);
   t.tilingKey = p.dataType == FaFloat::kF32 ? 1 : p.dataType == FaFloat::kF16 ? 2 : 3;
-  // Forward: S, P (fp32-sized) and the accumulator. Backward: S, P, dP, dS and two
-  // accumulators of max(mT, nT) x D.
-  const uint64_t big = mT > nT ? mT : nT;
-  const uint64_t floats = grad ? 4 * mT * nT + 2 * big * uint64_t(p.dim) + 2 * big : 2 * mT * nT + mT * uint64_t(p.dim);
-  t.workspaceBytes = empty ? 0 : blocks * floats * 4;
+  // Per block, forward: S, P (fp32-sized) and the accumulator; backward: S, P, dP, dS. A fp16/bf16
+  // backward also sums dq, dk, dv in fp32 (dv counted at D >= D_v).
+  const uint64_t floats = grad ? 4 * mT * nT : 2 * mT * nT + mT * uint64_t(p.dim);
+  const uint64_t sums = grad && p.dataType != FaFloat::kF32
+                            ? (uint64_t(d.qRows) * p.heads1 + 2 * uint64_t(d.kRows) * p.heads2) * uint64_t(p.dim)
+                            : 0;
+  t.workspaceBytes = empty ? 0 : (blocks * floats + sums) * 4;
   return t;
 }
 

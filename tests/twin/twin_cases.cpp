@@ -618,6 +618,36 @@ TWIN_EXPORT int twin_matmul_atomic_f16(void *a, void *b, void *c, int n) {
   });
 }
 
+// SetOrgShape's orgKc: C [M x N] += A [M x K] * B [K x N] into rows ldc apart (ldc > N), whole
+// (mode 0: IterateAll) or tile by tile (mode 1: Iterate + GetTensorC into GM).
+TWIN_EXPORT int twin_matmul_org_kc(float *a, float *b, float *c, int M, int N, int K, int ldc, int mode) {
+  TCubeTiling t{};
+  t.M = M;
+  t.N = N;
+  t.Ka = t.Kb = K;
+  t.singleCoreM = M;
+  t.singleCoreN = N;
+  t.singleCoreK = K;
+  t.baseM = t.baseN = t.baseK = 32;
+  t.usedCoreNum = 1;
+  return Run("twin_matmul_org_kc", 1, [&] {
+    using F32 = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+    TPipe pipe;
+    Matmul<F32, F32, F32> mm;
+    REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+    mm.SetOrgShape(M, N, K, K, ldc);
+    mm.SetTensorA(Gm<float>(a, uint64_t(M) * K));
+    mm.SetTensorB(Gm<float>(b, uint64_t(K) * N));
+    const GlobalTensor<float> cg = Gm<float>(c, uint64_t(M) * ldc);
+    if (mode == 0) {
+      mm.IterateAll(cg, 1);
+    } else {
+      while (mm.Iterate()) mm.GetTensorC(cg, 1);
+    }
+    mm.End();
+  });
+}
+
 // ---- Matmul: C[M x N] (=|+=) A[M x K] * B[K x N] (+ bias), rows split over blocks ----
 
 namespace {

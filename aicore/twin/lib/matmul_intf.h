@@ -97,11 +97,13 @@ class Matmul {
   }
 
   void SetOrgShape(int orgM, int orgN, int orgK) { SetOrgShape(orgM, orgN, orgK, orgK); }
+  // orgKc: C's row stride when it differs from B's N (0: B's N).
   void SetOrgShape(int orgM, int orgN, int orgKa, int orgKb, int orgKc = 0) {
     M_ = orgM;
     N_ = orgN;
     Ka_ = orgKa;
     Kb_ = orgKb;
+    Kc_ = orgKc > 0 ? orgKc : orgN;
   }
   void SetSingleShape(int singleM, int singleN, int singleK) {
     m_ = singleM;
@@ -132,13 +134,13 @@ class Matmul {
   // Matmul calls themselves). The twin runs a Matmul on the calling core: nothing to route.
   void SetSubBlockIdx(uint8_t) {}
 
-  // C (this core's singleM x singleN block, row stride N) = or += A * B + bias.
+  // C (this core's singleM x singleN block, row stride orgKc or N) = or += A * B + bias.
   template <bool sync = true>
   void IterateAll(const GlobalTensor<DstT> &gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
                   bool waitIterateAll = false, bool fakeMsg = false) {
     const char *call = "Matmul::IterateAll";
     Check(call, enAtomic);
-    const int ldc = enSequentialWrite ? n_ : N_;
+    const int ldc = enSequentialWrite ? n_ : Kc_;
     twin_detail::GmMatrix(call, gm, 0, m_, n_, ldc);
     Written(call, gm, 0, m_, n_, ldc, enAtomic != 0);
     ::ms_ops::twin::CubeUnit unit;
@@ -178,14 +180,14 @@ class Matmul {
     return true;
   }
 
-  // The current tile into C at its place in the block (row stride N), or with enSequentialWrite
+  // The current tile into C at its place in the block (row stride orgKc or N), or with enSequentialWrite
   // at gm's start with row stride baseN.
   template <bool sync = true>
   void GetTensorC(const GlobalTensor<DstT> &gm, uint8_t enAtomic = 0, bool enSequentialWrite = false) {
     const char *call = "Matmul::GetTensorC";
     CheckTile(call, enAtomic);
-    const uint64_t off = enSequentialWrite ? 0 : uint64_t(tm_) * t_.baseM * N_ + uint64_t(tn_) * t_.baseN;
-    const int ldc = enSequentialWrite ? t_.baseN : N_;
+    const uint64_t off = enSequentialWrite ? 0 : uint64_t(tm_) * t_.baseM * Kc_ + uint64_t(tn_) * t_.baseN;
+    const int ldc = enSequentialWrite ? t_.baseN : Kc_;
     twin_detail::GmMatrix(call, gm, off, tileM_, tileN_, ldc);
     Written(call, gm, off, tileM_, tileN_, ldc, enAtomic != 0);
     Store(gm.TwinData() + off, ldc, tile_.as<float>(), tileM_, tileN_, enAtomic);
@@ -228,11 +230,11 @@ class Matmul {
                               "serving, so register at kernel scope, outside any braces, before any InitBuffer");
     if (a_.TwinData() == nullptr || b_.TwinData() == nullptr) twin_detail::Fail(call, "SetTensorA/SetTensorB not called");
     CheckAtomic(call, enAtomic);
-    if (m_ < 0 || n_ < 0 || k_ <= 0 || m_ > M_ || n_ > N_ || k_ > Ka_ || k_ > Kb_)
+    if (m_ < 0 || n_ < 0 || k_ <= 0 || m_ > M_ || n_ > N_ || n_ > Kc_ || k_ > Ka_ || k_ > Kb_)
       twin_detail::Fail(call, "single shape " + twin_detail::Str(m_) + "x" + twin_detail::Str(n_) + "x" +
                                   twin_detail::Str(k_) + " does not fit the org shape M=" + twin_detail::Str(M_) +
                                   " N=" + twin_detail::Str(N_) + " Ka=" + twin_detail::Str(Ka_) +
-                                  " Kb=" + twin_detail::Str(Kb_));
+                                  " Kb=" + twin_detail::Str(Kb_) + " Kc=" + twin_detail::Str(Kc_));
   }
   static void CheckAtomic(const char *call, uint8_t enAtomic) {
     if (enAtomic > 3)
@@ -316,7 +318,7 @@ class Matmul {
 
   TCubeTiling t_{};
   bool init_ = false, transA_ = false, transB_ = false, hasBias_ = false, iterating_ = false, clientEnded_ = false;
-  int M_ = 0, N_ = 0, Ka_ = 0, Kb_ = 0, m_ = 0, n_ = 0, k_ = 0;
+  int M_ = 0, N_ = 0, Ka_ = 0, Kb_ = 0, Kc_ = 0, m_ = 0, n_ = 0, k_ = 0;
   int tm_ = 0, tn_ = 0, tileM_ = 0, tileN_ = 0;
   GlobalTensor<SrcAT> a_;
   GlobalTensor<SrcBT> b_;

@@ -2,14 +2,18 @@
 // forward's statistics, P = exp(scale S - max) / sum over the visible keys (0 elsewhere),
 // D_i = Σ_d dO ∘ O (row i), dS = scale · P ∘ (dO Vᵀ - D) and
 //   dV = Pᵀ dO,  dK = dSᵀ Q,  dQ = dS K.
-// Deterministic, without atomics: a key pass owns (key head, key tile of a sequence) items and
-// accumulates dK and dV of its tile over the group's query heads and query tiles in a fixed
-// order; a query pass owns (query head, query tile of a sequence) items and accumulates dQ over the key
-// tiles in order. Both recompute S and dP tile by tile (cube), P and dS in UB in fp32 (vector);
-// no S1 x S2 buffer. Rows that see no key get no gradient. With a full [B, N1, S1, S2] real_shift
-// (pseGrad), the query pass also writes d real_shift = P ∘ (dP - D) (pse_type 0) or its scaled
-// form dS (pse_type 1), row by row, zeros where the row sees no key; otherwise dpse is zeros. Sequences, visible ranges and attn_mask
-// as in the forward (flash_attention_kernel.h).
+// Deterministic, each gradient summed in a fixed order whatever the blocks' timing: the work is
+// (key head, query tile, key tile) pairs, taken diagonal by diagonal (query tile index minus key
+// tile index within the sequence), one SyncAll between diagonals. A diagonal holds each query tile
+// and each key tile at most once, so its pairs add into disjoint rows of dQ, dK and dV (the cube's
+// store atomic, into fp32 accumulators: the outputs themselves for fp32, a workspace copy for
+// fp16/bf16, narrowed at the end); across diagonals the order is fixed. Each pair recomputes S and
+// dP (cube), builds P and dS in UB in fp32 (vector), and makes three products: dV += Pᵀ dO,
+// dK += dSᵀ Q, dQ += dS K; five products per tile pair in all, the fewest a recomputing backward
+// needs. No S1 x S2 buffer. Rows that see no key get no gradient. With a full [B, N1, S1, S2]
+// real_shift (pseGrad), each pair also writes its tile of d real_shift = P ∘ (dP - D) (pse_type 0)
+// or its scaled form dS (pse_type 1), over zeros written first; otherwise dpse is zeros. Sequences,
+// visible ranges and attn_mask as in the forward (flash_attention_kernel.h).
 // With dropout (keep bits Z regenerated as the forward drew them, flash_attention_dropout.h):
 // dV = (P ∘ Z / keep_prob)ᵀ dO and dS = P ∘ (dP ∘ Z / keep_prob - D); D = Σ dO ∘ O still holds.
 #include "../../flash_attention_dropout.h"
@@ -63,7 +67,7 @@ class FlashAttentionScoreGradKernel {
 
   __aicore__ inline void Init(const FagArgs &a, const FlashAttentionTilingData &td) {
     td_ = &td;
-    const int64_t mT = td.mTile, nT = td.nTile, d = td.dim, big = mT > nT ? mT : nT;
+    const int64_t mT = td.mTile, nT = td.nTile, d = td.dim;
     const uint64_t qElems = uint64_t(td.qRows) * td.heads1 * d, kElems = uint64_t(td.kRows) * td.heads2 * d;
     const uint64_t oElems = uint64_t(td.qRows) * td.heads1 * td.dimV, vElems = uint64_t(td.kRows) * td.heads2 * td.dimV;
     qGm_.SetGlobalBuffer((__gm__ T *)a.q, qElems);
@@ -82,16 +86,27 @@ class FlashAttentionScoreGradKernel {
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxIn, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumIn, stats);
     FaBindSequences(seq_, maskGm_, a.mask, a.prefix, a.cumQ, a.cumKv, td);
-    // The block's workspace (same sizes as the host tiling): S, P, dP, dS tiles (fp32-sized) and
-    // two fp32 accumulators.
-    const uint64_t tile = uint64_t(mT) * nT, floats = 4 * tile + 2 * uint64_t(big) * d + 2 * uint64_t(big);
-    __gm__ float *ws = (__gm__ float *)GetUserWorkspace(a.workspace) + GetBlockIdx() * floats;
+    // The workspace (same sizes as the host tiling): each block's S, P, dP, dS tiles (fp32-sized),
+    // then, for fp16/bf16, the fp32 accumulators of dq, dk, dv, laid out as the outputs.
+    const uint64_t tile = uint64_t(mT) * nT;
+    __gm__ float *base = (__gm__ float *)GetUserWorkspace(a.workspace), *ws = base + GetBlockIdx() * 4 * tile;
     sGm_.SetGlobalBuffer(ws, tile);
     pGm_.SetGlobalBuffer((__gm__ T *)(ws + tile), tile);
     dpGm_.SetGlobalBuffer(ws + 2 * tile, tile);
     dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * tile), tile);
-    accAGm_.SetGlobalBuffer(ws + 4 * tile, uint64_t(big) * d);
-    accBGm_.SetGlobalBuffer(ws + 4 * tile + big * d, uint64_t(big) * d);
+    qElems_ = qElems;
+    kElems_ = kElems;
+    vElems_ = vElems;
+    if constexpr (IsSame<T, float>::value) {
+      accQ_.SetGlobalBuffer((__gm__ float *)a.dq, qElems);
+      accK_.SetGlobalBuffer((__gm__ float *)a.dk, kElems);
+      accV_.SetGlobalBuffer((__gm__ float *)a.dv, vElems);
+    } else {
+      __gm__ float *acc = base + uint64_t(GetBlockNum()) * 4 * tile;
+      accQ_.SetGlobalBuffer(acc, qElems);
+      accK_.SetGlobalBuffer(acc + qElems, kElems);
+      accV_.SetGlobalBuffer(acc + qElems + kElems, vElems);
+    }
 
     nPitch_ = FaPitch(nT);
     // UB tiles of D-element rows (dK, dQ) are sized for D; those of D_v-element rows (dO, O, dV)
@@ -137,17 +152,25 @@ class FlashAttentionScoreGradKernel {
 
   __aicore__ inline void Process() {
     const FlashAttentionTilingData &td = *td_;
-    // Without a gradient to compute, d real_shift is zeros (one block writes them).
-    if (!td.pseGrad && GetBlockIdx() == 0) ZeroRun(dpseGm_, dpseElems_);
-    for (int64_t it = GetBlockIdx(); it < td.heads2 * td.kTiles; it += GetBlockNum()) {
-      int64_t k0;
-      const FaSeg sg = FaLocate(td, seq_, false, it % td.kTiles, td.nTile, k0);
-      KeyTile(sg, it / td.kTiles, k0, static_cast<uint32_t>(Min64(td.nTile, sg.s2 - k0)));
+    // The accumulators and d real_shift start as zeros, a slice per block.
+    ZeroSlice(accQ_, qElems_);
+    ZeroSlice(accK_, kElems_);
+    ZeroSlice(accV_, vElems_);
+    ZeroSlice(dpseGm_, dpseElems_);
+    PipeBarrier<PIPE_ALL>();
+    SyncAll();
+    const int64_t qT = (td.seq1 + td.mTile - 1) / td.mTile, kT = (td.seq2 + td.nTile - 1) / td.nTile;
+    for (int64_t diag = 1 - kT; diag < qT; ++diag) {
+      // Every block counts the same pairs: an empty diagonal is skipped by all of them.
+      if (Diagonal(diag) == 0) continue;
+      // The diagonal's additions have landed before the next one adds to the same rows.
+      PipeBarrier<PIPE_ALL>();
+      SyncAll();
     }
-    for (int64_t it = GetBlockIdx(); it < td.heads1 * td.qTiles; it += GetBlockNum()) {
-      int64_t q0;
-      const FaSeg sg = FaLocate(td, seq_, true, it % td.qTiles, td.mTile, q0);
-      QueryTile(sg, it / td.qTiles, q0, static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0)));
+    if constexpr (!IsSame<T, float>::value) {
+      Narrow(dqGm_, accQ_, qElems_);
+      Narrow(dkGm_, accK_, kElems_);
+      Narrow(dvGm_, accV_, vElems_);
     }
     mmNT.End();
     mmNN.End();
@@ -155,76 +178,102 @@ class FlashAttentionScoreGradKernel {
   }
 
  private:
-  // dK and dV of keys [k0, k0 + nt) of key head n2: over the group's query heads, then query tiles.
-  __aicore__ inline void KeyTile(const FaSeg &sg, int64_t n2, int64_t k0, uint32_t nt) {
+  // The visible (key head, query tile, key tile j = i - diag) pairs of diagonal diag, the k-th of
+  // them on block k mod blocks; returns how many there are.
+  __aicore__ inline int64_t Diagonal(int64_t diag) {
+    const FlashAttentionTilingData &td = *td_;
+    int64_t count = 0;
+    for (int64_t tile = 0; tile < td.qTiles; ++tile) {
+      int64_t q0;
+      const FaSeg sg = FaLocate(td, seq_, true, tile, td.mTile, q0);
+      const int64_t k0 = (q0 / td.mTile - diag) * td.nTile;
+      if (k0 < 0 || k0 >= sg.s2) continue;
+      const uint32_t mt = static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0));
+      const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, sg.s2 - k0));
+      if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
+      for (int64_t n2 = 0; n2 < td.heads2; ++n2, ++count)
+        if (count % GetBlockNum() == GetBlockIdx()) Pair(sg, n2, q0, mt, k0, nt);
+    }
+    return count;
+  }
+
+  // Query rows [q0, q0 + mt) against keys [k0, k0 + nt) for the query heads of key head n2, in
+  // order: dV and dK of the keys, dQ of the rows.
+  __aicore__ inline void Pair(const FaSeg &sg, int64_t n2, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
     const FlashAttentionTilingData &td = *td_;
     const int64_t group = td.heads1 / td.heads2;
-    const int32_t d = static_cast<int32_t>(td.dim);
-    bool started = false;
+    const int32_t d = static_cast<int32_t>(td.dim), m = static_cast<int32_t>(mt), n = static_cast<int32_t>(nt);
+    const int32_t qRow = static_cast<int32_t>(td.qRow), kRow = static_cast<int32_t>(td.kRow);
     for (int64_t g = 0; g < group; ++g) {
       const int64_t n1 = n2 * group + g;
-      for (int64_t q0 = 0; q0 < sg.s1; q0 += td.mTile) {
-        const uint32_t mt = static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0));
-        if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
-        const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow, oOff = FaOBase(td, sg, n1) + q0 * td.oRow;
-        RowStats(sg, n1, q0, mt);
-        Rebuild(sg, n1, q0, mt, k0, nt, true);
-        // The cube reads P and dS from GM: the copies out must have landed.
-        PipeBarrier<PIPE_ALL>();
-        const uint8_t add = started ? 1 : 0;
-        mmTN.SetOrgShape(nt, static_cast<int>(td.oRow), mt, mt);
-        mmTN.SetSingleShape(nt, static_cast<int32_t>(td.dimV), mt);
-        mmTN.SetTensorA(pGm_, true);
-        mmTN.SetTensorB(dyGm_[oOff]);
-        mmTN.IterateAll(accAGm_, add, true);
-        mmTN.End();
-        mmTN.SetOrgShape(nt, static_cast<int>(td.qRow), mt, mt);
-        mmTN.SetSingleShape(nt, d, mt);
-        mmTN.SetTensorA(dsGm_, true);
-        mmTN.SetTensorB(qGm_[qOff]);
-        mmTN.IterateAll(accBGm_, add, true);
-        mmTN.End();
-        started = true;
-      }
-    }
-    const int64_t kOff = FaKBase(td, sg, n2 * group) + k0 * td.kRow, vOff = FaVBase(td, sg, n2 * group) + k0 * td.vRow;
-    WriteRows(dvGm_[vOff], accAGm_, nt, td.vRow, td.dimV, started);
-    WriteRows(dkGm_[kOff], accBGm_, nt, td.kRow, td.dim, started);
-  }
-
-  // dQ of query rows [q0, q0 + mt) of head n1, over the key tiles in order (up to the last key a
-  // row sees, FaKeysEnd); the rows' statistics are loaded once for all of them.
-  __aicore__ inline void QueryTile(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
-    const FlashAttentionTilingData &td = *td_;
-    const int64_t kBase = FaKBase(td, sg, n1);
-    bool started = false;
-    // d real_shift rows start as zeros; the visible keys' values overwrite them in order (MTE3).
-    for (uint32_t i = 0; td.pseGrad && i < mt; ++i) ZeroRun(dpseGm_[FaPseAt(td, sg, n1, q0 + i, 0)], uint64_t(sg.s2));
-    const int64_t kEnd = FaKeysEnd(sg, q0, mt);
-    RowStats(sg, n1, q0, mt);
-    for (int64_t k0 = FaKeysBegin(sg, q0); k0 < kEnd; k0 += td.nTile) {
-      const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, kEnd - k0));
-      if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
-      Rebuild(sg, n1, q0, mt, k0, nt, false);
+      const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow, oOff = FaOBase(td, sg, n1) + q0 * td.oRow;
+      const int64_t kOff = FaKBase(td, sg, n1) + k0 * td.kRow, vOff = FaVBase(td, sg, n1) + k0 * td.vRow;
+      RowStats(sg, n1, q0, mt);
+      Rebuild(sg, n1, q0, mt, k0, nt);
+      // The cube reads P and dS from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      mmNN.SetOrgShape(mt, static_cast<int>(td.kRow), nt, nt);
-      mmNN.SetSingleShape(mt, static_cast<int>(td.dim), nt);
+      mmTN.SetOrgShape(n, static_cast<int>(td.oRow), m, m, static_cast<int>(td.vRow));
+      mmTN.SetSingleShape(n, static_cast<int32_t>(td.dimV), m);
+      mmTN.SetTensorA(pGm_, true);
+      mmTN.SetTensorB(dyGm_[oOff]);
+      mmTN.IterateAll(accV_[vOff], 1);
+      mmTN.End();
+      mmTN.SetOrgShape(n, qRow, m, m, kRow);
+      mmTN.SetSingleShape(n, d, m);
+      mmTN.SetTensorA(dsGm_, true);
+      mmTN.SetTensorB(qGm_[qOff]);
+      mmTN.IterateAll(accK_[kOff], 1);
+      mmTN.End();
+      mmNN.SetOrgShape(m, kRow, n, n, qRow);
+      mmNN.SetSingleShape(m, d, n);
       mmNN.SetTensorA(dsGm_);
-      mmNN.SetTensorB(kGm_[kBase + k0 * td.kRow]);
-      mmNN.IterateAll(accAGm_, started ? 1 : 0, true);
+      mmNN.SetTensorB(kGm_[kOff]);
+      mmNN.IterateAll(accQ_[qOff], 1);
       mmNN.End();
-      started = true;
     }
-    WriteRows(dqGm_[FaQBase(td, sg, n1) + q0 * td.qRow], accAGm_, mt, td.qRow, td.dim, started);
   }
 
-  // The tile's dS (and, with writeP, P) into the workspace, T, zero where the row sees no key,
+  // This block's share [start, end) of n elements: slices of whole 256-element runs.
+  __aicore__ inline void Slice(uint64_t n, uint64_t &start, uint64_t &end) {
+    const uint64_t blocks = GetBlockNum(), per = ((n + blocks - 1) / blocks + 255) / 256 * 256;
+    start = GetBlockIdx() * per;
+    end = start + per < n ? start + per : n;
+  }
+
+  template <typename U>
+  __aicore__ inline void ZeroSlice(const GlobalTensor<U> &dst, uint64_t n) {
+    uint64_t start, end;
+    Slice(n, start, end);
+    if (start < end) ZeroRun(dst[start], end - start);
+  }
+
+  // This block's slice of an fp32 accumulator into the T output.
+  __aicore__ inline void Narrow(const GlobalTensor<T> &dst, const GlobalTensor<float> &acc, uint64_t n) {
+    uint64_t start, end;
+    Slice(n, start, end);
+    const uint64_t chunk = uint64_t(aRows_) * dPitch_;
+    for (uint64_t x = start; x < end; x += chunk) {
+      const uint32_t len = static_cast<uint32_t>(end - x < chunk ? end - x : chunk);
+      LocalTensor<float> f = aQ_.AllocTensor<float>();
+      FaCopyIn(f, acc[x], len);
+      aQ_.EnQue(f);
+      f = aQ_.DeQue<float>();
+      LocalTensor<T> o = outQ_.AllocTensor<T>();
+      FaNarrow(o, f, len);
+      aQ_.FreeTensor(f);
+      outQ_.EnQue(o);
+      o = outQ_.DeQue<T>();
+      FaCopyOut(dst[x], o, len);
+      outQ_.FreeTensor(o);
+    }
+  }
+
+  // The tile's P and dS into the workspace, T, zero where the row sees no key,
   // from the rows' statistics RowStats loaded; a chunk of rows per vector call:
   // P = exp(logits - shift) * (1 / sum) with the row statistics as broadcast blocks,
   // dS = scale * P * (dP - D). With dropout, dP and the P written for dV carry
   // the keep bits (Z / keep_prob) while dS takes the undropped P: P is dropped after dS.
-  __aicore__ inline void Rebuild(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt,
-                                 bool writeP) {
+  __aicore__ inline void Rebuild(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
     const FlashAttentionTilingData &td = *td_;
     const int64_t qOff = FaQBase(td, sg, n1) + q0 * td.qRow, kOff = FaKBase(td, sg, n1) + k0 * td.kRow;
     const int64_t oOff = FaOBase(td, sg, n1) + q0 * td.oRow, vOff = FaVBase(td, sg, n1) + k0 * td.vRow;
@@ -244,7 +293,7 @@ class FlashAttentionScoreGradKernel {
     mmNT.End();
     const bool scaled = td.pseKind != 0 || td.hasMask;
     if (scaled) Logits(sg, n1, q0, mt, k0, nt);
-    const bool dpse = !writeP && td.pseGrad;
+    const bool dpse = td.pseGrad;
     const uint32_t pitch = nPitch_;
     const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>(), dBlk = dBlk_.Get<float>();
     for (uint32_t r0 = 0; r0 < mt; r0 += sRows_) {
@@ -273,11 +322,8 @@ class FlashAttentionScoreGradKernel {
       }
       FaRowsByBlocks<FaRowOp::kSub>(ds, ds, dBlk[r0 * 8], rows, pitch);
       Mul(ds, ds, p, count);
-      if (writeP) {
-        for (uint32_t r = 0; td.dropKind && r < rows; ++r)
-          FaDropApply(drop_, td, p[r * pitch], p[r * pitch], r, nt);
-        Emit(pGm_[uint64_t(r0) * nt], p, rows, nt, nt);
-      }
+      for (uint32_t r = 0; td.dropKind && r < rows; ++r) FaDropApply(drop_, td, p[r * pitch], p[r * pitch], r, nt);
+      Emit(pGm_[uint64_t(r0) * nt], p, rows, nt, nt);
       sQ_.FreeTensor(p);
       const int64_t pseAt = dpse ? int64_t(FaPseAt(td, sg, n1, q0 + r0, k0)) : 0;
       if (dpse && !td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
@@ -317,11 +363,12 @@ class FlashAttentionScoreGradKernel {
     OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
   }
 
-  // `count` zeros of T into GM, in runs of the zero row.
-  __aicore__ inline void ZeroRun(const GlobalTensor<T> &dst, uint64_t count) {
-    const uint64_t run = zeroBytes_ / sizeof(T);
+  // `count` zeros into GM, in runs of the zero row.
+  template <typename U>
+  __aicore__ inline void ZeroRun(const GlobalTensor<U> &dst, uint64_t count) {
+    const uint64_t run = zeroBytes_ / sizeof(U);
     for (uint64_t x = 0; x < count; x += run)
-      FaCopyOut(dst[x], zero_.Get<T>(), static_cast<uint32_t>(count - x < run ? count - x : run));
+      FaCopyOut(dst[x], zero_.Get<U>(), static_cast<uint32_t>(count - x < run ? count - x : run));
   }
 
   // A [rows x pitch] fp32 UB tile into GM rows [rows x cols] (ld apart) as T.
@@ -374,32 +421,6 @@ class FlashAttentionScoreGradKernel {
     Brcb(dBlk_.Get<float>(), dr, static_cast<uint8_t>((mt + 7) / 8), BrcbRepeatParams(1, 8));
   }
 
-  // rows of `dim` elements of the fp32 accumulator into GM as T (rowStride apart), or zeros when
-  // nothing added.
-  __aicore__ inline void WriteRows(const GlobalTensor<T> &dst, const GlobalTensor<float> &acc, uint32_t rows,
-                                   int64_t rowStride, int64_t dim, bool started) {
-    const uint32_t d = static_cast<uint32_t>(dim), pitch = FaPitch(dim);
-    PipeBarrier<PIPE_ALL>();
-    if (!started) {
-      for (uint32_t i = 0; i < rows; ++i) FaCopyOut(dst[int64_t(i) * rowStride], zero_.Get<T>(), d);
-      return;
-    }
-    for (uint32_t r0 = 0; r0 < rows; r0 += aRows_) {
-      const uint32_t n = rows - r0 < aRows_ ? rows - r0 : aRows_;
-      LocalTensor<float> x = aQ_.AllocTensor<float>();
-      FaTileIn(x, acc[uint64_t(r0) * d], n, d, d, pitch);
-      aQ_.EnQue(x);
-      x = aQ_.DeQue<float>();
-      LocalTensor<T> o = outQ_.AllocTensor<T>();
-      FaNarrow(o, x, n * pitch);
-      aQ_.FreeTensor(x);
-      outQ_.EnQue(o);
-      o = outQ_.DeQue<T>();
-      FaTileOut(dst[int64_t(r0) * rowStride], o, n, d, rowStride, pitch);
-      outQ_.FreeTensor(o);
-    }
-  }
-
   TQue<QuePosition::VECIN, 1> sQ_, dpQ_, aQ_, bQ_, rowQ_, maskQ_;
   TQue<QuePosition::VECOUT, 1> outQ_, rowOutQ_;
   TBuf<TPosition::VECCALC> wideA_, wideB_, fold_, zero_, statMax_, statSum_, dBlk_, dRow_, halfRow_, pen_, keep_;
@@ -408,8 +429,9 @@ class FlashAttentionScoreGradKernel {
   GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, pGm_, dsGm_, dpseGm_;
   FaPseBufs<T> pse_;
   FaDropout drop_;
-  uint64_t dpseElems_ = 0;
-  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_;
+  uint64_t dpseElems_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0;
+  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_;
+  GlobalTensor<float> accQ_, accK_, accV_;  // dq, dk, dv in fp32: the outputs for fp32, else workspace
   const FlashAttentionTilingData *td_ = nullptr;
   uint32_t zeroBytes_ = 0, nPitch_ = 0, dPitch_ = 0, vPitch_ = 0, sRows_ = 0, aRows_ = 0;
 };
