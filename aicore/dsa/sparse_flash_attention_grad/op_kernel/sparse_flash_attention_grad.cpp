@@ -102,7 +102,8 @@ class SparseFlashAttentionGradKernel {
     const uint64_t stored = uint64_t(td.qRows) * td.heads1 * slots;
     __gm__ T *store = (__gm__ T *)(user + GetBlockNum() * perBlock);
     pStoreGm_.SetGlobalBuffer(store, stored);
-    dsStoreGm_.SetGlobalBuffer(store + ms_ops::SfaGradStoreFloats(td, sizeof(T)) * 2 / sizeof(T), stored);
+    // dS starts where P's part, rounded up to 32 bytes, ends.
+    dsStoreGm_.SetGlobalBuffer(store + ms_ops::AlignUp(stored * sizeof(T), kUbAlign) / sizeof(T), stored);
     const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile);
     const uint64_t m = uint64_t(td.tokChunk) * td.group, k = uint64_t(td.keyTile > td.nTile ? td.keyTile : td.nTile);
     const uint64_t qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim), wide = qk > dv ? qk : dv, rows = m > k ? m : k;
