@@ -285,6 +285,19 @@ def test_sparse_count_past_2048():
     check(q, k, v, idx, "fp32", "pynative", scale=0.5, sparse_mode=0)
 
 
+def test_key_pass_windows_of_blocks():
+    # Kernel numerics (PyNative): 700 entries of 3-key blocks store up to 2100 P and dS values per
+    # query head, more than the key pass reads into UB at once (2048): a key tile's kept keys come
+    # from many entries in two windows, and a block straddles the windows' boundary (2048 is not a
+    # multiple of 3). GQA with 2 lists per row.
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    q, k, v, _, _ = bsnd(1, 4, 2100, 4, 2, 16, 700, "fp32", block_size=3)
+    # Every list holds all 700 blocks, shuffled, then one entry of each list becomes -1.
+    idx = np.stack([np.random.permutation(700) for _ in range(8)]).astype(np.int32)
+    idx[np.arange(8), np.random.randint(0, 600, 8)] = -1
+    check(q, k, v, idx.reshape(1, 4, 2, 700), "fp32", "pynative", scale=0.5, block_size=3, sparse_mode=0)
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("layout", ["BSND", "TND"])

@@ -83,19 +83,40 @@ constexpr int64_t kSfaKeyTile = 128, kSfaQueryRows = 128, kSfaIdxChunk = 512;
 // Gathered rows per queue buffer at most: past that a buffer's copies out are long enough.
 constexpr int64_t kSfaGatherRows = 32;
 
+// Stored ordinals of a query row's P or dS row the backward's key pass reads into UB at a time
+// (a row holds one entry per visible selected key: at most topK * blockSize).
+constexpr int64_t kSfaSlotWindow = 2048;
+
 // Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
 // fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
 // [G, qkDim], K [nTile, qkDim] and V [nTile, vDim]. Backward, with M = tokChunk * G query rows and
-// K = max(nTile, keyTile) keys: S, dP, P, dS [M, K]; two accumulators of max(M, K) rows of
-// max(qkDim, vDim); gathered Q [M, qkDim], K [K, qkDim], V [K, vDim], dO [M, vDim]; the keep rows
-// [tokChunk, keyTile].
+// K = max(nTile, keyTile) keys: S, dP [G, nTile]; P, dS [M, K]; two accumulators of max(M, K) rows
+// of max(qkDim, vDim); gathered Q [M, qkDim], K [K, qkDim], V [K, vDim], dO [M, vDim].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
   if (!grad) return 2 * g * n + 2 * g * v + g * qk + n * qk + n * v;
   const uint64_t m = uint64_t(d.tokChunk) * g;
   const uint64_t k = uint64_t(d.keyTile) > n ? uint64_t(d.keyTile) : n;
   const uint64_t wide = qk > v ? qk : v, rows = m > k ? m : k;
-  return 4 * m * k + 2 * rows * wide + m * qk + k * qk + k * v + m * v + uint64_t(d.tokChunk) * uint64_t(d.keyTile);
+  return 2 * g * n + 2 * m * k + 2 * rows * wide + m * qk + k * qk + k * v + m * v;
+}
+
+// Entries of one stored P or dS row of the backward: a query head row's value for each visible
+// selected key, in the order the query pass walks them.
+inline uint64_t SfaGradSlots(const SparseFlashAttentionTilingData &d) { return uint64_t(d.topK) * uint64_t(d.blockSize); }
+
+// Ordinals per window: kSfaSlotWindow, or a whole row when shorter.
+inline int64_t SfaGradWindow(const SparseFlashAttentionTilingData &d) {
+  const int64_t slots = int64_t(SfaGradSlots(d));
+  return slots < kSfaSlotWindow ? slots : kSfaSlotWindow;
+}
+
+// Floats of the backward's shared store, after all blocks' workspaces: P, then dS, each
+// [qRows * heads1, SfaGradSlots] of `elem`-byte elements, written by the query items and read by
+// the key items after a SyncAll.
+inline uint64_t SfaGradStoreFloats(const SparseFlashAttentionTilingData &d, uint64_t elem) {
+  const uint64_t one = uint64_t(d.qRows) * uint64_t(d.heads1) * SfaGradSlots(d) * elem;
+  return 2 * AlignUp(one, kBlockBytes) / 4;
 }
 
 // Bytes of one buffer of the kernels' gather queue: `rows` rows of a main part of `main` elements
@@ -147,13 +168,17 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.keyTile = kSfaKeyTile;
   d.tokChunk = d.group >= kSfaQueryRows ? 1 : kSfaQueryRows / d.group;
   // UB: index chunk, 7 fp32 rows of max(nTile, keyTile, qkDim, vDim) (queues and scratch), a T
-  // row of zeros, key positions, keep and penalty rows, the query rows of a chunk and 5 per-row
-  // states; the rest, up to kSfaGatherRows rows, goes to the gather queue's two buffers.
+  // row of zeros, key positions, a key tile's ordinals and Gather offsets, the query rows of a
+  // chunk, 3 per-row states of a group and, backward, the window a stored row is gathered from (a
+  // zero block, a key tile, kSfaSlotWindow ordinals); the rest, up to kSfaGatherRows rows, goes to
+  // the gather queue's two buffers.
   const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, row = wide > d.nTile ? wide : d.nTile;
   const int64_t m = d.tokChunk * d.group;
   const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes), tileBytes = AlignUp(uint64_t(d.keyTile) * 4, kBlockBytes);
+  const uint64_t window = grad ? kBlockBytes + tileBytes + uint64_t(SfaGradWindow(d)) * 4 : 0;
   const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes + 3 * tileBytes +
-                      AlignUp(uint64_t(d.tokChunk) * 4, kBlockBytes) + 5 * AlignUp(uint64_t(m) * 4, kBlockBytes) + 64;
+                      AlignUp(uint64_t(d.tokChunk) * 4, kBlockBytes) + 3 * AlignUp(uint64_t(d.group) * 4, kBlockBytes) +
+                      window + 64;
   const uint64_t sz = p.dataType == SfaFloat::kF32 ? 4 : 2;
   const uint64_t gatherRow = SfaGatherBytes(1, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, sz);
   const uint64_t fit = ub < platform.ubSize ? (platform.ubSize - ub) / (2 * gatherRow) : 0;
@@ -179,7 +204,8 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.mmNN = SfaCubeTiling(p.dataType, t.blockDim, rows, wide, keys);
   d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, keys, wide, rows);
   t.tilingKey = p.dataType == SfaFloat::kF32 ? 1 : p.dataType == SfaFloat::kF16 ? 2 : 3;
-  t.workspaceBytes = blocks * SfaWorkspaceFloats(d, grad) * 4;
+  const uint64_t store = grad ? SfaGradStoreFloats(d, sz) : 0;
+  t.workspaceBytes = (blocks * SfaWorkspaceFloats(d, grad) + store) * 4;
   return t;
 }
 

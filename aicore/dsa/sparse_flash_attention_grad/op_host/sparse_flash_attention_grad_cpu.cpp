@@ -1,6 +1,6 @@
 // MindSpore CPU entry of sparse_flash_attention_grad: checks the forward's problem (as
 // sparse_flash_attention does), d_out / attention_out and the statistics against it, tiles for
-// Atlas A2 and runs the kernel on the twin.
+// Atlas A2 and runs the kernel on the twin (a cooperative launch: the kernel syncs all blocks).
 // Inputs: query, key, value, sparse_indices, d_out, attention_out, softmax_max, softmax_sum,
 // query_rope, key_rope, actual_seq_lengths_query, actual_seq_lengths_kv; outputs: d_query, d_key,
 // d_value, d_query_rope, d_key_rope (the last two the rope placeholders' [1] when absent).
@@ -52,7 +52,9 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   SparseFlashAttentionTiling t = ComputeSparseFlashAttentionTiling(p, kAtlasA2, true);
   if (!t.error.empty()) Reject("tiling", t.error);
   const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
-  return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
+  // Cooperative: the query items meet the key items at a SyncAll, so every block must be resident
+  // (the tiling takes at most one block per core).
+  return twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
     sparse_flash_attention_grad(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data,
                                 a[7].data, a[8].data, a[9].data, a[10].data, a[11].data, a[12].data, a[13].data,
                                 a[14].data, a[15].data, a[16].data, workspace.data(),

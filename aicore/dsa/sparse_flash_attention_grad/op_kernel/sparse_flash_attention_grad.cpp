@@ -2,19 +2,23 @@
 // sparse_flash_attention, with P rebuilt from the forward's statistics over each query row's
 // visible selected keys (sparse_flash_attention.cpp), D = rowsum(dO ∘ O), dS = scale·P∘(dO Vᵀ - D):
 //   d[q | q_rope] = dS [K | K_rope],  dV_j = Σ P_j dO,  d[k | k_rope]_j = Σ dS_j [q | q_rope].
-// Deterministic, without atomics:
+// Deterministic, without atomics, in two phases that meet at a SyncAll:
 // - a query item (query row, key head) gathers its G query rows and, nTile visible keys at a
-//   time, the selected key and value rows, and accumulates d[q | q_rope] of its rows in order;
+//   time, the selected key and value rows, recomputes S and dP with the cube and P, dS in UB in
+//   fp32, accumulates d[q | q_rope] of its rows in order, and stores P and dS (as T) for the key
+//   items: per query head row, one entry per visible selected key in the order the walk meets
+//   them (its ordinal; -1 entries and invisible keys take none), in a store shared by all blocks;
 // - a key item (key head, tile of keyTile keys of a sequence) owns the gradients of its keys: it
 //   walks the sequence's query rows in order, and for each one whose list selects a visible key of
-//   the tile records the row and a 0/1 keep row over the tile (the inverted index, built in a
-//   fixed order); tokChunk such rows at a time are gathered (query with rope, dO, statistics) and
-//   dV += Pᵀ dO, d[K | K_rope] += dSᵀ [Q | Q_rope] over the kept entries only.
+//   the tile records the row and builds its dense [G, keyTile] P and dS rows from the store (the
+//   list walk gives each kept key's ordinal, a vector Gather picks the entries, zeros elsewhere);
+//   tokChunk such rows at a time are gathered (query with rope, dO) and
+//   dV += Pᵀ dO, d[K | K_rope] += dSᵀ [Q | Q_rope] with the cube.
+// The key items thus take no S or dP products and no exp: the query items' recompute serves both.
 // Rows are gathered into the workspace through a double-buffered UB queue, gatherRows rows per
-// pass, each selected key row once for the group's G query heads.
-// Both recompute S and dP with the cube and P, dS in UB in fp32. The key pass's products span
-// the whole key tile for every recorded row: with lists much sparser than a tile (k selected among
-// S2 keys), that is about S2/k times the cube work of the selected pairs alone, the price of
+// pass, each selected key row once for the group's G query heads. The key items' products span
+// the whole key tile for every recorded row: with lists much sparser than a tile (k selected
+// among S2 keys), that is about S2/k times the cube work of the selected pairs alone, the price of
 // gathering the key gradients instead of scattering them.
 #include "../../sparse_flash_attention/sparse_flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
@@ -91,15 +95,25 @@ class SparseFlashAttentionGradKernel {
     dkRopeGm_.SetGlobalBuffer((__gm__ T *)a.dkRope, ropeK);
     if (td.packed || td.lengthsQ) cumQ_.SetGlobalBuffer((__gm__ int64_t *)a.cumQ, uint64_t(td.batch));
     if (td.packed || td.lengthsKv) cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
-    // The block's workspace, in SfaWorkspaceFloats' order.
+    // The shared store of P and dS after all blocks' workspaces (SfaGradStoreFloats), then the
+    // block's workspace, in SfaWorkspaceFloats' order.
+    __gm__ float *user = (__gm__ float *)GetUserWorkspace(a.workspace);
+    const uint64_t perBlock = ms_ops::SfaWorkspaceFloats(td, true), slots = ms_ops::SfaGradSlots(td);
+    const uint64_t stored = uint64_t(td.qRows) * td.heads1 * slots;
+    __gm__ T *store = (__gm__ T *)(user + GetBlockNum() * perBlock);
+    pStoreGm_.SetGlobalBuffer(store, stored);
+    // dS starts where P's part, rounded up to 32 bytes, ends.
+    dsStoreGm_.SetGlobalBuffer(store + ms_ops::AlignUp(stored * sizeof(T), kUbAlign) / sizeof(T), stored);
+    const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile);
     const uint64_t m = uint64_t(td.tokChunk) * td.group, k = uint64_t(td.keyTile > td.nTile ? td.keyTile : td.nTile);
     const uint64_t qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim), wide = qk > dv ? qk : dv, rows = m > k ? m : k;
-    __gm__ float *ws = (__gm__ float *)GetUserWorkspace(a.workspace) + GetBlockIdx() * ms_ops::SfaWorkspaceFloats(td, true);
-    sGm_.SetGlobalBuffer(ws, m * k);
-    dpGm_.SetGlobalBuffer(ws + m * k, m * k);
-    pGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * m * k), m * k);
-    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * m * k), m * k);
-    ws += 4 * m * k;
+    __gm__ float *ws = user + GetBlockIdx() * perBlock;
+    sGm_.SetGlobalBuffer(ws, g * nTile);
+    dpGm_.SetGlobalBuffer(ws + g * nTile, g * nTile);
+    ws += 2 * g * nTile;
+    pGm_.SetGlobalBuffer((__gm__ T *)ws, m * k);
+    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + m * k), m * k);
+    ws += 2 * m * k;
     accAGm_.SetGlobalBuffer(ws, rows * wide);
     accBGm_.SetGlobalBuffer(ws + rows * wide, rows * wide);
     ws += 2 * rows * wide;
@@ -109,7 +123,6 @@ class SparseFlashAttentionGradKernel {
     vTile_ = td.valueIsKey ? kgGm_ : vgGm_;
     vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
     dogGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk + k * qk + k * dv), m * dv);
-    keepGm_.SetGlobalBuffer(ws + m * qk + k * qk + k * dv + m * dv, uint64_t(td.tokChunk) * td.keyTile);
 
     const int64_t len = int64_t(wide > k ? wide : k);
     const uint32_t row = UbBytes(len, 4);
@@ -125,15 +138,21 @@ class SparseFlashAttentionGradKernel {
     pipe.InitBuffer(red_, kUbAlign);
     pipe.InitBuffer(idx_, UbBytes(td.idxChunk, 4));
     pipe.InitBuffer(pos_, UbBytes(td.nTile, 4));
-    pipe.InitBuffer(keep_, UbBytes(td.keyTile, 4));
-    pipe.InitBuffer(pen_, UbBytes(td.keyTile, 4));
+    pipe.InitBuffer(slot_, UbBytes(td.keyTile, 4));
+    pipe.InitBuffer(offs_, UbBytes(td.keyTile, 4));
     pipe.InitBuffer(tokens_, UbBytes(td.tokChunk, 4));
-    pipe.InitBuffer(statMax_, UbBytes(int64_t(m), 4));
-    pipe.InitBuffer(statSum_, UbBytes(int64_t(m), 4));
-    pipe.InitBuffer(dRow_, UbBytes(int64_t(m), 4));
+    pipe.InitBuffer(statMax_, UbBytes(td.group, 4));
+    pipe.InitBuffer(statSum_, UbBytes(td.group, 4));
+    pipe.InitBuffer(dRow_, UbBytes(td.group, 4));
+    // The window a stored row is gathered from: a zero block (what unkept keys pick), a key tile's
+    // previous values (what keys outside a later window keep), then the window's ordinals.
+    prevAt_ = kUbAlign / sizeof(T);
+    segAt_ = prevAt_ + UbBytes(td.keyTile, sizeof(T)) / sizeof(T);
+    pipe.InitBuffer(window_, segAt_ * sizeof(T) + UbBytes(ms_ops::SfaGradWindow(td), sizeof(T)));
     cursor_.Init(&pipe, idx_, td);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(UbBytes(int64_t(wide), sizeof(T)) / 4));
+    Duplicate(window_.Get<float>(), 0.0f, static_cast<int32_t>(kUbAlign / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
   }
 
@@ -144,14 +163,12 @@ class SparseFlashAttentionGradKernel {
       CopyOut(dqRopeGm_, zero_.Get<T>(), 1);
       CopyOut(dkRopeGm_, zero_.Get<T>(), 1);
     }
-    const int64_t kItems = td.kTiles * td.heads2, items = kItems + td.qRows * td.heads2;
-    for (int64_t it = GetBlockIdx(); it < items; it += GetBlockNum()) {
-      if (it < kItems) {
-        KeyItem(it / td.heads2, it % td.heads2);
-      } else {
-        QueryItem((it - kItems) / td.heads2, (it - kItems) % td.heads2);
-      }
-    }
+    const int64_t qItems = td.qRows * td.heads2, kItems = td.kTiles * td.heads2;
+    for (int64_t it = GetBlockIdx(); it < qItems; it += GetBlockNum()) QueryItem(it / td.heads2, it % td.heads2);
+    // Every block's stored P and dS have landed before any key item reads them.
+    PipeBarrier<PIPE_ALL>();
+    SyncAll();
+    for (int64_t it = GetBlockIdx(); it < kItems; it += GetBlockNum()) KeyItem(it / td.heads2, it % td.heads2);
     mmNT.End();
     mmNN.End();
     mmTN.End();
@@ -168,13 +185,13 @@ class SparseFlashAttentionGradKernel {
     PipeBarrier<PIPE_ALL>();
     const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
     SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, g, SfaLinearRows{head0, 1});
-    RowStats(0, t, n2, SfaStatBase(td, sq, t, n2));
+    RowStats(t, n2, SfaStatBase(td, sq, t, n2));
     cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, t - sq.qStart));
     const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
     const GlobalTensor<int32_t> noTable;
     const SfaSelectedRows keys{&td, &noTable, &sq, pos, n2};
     bool started = false;
-    for (;;) {
+    for (uint64_t ordinal = 0;; ordinal += uint64_t(td.nTile)) {
       const uint32_t nt = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
       if (nt == 0) break;
       PipeBarrier<PIPE_ALL>();
@@ -182,8 +199,8 @@ class SparseFlashAttentionGradKernel {
       if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, nt, keys);
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      ScoreRows(0, dyGm_[head0 * td.vDim], nt);
-      Rebuild(g, nt, false);
+      ScoreRows(dyGm_[head0 * td.vDim], nt);
+      Rebuild(head0, ordinal, nt);
       PipeBarrier<PIPE_ALL>();
       mmNN.SetOrgShape(g, qk, nt, nt);
       mmNN.SetSingleShape(g, qk, nt);
@@ -211,39 +228,36 @@ class SparseFlashAttentionGradKernel {
     // BSND tiles span the padded S2 (the tiling cannot see the lengths on the device): keys past
     // the sequence's length are never visible and get zero gradients.
     const int64_t nk = Min64(td.keyTile, (td.packed ? sq.s2 : td.seq2) - k0);
-    PipeBarrier<PIPE_ALL>();
-    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
-    const SfaLinearRows tileRows{(sq.kStart + k0) * td.heads2 + n2, td.heads2};
-    SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, static_cast<uint32_t>(nk), tileRows);
-    if (!td.valueIsKey)
-      SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, static_cast<uint32_t>(nk), tileRows);
     // Query i sees keys up to i + S2 - S1 + SfaAhead: earlier rows see none of the tile.
     int64_t first = k0 - (sq.s2 - sq.s1) - SfaAhead(td);
     if (first < 0) first = 0;
-    const LocalTensor<float> keep = keep_.Get<float>();
+    const LocalTensor<int32_t> slot = slot_.Get<int32_t>();
     const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
     bool started = false;
     uint32_t count = 0;
+    // The previous item's reads of the workspace and UB rows are done.
+    PipeBarrier<PIPE_ALL>();
     for (int64_t i = first; i < sq.s1; ++i) {
       const int64_t t = sq.qStart + i;
-      // The previous keep row has left for GM before it is cleared.
-      OrderPipes<HardEvent::MTE3_V>(&pipe);
-      Duplicate(keep, 0.0f, static_cast<int32_t>(nk));
+      // The previous row's ordinals have been read before they are cleared.
+      OrderPipes<HardEvent::S_V>(&pipe);
+      Duplicate(slot, int32_t(-1), static_cast<int32_t>(nk));
       OrderPipes<HardEvent::V_S>(&pipe);
       cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, i));
-      if (!cursor_.Mark(keep, k0, nk)) continue;
-      OrderPipes<HardEvent::V_MTE3>(&pipe);
-      OrderPipes<HardEvent::S_MTE3>(&pipe);
-      CopyOut(keepGm_[uint64_t(count) * td.keyTile], keep, static_cast<uint32_t>(nk));
+      const SfaRange kept = cursor_.Slots(slot, k0, nk);
+      if (kept.first > kept.last) continue;
+      const int64_t row = t * td.heads1 + n2 * td.group, at = int64_t(count) * td.group * nk;
+      DenseRows(pGm_[at], pStoreGm_, row, kept, static_cast<uint32_t>(nk));
+      DenseRows(dsGm_[at], dsStoreGm_, row, kept, static_cast<uint32_t>(nk));
       tokens.SetValue(count++, static_cast<int32_t>(t));
       if (count == td.tokChunk) {
-        Chunk(sq, n2, count, static_cast<uint32_t>(nk), started);
+        Chunk(n2, count, static_cast<uint32_t>(nk), started);
         started = true;
         count = 0;
       }
     }
     if (count > 0) {
-      Chunk(sq, n2, count, static_cast<uint32_t>(nk), started);
+      Chunk(n2, count, static_cast<uint32_t>(nk), started);
       started = true;
     }
     PipeBarrier<PIPE_ALL>();
@@ -253,6 +267,48 @@ class SparseFlashAttentionGradKernel {
       WriteRow(dkGm_[r * td.dim], accBGm_[uint64_t(j) * qk], td.dim, started);
       if (td.ropeDim > 0) WriteRow(dkRopeGm_[r * td.ropeDim], accBGm_[uint64_t(j) * qk + td.dim], td.ropeDim, started);
       WriteRow(dvGm_[r * td.vDim], accAGm_[uint64_t(j) * td.vDim], td.vDim, started);
+    }
+  }
+
+  // The G dense rows [nk] (from `dst`, nk apart) of stored rows row.. of `store` over the key
+  // tile: key j takes the entry of its ordinal slot_[j] (within `kept`), or 0 when the row did not
+  // keep it (-1). The ordinals are read kSfaSlotWindow at a time; each window's Gather picks a
+  // kept key's entry from the window, else the value the previous windows gave it (0 at first).
+  __aicore__ inline void DenseRows(const GlobalTensor<T> &dst, const GlobalTensor<T> &store, int64_t row,
+                                   const SfaRange &kept, uint32_t nk) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const LocalTensor<int32_t> slot = slot_.Get<int32_t>();
+    const LocalTensor<uint32_t> offs = offs_.Get<uint32_t>();
+    const LocalTensor<T> win = window_.Get<T>();
+    const int64_t slots = int64_t(ms_ops::SfaGradSlots(td)), width = ms_ops::SfaGradWindow(td);
+    for (int64_t w0 = kept.first; w0 <= kept.last; w0 += width) {
+      const int64_t len = Min64(width, kept.last - w0 + 1);
+      const bool later = w0 > kept.first;
+      // The previous Gathers have read the offsets, and the previous window's rows have left.
+      OrderPipes<HardEvent::V_S>(&pipe);
+      if (later) OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
+      for (uint32_t j = 0; j < nk; ++j) {
+        const int64_t o = slot.GetValue(j);
+        const uint32_t e = o >= w0 && o < w0 + len ? static_cast<uint32_t>(segAt_ + (o - w0))
+                           : later                 ? prevAt_ + j
+                                                   : 0u;
+        offs.SetValue(j, e * static_cast<uint32_t>(sizeof(T)));
+      }
+      OrderPipes<HardEvent::S_V>(&pipe);
+      for (int64_t h = 0; h < td.group; ++h) {
+        const GlobalTensor<T> out = dst[uint64_t(h) * nk];
+        // The previous Gather is done with the window before it is refilled.
+        OrderPipes<HardEvent::V_MTE2>(&pipe);
+        CopyIn(win[segAt_], store[uint64_t(row + h) * slots + w0], static_cast<uint32_t>(len));
+        if (later) CopyIn(win[prevAt_], out, nk);
+        OrderPipes<HardEvent::MTE2_V>(&pipe);
+        LocalTensor<T> o = outQ_.AllocTensor<T>();
+        Gather(o, win, offs, 0u, nk);
+        outQ_.EnQue(o);
+        o = outQ_.DeQue<T>();
+        CopyOut(out, o, nk);
+        outQ_.FreeTensor(o);
+      }
     }
   }
 
@@ -277,29 +333,20 @@ class SparseFlashAttentionGradKernel {
     k0 = 0;
   }
 
-  // The `count` recorded query rows against the key tile: gather, rebuild P and dS over the kept
-  // entries, and accumulate dV and d[K | K_rope].
-  __aicore__ inline void Chunk(const SfaSeq &sq, int64_t n2, uint32_t count, uint32_t nk, bool started) {
+  // The `count` recorded query rows against the key tile, their dense P and dS rows built: gather
+  // their query and dO rows and accumulate dV and d[K | K_rope].
+  __aicore__ inline void Chunk(int64_t n2, uint32_t count, uint32_t nk, bool started) {
     const SparseFlashAttentionTilingData &td = *td_;
     const uint32_t rows = count * static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
     const uint32_t dv = static_cast<uint32_t>(td.vDim);
     const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
-    // The keep rows have landed and the previous chunk's matmuls are done with the gathered rows.
+    // The dense rows have landed and the previous chunk's matmuls are done with the gathered rows.
     PipeBarrier<PIPE_ALL>();
     const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
     const SfagChunkRows chunkRows{tokens, td.heads1, n2 * td.group, td.group};
     SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, rows, chunkRows);
     SfaGatherRows(gatherQ_, batch, dogGm_, dyGm_, dyGm_, td.vDim, 0, rows, chunkRows);
-    for (uint32_t j = 0; j < count; ++j) {
-      const int64_t t = tokens.GetValue(j);
-      RowStats(j * td.group, t, n2, SfaStatBase(td, sq, t, n2));
-    }
-    PipeBarrier<PIPE_ALL>();
-    for (uint32_t j = 0; j < count; ++j) {
-      const uint32_t r0 = j * static_cast<uint32_t>(td.group);
-      ScoreRows(r0, dogGm_[uint64_t(r0) * dv], nk);
-    }
-    Rebuild(rows, nk, true);
+    // The cube reads the gathered rows from GM: the copies out must have landed.
     PipeBarrier<PIPE_ALL>();
     const uint8_t add = started ? 1 : 0;
     mmTN.SetOrgShape(nk, dv, rows, rows);
@@ -314,40 +361,40 @@ class SparseFlashAttentionGradKernel {
     mmTN.SetTensorB(qgGm_);
     mmTN.IterateAll(accBGm_, add, true);
     mmTN.End();
+    // The next rows' dense tiles overwrite what the products read.
+    PipeBarrier<PIPE_ALL>();
   }
 
-  // S = Q Kᵀ and dP = dO Vᵀ of the group's G query rows from row r0 (gathered query rows; dO rows
-  // vDim apart from `dy`) against the nt gathered keys and values, into the same rows of the S and
-  // dP tiles. Always G rows at a time, the forward's shape: the recomputed scores must equal the
-  // forward's to the bit, or P drifts from the statistics; and dS = P (dP - D) cancels, so dP is
-  // taken the same way as the query pass takes it (with one product over a whole chunk's rows,
-  // the sgemm's other summation order showed up in dK at ~25 ulp).
-  __aicore__ inline void ScoreRows(uint32_t r0, const GlobalTensor<T> &dy, uint32_t nt) {
+  // S = Q Kᵀ and dP = dO Vᵀ of the group's G gathered query rows (dO rows vDim apart from `dy`)
+  // against the nt gathered keys and values, into the S and dP tiles. G rows at a time, the
+  // forward's shape: the recomputed scores must equal the forward's to the bit, or P drifts from
+  // the statistics.
+  __aicore__ inline void ScoreRows(const GlobalTensor<T> &dy, uint32_t nt) {
     const int32_t qk = static_cast<int32_t>(td_->qkDim), dv = static_cast<int32_t>(td_->vDim);
     const int32_t g = static_cast<int32_t>(td_->group);
     mmNT.SetOrgShape(g, nt, qk, qk);
     mmNT.SetSingleShape(g, nt, qk);
-    mmNT.SetTensorA(qgGm_[uint64_t(r0) * td_->qkDim]);
+    mmNT.SetTensorA(qgGm_);
     mmNT.SetTensorB(kgGm_, true);
-    mmNT.IterateAll(sGm_[uint64_t(r0) * nt], 0, true);
+    mmNT.IterateAll(sGm_, 0, true);
     mmNT.End();
     mmNT.SetOrgShape(g, nt, dv, vStride_);
     mmNT.SetSingleShape(g, nt, dv);
     mmNT.SetTensorA(dy);
     mmNT.SetTensorB(vTile_, true);
-    mmNT.IterateAll(dpGm_[uint64_t(r0) * nt], 0, true);
+    mmNT.IterateAll(dpGm_, 0, true);
     mmNT.End();
   }
 
-  // softmax_max / softmax_sum of the group's rows of (query row t, key head n2) into UB rows
-  // [r0, r0 + G), and D = Σ dO ∘ O per row.
-  __aicore__ inline void RowStats(int64_t r0, int64_t t, int64_t n2, int64_t statOff) {
+  // softmax_max / softmax_sum of the group's rows of (query row t, key head n2) into UB, and
+  // D = Σ dO ∘ O per row.
+  __aicore__ inline void RowStats(int64_t t, int64_t n2, int64_t statOff) {
     const SparseFlashAttentionTilingData &td = *td_;
     const uint32_t dv = static_cast<uint32_t>(td.vDim);
     LocalTensor<float> red = red_.Get<float>(), dr = dRow_.Get<float>();
     LocalTensor<float> mx = statMax_.Get<float>(), sm = statSum_.Get<float>();
     for (int64_t h = 0; h < td.group; ++h) {
-      const uint32_t r = static_cast<uint32_t>(r0 + h);
+      const uint32_t r = static_cast<uint32_t>(h);
       mx.SetValue(r, maxGm_.GetValue(statOff + h));
       sm.SetValue(r, sumGm_.GetValue(statOff + h));
       const int64_t off = (t * td.heads1 + n2 * td.group + h) * td.vDim;
@@ -370,30 +417,20 @@ class SparseFlashAttentionGradKernel {
     }
   }
 
-  // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of `rows` rows of nt keys into the
-  // workspace as T (P only for the key items). masked: row r keeps only the keys of keep row
-  // r / G (the others score the lowest float, so P = 0 there).
-  __aicore__ inline void Rebuild(uint32_t rows, uint32_t nt, bool masked) {
+  // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of the group's rows (head rows
+  // head0..) over the tile of nt keys whose first is the walk's `ordinal`-th: dS into the
+  // workspace for dQ, both into the store for the key items, as T.
+  __aicore__ inline void Rebuild(int64_t head0, uint64_t ordinal, uint32_t nt) {
     const SparseFlashAttentionTilingData &td = *td_;
     const LocalTensor<float> mx = statMax_.Get<float>(), sm = statSum_.Get<float>(), dr = dRow_.Get<float>();
-    const LocalTensor<float> keep = keep_.Get<float>(), pen = pen_.Get<float>();
-    int64_t loaded = -1;
+    const uint64_t slots = ms_ops::SfaGradSlots(td);
     // The statistics' scalar writes are done.
     OrderPipes<HardEvent::S_V>(&pipe);
-    for (uint32_t r = 0; r < rows; ++r) {
-      const int64_t j = r / td.group;
-      if (masked && j != loaded) {
-        // The previous keep row's vector reads are done before it is overwritten.
-        OrderPipes<HardEvent::V_MTE2>(&pipe);
-        CopyIn(keep, keepGm_[uint64_t(j) * td.keyTile], nt);
-        OrderPipes<HardEvent::MTE2_V>(&pipe);
-        Muls(pen, keep, -kSfaLowest, nt);
-        Adds(pen, pen, kSfaLowest, nt);
-        loaded = j;
-      }
+    for (uint32_t r = 0; r < static_cast<uint32_t>(td.group); ++r) {
       OrderPipes<HardEvent::V_S>(&pipe);
       const float sum = sm.GetValue(r), inv = sum > 0.0f ? 1.0f / sum : 0.0f;
       const float rowMax = mx.GetValue(r), di = dr.GetValue(r);
+      const uint64_t stored = uint64_t(head0 + r) * slots + ordinal;
       LocalTensor<float> p = inQ_.AllocTensor<float>();
       CopyIn(p, sGm_[uint64_t(r) * nt], nt);
       inQ_.EnQue(p);
@@ -403,19 +440,16 @@ class SparseFlashAttentionGradKernel {
       addQ_.EnQue(ds);
       ds = addQ_.DeQue<float>();
       Muls(p, p, td.scale, nt);
-      if (masked) {
-        Mul(p, p, keep, nt);
-        Add(p, p, pen, nt);
-      }
       Adds(p, p, -rowMax, nt);
       Exp(p, p, nt);
       Muls(p, p, inv, nt);
-      if (masked) Emit(pGm_[uint64_t(r) * nt], p, nt);
+      Emit(pStoreGm_[stored], p, nt);
       Adds(ds, ds, -di, nt);
       Mul(ds, ds, p, nt);
       Muls(ds, ds, td.scale, nt);
       inQ_.FreeTensor(p);
       Emit(dsGm_[uint64_t(r) * nt], ds, nt);
+      Emit(dsStoreGm_[stored], ds, nt);
       addQ_.FreeTensor(ds);
     }
   }
@@ -450,16 +484,18 @@ class SparseFlashAttentionGradKernel {
   TQue<QuePosition::VECIN, 1> addQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
   SfaGatherQue gatherQ_;
-  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, zero_, red_, idx_, pos_, keep_, pen_, tokens_, statMax_,
-      statSum_, dRow_;
+  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, zero_, red_, idx_, pos_, slot_, offs_, tokens_, statMax_,
+      statSum_, dRow_, window_;
   SfaKeyCursor cursor_;
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, dqRopeGm_, dkRopeGm_;
   GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, vgGm_, dogGm_;
+  GlobalTensor<T> pStoreGm_, dsStoreGm_;  // [qRows * heads1, SfaGradSlots], shared by all blocks
   GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
   int32_t vStride_ = 0;
-  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_, keepGm_;
+  uint32_t prevAt_ = 0, segAt_ = 0;  // elements of window_ where the tile's values and the ordinals start
+  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_;
   const SparseFlashAttentionTilingData *td_ = nullptr;
 };
 
