@@ -178,10 +178,13 @@ class FlashAttentionScoreGradKernel {
   }
 
  private:
-  // The visible (key head, query tile, key tile j = i - diag) pairs of diagonal diag, the k-th of
-  // them on block k mod blocks; returns how many there are.
+  // The visible (key head, query tile, key tile j = i - diag) pairs of diagonal diag; returns how
+  // many there are. A pair goes to the block of its (sequence, key tile, key head), the same on
+  // every diagonal: a block keeps adding into the same dK and dV rows (hot in its caches on the
+  // CPU), and the pairs of one diagonal, having distinct key tiles, spread over the blocks.
   __aicore__ inline int64_t Diagonal(int64_t diag) {
     const FlashAttentionTilingData &td = *td_;
+    const int64_t perSeq = (td.seq2 + td.nTile - 1) / td.nTile;
     int64_t count = 0;
     for (int64_t tile = 0; tile < td.qTiles; ++tile) {
       int64_t q0;
@@ -191,8 +194,9 @@ class FlashAttentionScoreGradKernel {
       const uint32_t mt = static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0));
       const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, sg.s2 - k0));
       if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
+      const int64_t owner = (sg.b * perSeq + k0 / td.nTile) * td.heads2;
       for (int64_t n2 = 0; n2 < td.heads2; ++n2, ++count)
-        if (count % GetBlockNum() == GetBlockIdx()) Pair(sg, n2, q0, mt, k0, nt);
+        if ((owner + n2) % GetBlockNum() == GetBlockIdx()) Pair(sg, n2, q0, mt, k0, nt);
     }
     return count;
   }
