@@ -1,0 +1,199 @@
+#include "twin_gemm.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace ms_ops {
+namespace twin {
+namespace {
+
+// GCC vector extensions rather than intrinsics: one source for AVX2, AVX-512 and anything else.
+typedef float v8f __attribute__((vector_size(32)));
+
+// Register tile: kMR streamed lines x kNR packed lanes, 12 accumulators (16 ymm registers on AVX2:
+// 12 + 2 panel vectors + 1 broadcast, none spilled).
+constexpr int kMR = 6, kNR = 16;
+// k depth of a packed block: a kNR-wide panel (16 KiB) and the kMR streamed lines stay in L1.
+constexpr int kKC = 256;
+// Columns of op(B) packed at once in kPackB: kKC x kNC floats (256 KiB) stay in L2. Measured
+// here against 128/512/1024 and a row-blocked order (panel in L1, A's rows from L2): A read in
+// place with power-of-two strides then misses in L2.
+constexpr int kNC = 256;
+// At most this many rows of C: kPackA (op(A) is then at most two panels).
+constexpr int kSmallM = 32;
+
+// Lane-wise fused multiply-add. Written with fmaf, not `c + a * b`: the library is built with
+// -std=c++17, where GCC does not contract, and contraction would be the compiler's choice anyway;
+// fmaf is one rounding on every target, and GCC turns this loop into one vfmadd where the ISA has it.
+inline v8f Fma(v8f a, v8f b, v8f c) {
+  v8f r;
+  for (int l = 0; l < 8; ++l) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
+  return r;
+}
+
+inline v8f Splat(float x) { return v8f{x, x, x, x, x, x, x, x}; }
+
+inline v8f Load(const float *p) {
+  v8f v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline void Store(float *p, v8f v) { std::memcpy(p, &v, sizeof(v)); }
+
+// t[r][l] = fma chain over kk = 0..kc-1 of line[r][kk * ks] * panel[kk][l], from t's value:
+// the one arithmetic of every C element, whichever operand is packed.
+void Micro(int kc, const float *panel, const float *const line[kMR], ptrdiff_t ks, float *t) {
+  v8f acc[kMR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < kMR; ++r) {
+    acc[r][0] = Load(t + r * kNR);
+    acc[r][1] = Load(t + r * kNR + 8);
+  }
+  ptrdiff_t o = 0;
+  for (int kk = 0; kk < kc; ++kk, o += ks, panel += kNR) {
+    const v8f b0 = Load(panel), b1 = Load(panel + 8);
+#pragma GCC unroll 6  // the accumulators must stay registers
+    for (int r = 0; r < kMR; ++r) {
+      const v8f s = Splat(line[r][o]);
+      acc[r][0] = Fma(s, b0, acc[r][0]);
+      acc[r][1] = Fma(s, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kMR; ++r) {
+    Store(t + r * kNR, acc[r][0]);
+    Store(t + r * kNR + 8, acc[r][1]);
+  }
+}
+
+// A matrix read in place: element (i, kk) at p[i * rs + kk * ks].
+struct View {
+  const float *p;
+  ptrdiff_t rs, ks;
+  const float *At(int i, int kk) const { return p + i * rs + kk * ks; }
+};
+
+// op(X) of a stored row-major X with leading dimension ld, as rows x depth: transposed, its
+// element (i, kk) is X[kk][i].
+View Op(const float *x, int ld, bool trans) { return trans ? View{x, 1, ld} : View{x, ld, 1}; }
+
+// Packs `lanes` lines of v (from line i0, depth k0..k0+kc-1) into panels of kNR lanes, each kc x
+// kNR contiguous in kk; lanes past the end are zero (their results are never stored).
+void Pack(const View &v, int i0, int lanes, int k0, int kc, float *out) {
+  for (int p = 0; p < lanes; p += kNR, out += kc * kNR) {
+    const int w = std::min(kNR, lanes - p);
+    if (w < kNR) std::memset(out, 0, sizeof(float) * kc * kNR);
+    if (v.ks == 1) {
+      for (int l = 0; l < w; ++l) {
+        const float *src = v.At(i0 + p + l, k0);
+        for (int kk = 0; kk < kc; ++kk) out[kk * kNR + l] = src[kk];
+      }
+    } else {  // lines adjacent (rs == 1): every View that Op makes is contiguous along one of them
+      for (int kk = 0; kk < kc; ++kk) std::memcpy(out + kk * kNR, v.At(i0 + p, k0 + kk), sizeof(float) * w);
+    }
+  }
+}
+
+// kMR streamed lines from line j0 at depth k0; past the last of `count` lines, the last one again
+// (computed, never stored), so that edge tiles run the same Micro.
+void Lines(const View &v, int j0, int count, int k0, const float *line[kMR]) {
+  for (int r = 0; r < kMR; ++r) line[r] = v.At(j0 + std::min(r, count - 1), k0);
+}
+
+// Per-thread packing buffer, 64-byte aligned: Gemm runs on many threads at once.
+float *Buffer(size_t floats) {
+  struct Free {
+    void operator()(float *p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> buf;
+  thread_local size_t size = 0;
+  if (floats > size) {
+    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    buf.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    size = bytes / sizeof(float);
+  }
+  return buf.get();
+}
+
+// op(B) packed per kKC x kNC block; tile rows of C are the streamed lines of op(A).
+void GemmPackB(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
+  alignas(64) float t[kMR * kNR];
+  const float *line[kMR];
+  for (int jc = 0; jc < n; jc += kNC) {
+    const int nc = std::min(kNC, n - jc);
+    for (int pc = 0; pc < k; pc += kKC) {
+      const int kc = std::min(kKC, k - pc);
+      const bool load = accumulate || pc > 0;
+      float *packed = Buffer(size_t(kc) * ((nc + kNR - 1) / kNR * kNR));
+      Pack(bt, jc, nc, pc, kc, packed);
+      // A's kMR lines (6 KiB) stay in L1 while the block's panels stream from L2.
+      for (int i0 = 0; i0 < m; i0 += kMR) {
+        const int mr = std::min(kMR, m - i0);
+        Lines(a, i0, mr, pc, line);
+        for (int p = 0; p < nc; p += kNR) {
+          const int nr = std::min(kNR, nc - p);
+          float *cb = c + size_t(i0) * ldc + jc + p;
+          std::memset(t, 0, sizeof(t));
+          if (load)
+            for (int r = 0; r < mr; ++r) std::memcpy(t + r * kNR, cb + size_t(r) * ldc, sizeof(float) * nr);
+          Micro(kc, packed + size_t(p) * kc, line, a.ks, t);
+          for (int r = 0; r < mr; ++r) std::memcpy(cb + size_t(r) * ldc, t + r * kNR, sizeof(float) * nr);
+        }
+      }
+    }
+  }
+}
+
+// C^T = op(B)^T op(A)^T: op(A) packed (its rows are the lanes), the columns of op(B) streamed,
+// each register tile stored transposed.
+void GemmPackA(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
+  alignas(64) float t[kMR * kNR];
+  const float *line[kMR];
+  for (int pc = 0; pc < k; pc += kKC) {
+    const int kc = std::min(kKC, k - pc);
+    const bool load = accumulate || pc > 0;
+    float *packed = Buffer(size_t(kc) * ((m + kNR - 1) / kNR * kNR));
+    Pack(a, 0, m, pc, kc, packed);
+    for (int j0 = 0; j0 < n; j0 += kMR) {
+      const int nr = std::min(kMR, n - j0);
+      Lines(bt, j0, nr, pc, line);
+      for (int p = 0; p < m; p += kNR) {
+        const int mr = std::min(kNR, m - p);
+        float *cb = c + size_t(p) * ldc + j0;
+        std::memset(t, 0, sizeof(t));
+        if (load)
+          for (int i = 0; i < mr; ++i)
+            for (int r = 0; r < nr; ++r) t[r * kNR + i] = cb[size_t(i) * ldc + r];
+        Micro(kc, packed + size_t(p) * kc, line, bt.ks, t);
+        for (int i = 0; i < mr; ++i)
+          for (int r = 0; r < nr; ++r) cb[size_t(i) * ldc + r] = t[r * kNR + i];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
+          int ldc, bool accumulate, GemmPlan plan) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    if (!accumulate)
+      for (int i = 0; i < m; ++i) std::memset(c + size_t(i) * ldc, 0, sizeof(float) * n);
+    return;
+  }
+  // op(A) as m lines of depth k; op(B) as n lines (its columns) of depth k.
+  const View av = Op(a, lda, transA), bv = Op(b, ldb, !transB);
+  if (plan == GemmPlan::kAuto) plan = m <= kSmallM ? GemmPlan::kPackA : GemmPlan::kPackB;
+  if (plan == GemmPlan::kPackA)
+    GemmPackA(av, bv, m, n, k, c, ldc, accumulate);
+  else
+    GemmPackB(av, bv, m, n, k, c, ldc, accumulate);
+}
+
+}  // namespace twin
+}  // namespace ms_ops
