@@ -44,6 +44,17 @@ inline v8f Load(const float *p) {
 
 inline void Store(float *p, v8f v) { std::memcpy(p, &v, sizeof(v)); }
 
+// w <= kNR floats. Not a memcpy of w: GCC makes a variable-size copy `rep movs`, whose start-up
+// cost per row dominated these short rows.
+inline void CopyRow(float *dst, const float *src, int w) {
+  if (w == kNR) {
+    Store(dst, Load(src));
+    Store(dst + 8, Load(src + 8));
+  } else {
+    for (int l = 0; l < w; ++l) dst[l] = src[l];
+  }
+}
+
 // t[r][l] = fma chain over kk = 0..kc-1 of line[r][kk * ks] * panel[kk][l], from t's value:
 // the one arithmetic of every C element, whichever operand is packed.
 void Micro(int kc, const float *panel, const float *const line[kMR], ptrdiff_t ks, float *t) {
@@ -93,7 +104,7 @@ void Pack(const View &v, int i0, int lanes, int k0, int kc, float *out) {
         for (int kk = 0; kk < kc; ++kk) out[kk * kNR + l] = src[kk];
       }
     } else {  // lines adjacent (rs == 1): every View that Op makes is contiguous along one of them
-      for (int kk = 0; kk < kc; ++kk) std::memcpy(out + kk * kNR, v.At(i0 + p, k0 + kk), sizeof(float) * w);
+      for (int kk = 0; kk < kc; ++kk) CopyRow(out + kk * kNR, v.At(i0 + p, k0 + kk), w);
     }
   }
 }
@@ -122,6 +133,7 @@ float *Buffer(size_t floats) {
 // op(B) packed per kKC x kNC block; tile rows of C are the streamed lines of op(A).
 void GemmPackB(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
   alignas(64) float t[kMR * kNR];
+  alignas(64) float sliver[kKC * kMR];
   const float *line[kMR];
   for (int jc = 0; jc < n; jc += kNC) {
     const int nc = std::min(kNC, n - jc);
@@ -134,14 +146,21 @@ void GemmPackB(const View &a, const View &bt, int m, int n, int k, float *c, int
       for (int i0 = 0; i0 < m; i0 += kMR) {
         const int mr = std::min(kMR, m - i0);
         Lines(a, i0, mr, pc, line);
+        // These kMR lines are read once per panel of the block. In place, kc lines of A (a
+        // transposed A, or rows of a power-of-two lda) fall into a few L1 sets and miss on every
+        // panel; copied here they are contiguous. Only kMR x kc floats per row tile, read back
+        // nc / kNR times: negligible beside the products, unlike packing all of A per call.
+        for (int kk = 0; kk < kc; ++kk)
+          for (int r = 0; r < kMR; ++r) sliver[kk * kMR + r] = line[r][kk * a.ks];
+        for (int r = 0; r < kMR; ++r) line[r] = sliver + r;
         for (int p = 0; p < nc; p += kNR) {
           const int nr = std::min(kNR, nc - p);
           float *cb = c + size_t(i0) * ldc + jc + p;
           std::memset(t, 0, sizeof(t));
           if (load)
-            for (int r = 0; r < mr; ++r) std::memcpy(t + r * kNR, cb + size_t(r) * ldc, sizeof(float) * nr);
-          Micro(kc, packed + size_t(p) * kc, line, a.ks, t);
-          for (int r = 0; r < mr; ++r) std::memcpy(cb + size_t(r) * ldc, t + r * kNR, sizeof(float) * nr);
+            for (int r = 0; r < mr; ++r) CopyRow(t + r * kNR, cb + size_t(r) * ldc, nr);
+          Micro(kc, packed + size_t(p) * kc, line, kMR, t);
+          for (int r = 0; r < mr; ++r) CopyRow(cb + size_t(r) * ldc, t + r * kNR, nr);
         }
       }
     }
