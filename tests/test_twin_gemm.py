@@ -62,9 +62,10 @@ def test_values(lib, trans_a, trans_b, plan):
             ob = (b.T if trans_b else b).astype(np.float64)
             c0 = c.astype(np.float64) if accumulate else 0.0
             want = oa @ ob + c0
-            # A chain of k fused multiply-adds: at most k roundings of partial sums bounded by
-            # |op(A)||op(B)| + |C0|.
-            bound = k * U * (np.abs(oa) @ np.abs(ob) + np.abs(c0)) * (1 + 2 * k * U)
+            # Chains of fused multiply-adds, one per block of 256 k, each added to C: at most k +
+            # k / 256 + 1 roundings of partial sums bounded by |op(A)||op(B)| + |C0|.
+            r = k + k // 256 + 1
+            bound = r * U * (np.abs(oa) @ np.abs(ob) + np.abs(c0)) * (1 + 2 * r * U)
             gemm(lib, a, b, c, trans_a, trans_b, accumulate, plan)
             err = np.abs(c.astype(np.float64) - want)
             assert (err <= bound).all(), (m, n, k, accumulate, float((err / np.maximum(bound, 1e-300)).max()))
@@ -99,7 +100,7 @@ def chain_variants(lib, a, b, c0, accumulate):
         for trans in ((0, 0), (0, 1), (1, 0), (1, 1)):
             out.append((f"plan {plan} trans {trans}", run(plan, trans)))
     split = c0.copy()
-    k1 = 100
+    k1 = 256  # a k block boundary
     gemm(lib, a[:, :k1], b[:k1], split, 0, 0, accumulate)
     gemm(lib, a[:, k1:], b[k1:], split, 0, 0, 1)
     out.append(("k split in two calls", split))
@@ -130,7 +131,7 @@ def test_chain_semantics_bitwise(lib, accumulate):
     for name, got in variants[1:]:
         assert np.array_equal(got.view(np.int32), want.view(np.int32)), name
     if not accumulate:
-        # k = 1 from +0: one rounding of the exact (float64) product.
+        # k = 1, beta 0: one rounding of the exact (float64) product.
         c = c0.copy()
         gemm(lib, a[:, :1], b[:1], c, 0, 0, 0)
         assert np.array_equal(c, (a[:, :1].astype(np.float64) * b[:1].astype(np.float64)).astype(np.float32))

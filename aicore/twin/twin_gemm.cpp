@@ -16,7 +16,9 @@ typedef float v8f __attribute__((vector_size(32)));
 // Register tile: kMR streamed lines x kNR packed lanes, 12 accumulators (16 ymm registers on AVX2:
 // 12 + 2 panel vectors + 1 broadcast, none spilled).
 constexpr int kMR = 6, kNR = 16;
-// k depth of a packed block: a kNR-wide panel (16 KiB) and the kMR streamed lines stay in L1.
+// k depth of a packed block: a kNR-wide panel (16 KiB) and the kMR streamed lines stay in L1. Also
+// the k block of the block-chain semantics (twin_blas.h): the fp16/bf16 widening panels of
+// matmul_intf.h (kWidenPanel, 256) split k on its boundaries.
 constexpr int kKC = 256;
 // Columns of op(B) packed at once in kPackB: kKC x kNC floats (256 KiB) stay in L2. Measured
 // here against 128/512/1024 and a row-blocked order (panel in L1, A's rows from L2): A read in
@@ -55,15 +57,13 @@ inline void CopyRow(float *dst, const float *src, int w) {
   }
 }
 
-// t[r][l] = fma chain over kk = 0..kc-1 of line[r][kk * ks] * panel[kk][l], from t's value:
-// the one arithmetic of every C element, whichever operand is packed.
+// t[r][l] += (fma chain from +0 over kk = 0..kc-1 of line[r][kk * ks] * panel[kk][l]): the one
+// arithmetic of every C element, whichever operand is packed. A partial per k block, added to C,
+// as OpenBLAS sums: one chain over all of k loses accuracy that the kernels' error bounds expect.
 void Micro(int kc, const float *panel, const float *const line[kMR], ptrdiff_t ks, float *t) {
   v8f acc[kMR][2];
 #pragma GCC unroll 6
-  for (int r = 0; r < kMR; ++r) {
-    acc[r][0] = Load(t + r * kNR);
-    acc[r][1] = Load(t + r * kNR + 8);
-  }
+  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = v8f{};
   ptrdiff_t o = 0;
   for (int kk = 0; kk < kc; ++kk, o += ks, panel += kNR) {
     const v8f b0 = Load(panel), b1 = Load(panel + 8);
@@ -76,8 +76,8 @@ void Micro(int kc, const float *panel, const float *const line[kMR], ptrdiff_t k
   }
 #pragma GCC unroll 6
   for (int r = 0; r < kMR; ++r) {
-    Store(t + r * kNR, acc[r][0]);
-    Store(t + r * kNR + 8, acc[r][1]);
+    Store(t + r * kNR, Load(t + r * kNR) + acc[r][0]);
+    Store(t + r * kNR + 8, Load(t + r * kNR + 8) + acc[r][1]);
   }
 }
 
