@@ -92,16 +92,45 @@ struct View {
 // element (i, kk) is X[kk][i].
 View Op(const float *x, int ld, bool trans) { return trans ? View{x, 1, ld} : View{x, ld, 1}; }
 
+// Lanes l = 0..7 of out (row stride kNR) for depths 0..7 from line[l][0..7]: an 8 x 8 transpose
+// in three shuffle stages (unpack, pair, swap 128-bit halves), which GCC maps to the ISA's.
+void Transpose8(const float *const line[8], float *out) {
+  typedef int v8i __attribute__((vector_size(32)));
+  v8f r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = Load(line[i]);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shuffle(r[i], r[i + 1], v8i{0, 8, 1, 9, 4, 12, 5, 13});
+    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], v8i{2, 10, 3, 11, 6, 14, 7, 15});
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shuffle(t[i + h], t[i + h + 2], v8i{0, 1, 8, 9, 4, 5, 12, 13});
+      u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2], v8i{2, 3, 10, 11, 6, 7, 14, 15});
+    }
+  for (int j = 0; j < 4; ++j) {
+    Store(out + j * kNR, __builtin_shuffle(u[j], u[j + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11}));
+    Store(out + (j + 4) * kNR, __builtin_shuffle(u[j], u[j + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15}));
+  }
+}
+
 // Packs `lanes` lines of v (from line i0, depth k0..k0+kc-1) into panels of kNR lanes, each kc x
 // kNR contiguous in kk; lanes past the end are zero (their results are never stored).
 void Pack(const View &v, int i0, int lanes, int k0, int kc, float *out) {
   for (int p = 0; p < lanes; p += kNR, out += kc * kNR) {
     const int w = std::min(kNR, lanes - p);
     if (w < kNR) std::memset(out, 0, sizeof(float) * kc * kNR);
-    if (v.ks == 1) {
+    if (v.ks == 1) {  // each line contiguous in depth: a transpose, 8 x 8 at a time
+      int kk = 0;
+      if (w == kNR)
+        for (; kk + 8 <= kc; kk += 8)
+          for (int h = 0; h < kNR; h += 8) {
+            const float *line[8];
+            for (int l = 0; l < 8; ++l) line[l] = v.At(i0 + p + h + l, k0 + kk);
+            Transpose8(line, out + kk * kNR + h);
+          }
       for (int l = 0; l < w; ++l) {
         const float *src = v.At(i0 + p + l, k0);
-        for (int kk = 0; kk < kc; ++kk) out[kk * kNR + l] = src[kk];
+        for (int k = kk; k < kc; ++k) out[k * kNR + l] = src[k];
       }
     } else {  // lines adjacent (rs == 1): every View that Op makes is contiguous along one of them
       for (int kk = 0; kk < kc; ++kk) CopyRow(out + kk * kNR, v.At(i0 + p, k0 + kk), w);
