@@ -1,0 +1,247 @@
+#include "twin_gemm.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace ms_ops {
+namespace twin {
+namespace {
+
+// GCC vector extensions rather than intrinsics: one source for AVX2, AVX-512 and anything else.
+typedef float v8f __attribute__((vector_size(32)));
+
+// Register tile: kMR streamed lines x kNR packed lanes, 12 accumulators (16 ymm registers on AVX2:
+// 12 + 2 panel vectors + 1 broadcast, none spilled).
+constexpr int kMR = 6, kNR = 16;
+// k depth of a packed block: a kNR-wide panel (16 KiB) and the kMR streamed lines stay in L1. Also
+// the k block of the block-chain semantics (twin_blas.h): the fp16/bf16 widening panels of
+// matmul_intf.h (kWidenPanel, 256) split k on its boundaries.
+constexpr int kKC = 256;
+// Columns of op(B) packed at once in kPackB: kKC x kNC floats (256 KiB) stay in L2. Measured
+// here against 128/512/1024 and a row-blocked order (panel in L1, A's rows from L2): A read in
+// place with power-of-two strides then misses in L2.
+constexpr int kNC = 256;
+// At most this many rows of C: kPackA (op(A) is then at most two panels).
+constexpr int kSmallM = 32;
+
+// Lane-wise fused multiply-add. Written with fmaf, not `c + a * b`: the library is built with
+// -std=c++17, where GCC does not contract, and contraction would be the compiler's choice anyway;
+// fmaf is one rounding on every target, and GCC turns this loop into one vfmadd where the ISA has it.
+inline v8f Fma(v8f a, v8f b, v8f c) {
+  v8f r;
+  for (int l = 0; l < 8; ++l) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
+  return r;
+}
+
+inline v8f Splat(float x) { return v8f{x, x, x, x, x, x, x, x}; }
+
+inline v8f Load(const float *p) {
+  v8f v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline void Store(float *p, v8f v) { std::memcpy(p, &v, sizeof(v)); }
+
+// w <= kNR floats. Not a memcpy of w: GCC makes a variable-size copy `rep movs`, whose start-up
+// cost per row dominated these short rows.
+inline void CopyRow(float *dst, const float *src, int w) {
+  if (w == kNR) {
+    Store(dst, Load(src));
+    Store(dst + 8, Load(src + 8));
+  } else {
+    for (int l = 0; l < w; ++l) dst[l] = src[l];
+  }
+}
+
+// t[r][l] += (fma chain from +0 over kk = 0..kc-1 of line[r][kk * ks] * panel[kk][l]): the one
+// arithmetic of every C element, whichever operand is packed. A partial per k block, added to C,
+// as OpenBLAS sums: one chain over all of k loses accuracy that the kernels' error bounds expect.
+void Micro(int kc, const float *panel, const float *const line[kMR], ptrdiff_t ks, float *t) {
+  v8f acc[kMR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = v8f{};
+  ptrdiff_t o = 0;
+  for (int kk = 0; kk < kc; ++kk, o += ks, panel += kNR) {
+    const v8f b0 = Load(panel), b1 = Load(panel + 8);
+#pragma GCC unroll 6  // the accumulators must stay registers
+    for (int r = 0; r < kMR; ++r) {
+      const v8f s = Splat(line[r][o]);
+      acc[r][0] = Fma(s, b0, acc[r][0]);
+      acc[r][1] = Fma(s, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kMR; ++r) {
+    Store(t + r * kNR, Load(t + r * kNR) + acc[r][0]);
+    Store(t + r * kNR + 8, Load(t + r * kNR + 8) + acc[r][1]);
+  }
+}
+
+// A matrix read in place: element (i, kk) at p[i * rs + kk * ks].
+struct View {
+  const float *p;
+  ptrdiff_t rs, ks;
+  const float *At(int i, int kk) const { return p + i * rs + kk * ks; }
+};
+
+// op(X) of a stored row-major X with leading dimension ld, as rows x depth: transposed, its
+// element (i, kk) is X[kk][i].
+View Op(const float *x, int ld, bool trans) { return trans ? View{x, 1, ld} : View{x, ld, 1}; }
+
+// Lanes l = 0..7 of out (row stride kNR) for depths 0..7 from line[l][0..7]: an 8 x 8 transpose
+// in three shuffle stages (unpack, pair, swap 128-bit halves), which GCC maps to the ISA's.
+void Transpose8(const float *const line[8], float *out) {
+  typedef int v8i __attribute__((vector_size(32)));
+  v8f r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = Load(line[i]);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shuffle(r[i], r[i + 1], v8i{0, 8, 1, 9, 4, 12, 5, 13});
+    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], v8i{2, 10, 3, 11, 6, 14, 7, 15});
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shuffle(t[i + h], t[i + h + 2], v8i{0, 1, 8, 9, 4, 5, 12, 13});
+      u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2], v8i{2, 3, 10, 11, 6, 7, 14, 15});
+    }
+  for (int j = 0; j < 4; ++j) {
+    Store(out + j * kNR, __builtin_shuffle(u[j], u[j + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11}));
+    Store(out + (j + 4) * kNR, __builtin_shuffle(u[j], u[j + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15}));
+  }
+}
+
+// Packs `lanes` lines of v (from line i0, depth k0..k0+kc-1) into panels of kNR lanes, each kc x
+// kNR contiguous in kk; lanes past the end are zero (their results are never stored).
+void Pack(const View &v, int i0, int lanes, int k0, int kc, float *out) {
+  for (int p = 0; p < lanes; p += kNR, out += kc * kNR) {
+    const int w = std::min(kNR, lanes - p);
+    if (w < kNR) std::memset(out, 0, sizeof(float) * kc * kNR);
+    if (v.ks == 1) {  // each line contiguous in depth: a transpose, 8 x 8 at a time
+      int kk = 0;
+      if (w == kNR)
+        for (; kk + 8 <= kc; kk += 8)
+          for (int h = 0; h < kNR; h += 8) {
+            const float *line[8];
+            for (int l = 0; l < 8; ++l) line[l] = v.At(i0 + p + h + l, k0 + kk);
+            Transpose8(line, out + kk * kNR + h);
+          }
+      for (int l = 0; l < w; ++l) {
+        const float *src = v.At(i0 + p + l, k0);
+        for (int k = kk; k < kc; ++k) out[k * kNR + l] = src[k];
+      }
+    } else {  // lines adjacent (rs == 1): every View that Op makes is contiguous along one of them
+      for (int kk = 0; kk < kc; ++kk) CopyRow(out + kk * kNR, v.At(i0 + p, k0 + kk), w);
+    }
+  }
+}
+
+// kMR streamed lines from line j0 at depth k0; past the last of `count` lines, the last one again
+// (computed, never stored), so that edge tiles run the same Micro.
+void Lines(const View &v, int j0, int count, int k0, const float *line[kMR]) {
+  for (int r = 0; r < kMR; ++r) line[r] = v.At(j0 + std::min(r, count - 1), k0);
+}
+
+// Per-thread packing buffer, 64-byte aligned: Gemm runs on many threads at once.
+float *Buffer(size_t floats) {
+  struct Free {
+    void operator()(float *p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> buf;
+  thread_local size_t size = 0;
+  if (floats > size) {
+    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    buf.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    size = bytes / sizeof(float);
+  }
+  return buf.get();
+}
+
+// op(B) packed per kKC x kNC block; tile rows of C are the streamed lines of op(A).
+void GemmPackB(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
+  alignas(64) float t[kMR * kNR];
+  alignas(64) float sliver[kKC * kMR];
+  const float *line[kMR];
+  for (int jc = 0; jc < n; jc += kNC) {
+    const int nc = std::min(kNC, n - jc);
+    for (int pc = 0; pc < k; pc += kKC) {
+      const int kc = std::min(kKC, k - pc);
+      const bool load = accumulate || pc > 0;
+      float *packed = Buffer(size_t(kc) * ((nc + kNR - 1) / kNR * kNR));
+      Pack(bt, jc, nc, pc, kc, packed);
+      // A's kMR lines (6 KiB) stay in L1 while the block's panels stream from L2.
+      for (int i0 = 0; i0 < m; i0 += kMR) {
+        const int mr = std::min(kMR, m - i0);
+        Lines(a, i0, mr, pc, line);
+        // These kMR lines are read once per panel of the block. In place, kc lines of A (a
+        // transposed A, or rows of a power-of-two lda) fall into a few L1 sets and miss on every
+        // panel; copied here they are contiguous. Only kMR x kc floats per row tile, read back
+        // nc / kNR times: negligible beside the products, unlike packing all of A per call.
+        for (int kk = 0; kk < kc; ++kk)
+          for (int r = 0; r < kMR; ++r) sliver[kk * kMR + r] = line[r][kk * a.ks];
+        for (int r = 0; r < kMR; ++r) line[r] = sliver + r;
+        for (int p = 0; p < nc; p += kNR) {
+          const int nr = std::min(kNR, nc - p);
+          float *cb = c + size_t(i0) * ldc + jc + p;
+          std::memset(t, 0, sizeof(t));
+          if (load)
+            for (int r = 0; r < mr; ++r) CopyRow(t + r * kNR, cb + size_t(r) * ldc, nr);
+          Micro(kc, packed + size_t(p) * kc, line, kMR, t);
+          for (int r = 0; r < mr; ++r) CopyRow(cb + size_t(r) * ldc, t + r * kNR, nr);
+        }
+      }
+    }
+  }
+}
+
+// C^T = op(B)^T op(A)^T: op(A) packed (its rows are the lanes), the columns of op(B) streamed,
+// each register tile stored transposed.
+void GemmPackA(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
+  alignas(64) float t[kMR * kNR];
+  const float *line[kMR];
+  for (int pc = 0; pc < k; pc += kKC) {
+    const int kc = std::min(kKC, k - pc);
+    const bool load = accumulate || pc > 0;
+    float *packed = Buffer(size_t(kc) * ((m + kNR - 1) / kNR * kNR));
+    Pack(a, 0, m, pc, kc, packed);
+    for (int j0 = 0; j0 < n; j0 += kMR) {
+      const int nr = std::min(kMR, n - j0);
+      Lines(bt, j0, nr, pc, line);
+      for (int p = 0; p < m; p += kNR) {
+        const int mr = std::min(kNR, m - p);
+        float *cb = c + size_t(p) * ldc + j0;
+        std::memset(t, 0, sizeof(t));
+        if (load)
+          for (int i = 0; i < mr; ++i)
+            for (int r = 0; r < nr; ++r) t[r * kNR + i] = cb[size_t(i) * ldc + r];
+        Micro(kc, packed + size_t(p) * kc, line, bt.ks, t);
+        for (int i = 0; i < mr; ++i)
+          for (int r = 0; r < nr; ++r) cb[size_t(i) * ldc + r] = t[r * kNR + i];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
+          int ldc, bool accumulate, GemmPlan plan) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    if (!accumulate)
+      for (int i = 0; i < m; ++i) std::memset(c + size_t(i) * ldc, 0, sizeof(float) * n);
+    return;
+  }
+  // op(A) as m lines of depth k; op(B) as n lines (its columns) of depth k.
+  const View av = Op(a, lda, transA), bv = Op(b, ldb, !transB);
+  if (plan == GemmPlan::kAuto) plan = m <= kSmallM ? GemmPlan::kPackA : GemmPlan::kPackB;
+  if (plan == GemmPlan::kPackA)
+    GemmPackA(av, bv, m, n, k, c, ldc, accumulate);
+  else
+    GemmPackB(av, bv, m, n, k, c, ldc, accumulate);
+}
+
+}  // namespace twin
+}  // namespace ms_ops

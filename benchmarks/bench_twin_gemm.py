@@ -1,0 +1,113 @@
+"""The twin's fp32 GEMM (ms_ops::twin::Sgemm) against OpenBLAS, single thread, warm cache, on the
+shapes the kernels' cube products have.
+
+Ours is called through tests/twin/twin_gemm_cases.cpp (built like the twin tests' libraries),
+OpenBLAS through scipy-openblas32's cblas_sgemm with one thread. Each case is timed as the best of
+--trials runs of enough back-to-back products to take ~--seconds, so a moment of other load on
+the machine does not count. The header gives numpy's sgemm on all cores (the reference the other
+benchmarks compare with, benchmarks/_harness.py SGEMM_SHAPE).
+
+Shape names: m x n x k, N = B transposed (stored n x k), T = A transposed (stored k x m).
+"""
+import argparse
+import ctypes
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy_openblas32
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+sys.path.insert(0, HERE)
+from _harness import SGEMM_SHAPE  # noqa: E402
+from twin_cases import build_cases  # noqa: E402
+
+SHAPES = ["128x512x128N", "128x128x512", "128x256x128N", "256x128x128T", "128x128x256T", "256x4096x1024N",
+          "256x1024x4096", "16x128x576N", "16x512x128", "16x512x576N", "16x576x512", "128x576x128T",
+          "2048x2048x2048"]
+V, I = ctypes.c_void_p, ctypes.c_int
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+
+
+def parse(shape):
+    flag = shape[-1] if shape[-1] in "NT" else ""
+    m, n, k = (int(x) for x in shape.rstrip("NT").split("x"))
+    return m, n, k, flag == "T", flag == "N"
+
+
+def best_seconds(call, flops, seconds, trials):
+    """Best per-call time over `trials` batches of calls lasting about `seconds` each; call(r)
+    makes r calls."""
+    reps = 1
+    call(1)
+    while True:
+        t = time.perf_counter()
+        call(reps)
+        if time.perf_counter() - t > seconds / 4 or reps > 1 << 20:
+            break
+        reps *= 4
+    best = float("inf")
+    for _ in range(trials):
+        t = time.perf_counter()
+        call(reps)
+        best = min(best, (time.perf_counter() - t) / reps)
+    return flops / best / 1e9
+
+
+def numpy_sgemm_gflops():
+    m, k, n = SGEMM_SHAPE
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
+    a @ b
+    t = min(_timed(lambda: a @ b) for _ in range(3))
+    return 2 * m * k * n / t / 1e9
+
+
+def _timed(f):
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shapes", nargs="+", default=SHAPES)
+    parser.add_argument("--seconds", type=float, default=0.05, help="length of one timed batch")
+    parser.add_argument("--trials", type=int, default=15, help="timed batches per case (best counts)")
+    args = parser.parse_args()
+
+    lib = build_cases(tempfile.mkdtemp(prefix="bench_twin_gemm"), "twin_gemm_cases",
+                      {"twin_gemm": [I, I, I, I, I, V, I, V, I, V, I, I, I, I]})
+    blas = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), f"lib{scipy_openblas32.get_library()}.so"))
+    blas.scipy_openblas_set_num_threads(1)
+    sgemm = blas.scipy_cblas_sgemm
+    sgemm.argtypes = [I, I, I, I, I, I, ctypes.c_float, V, I, V, I, ctypes.c_float, V, I]
+
+    print(f"numpy sgemm {'x'.join(map(str, SGEMM_SHAPE))} on {os.cpu_count()} cores: "
+          f"{numpy_sgemm_gflops():.0f} GFLOP/s")
+    print(f"{'shape':>16s} {'ours GFLOP/s':>13s} {'OpenBLAS 1 thread':>18s} {'ratio':>6s}")
+    rng = np.random.default_rng(0)
+    for shape in args.shapes:
+        m, n, k, ta, tb = parse(shape)
+        a = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+        b = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
+        c = np.zeros((m, n), np.float32)
+        pa, pb, pc = (V(x.ctypes.data) for x in (a, b, c))
+        flops = 2.0 * m * n * k
+        ours = best_seconds(lambda r: lib.twin_gemm(ta, tb, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n, 0, 0, r),
+                            flops, args.seconds, args.trials)
+
+        def openblas(r):
+            for _ in range(r):
+                sgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0, pa, a.shape[1],
+                      pb, b.shape[1], 0.0, pc, n)
+
+        theirs = best_seconds(openblas, flops, args.seconds, args.trials)
+        print(f"{shape:>16s} {ours:13.1f} {theirs:18.1f} {ours / theirs:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""The twin's fp32 GEMM (aicore/twin/twin_gemm.cpp, behind ms_ops::twin::Sgemm): values against a
+float64 product for every transpose, beta and awkward shape, and its chain semantics bitwise: an
+element's bits do not depend on where or how it was computed."""
+import ctypes
+import threading
+
+import numpy as np
+import pytest
+from twin_cases import build_cases
+
+V, I = ctypes.c_void_p, ctypes.c_int
+AUTO, PACK_B, PACK_A = 0, 1, 2  # ms_ops::twin::GemmPlan
+U = 2.0 ** -24  # fp32 unit roundoff
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    return build_cases(tmp_path_factory.mktemp("twin_gemm"), "twin_gemm_cases",
+                       {"twin_gemm": [I, I, I, I, I, V, I, V, I, V, I, I, I, I]})
+
+
+def ptr(x):
+    return V(x.ctypes.data)
+
+
+def ld(x):
+    """Row stride in floats of a 2-D view whose rows are contiguous."""
+    assert x.dtype == np.float32 and x.strides[1] == 4
+    return x.strides[0] // 4
+
+
+def gemm(lib, a, b, c, trans_a, trans_b, accumulate, plan=AUTO):
+    """c (a view) = op(a) op(b) (+ c): a is m x k, or k x m when trans_a; b is k x n, or n x k."""
+    m, k = a.shape[::-1] if trans_a else a.shape
+    n = b.shape[0] if trans_b else b.shape[1]
+    assert c.shape == (m, n) and (b.shape[1] if trans_b else b.shape[0]) == k
+    assert lib.twin_gemm(trans_a, trans_b, m, n, k, ptr(a), ld(a), ptr(b), ld(b), ptr(c), ld(c),
+                         accumulate, plan, 1) == 0
+
+
+def padded(rng, rows, cols, pad):
+    """A rows x cols view of a wider random matrix (leading dimension cols + pad)."""
+    return rng.standard_normal((rows, cols + pad), dtype=np.float32)[:, :cols]
+
+
+SHAPES = [(1, 1, 1), (5, 7, 6), (6, 16, 15), (7, 17, 16), (15, 5, 17), (16, 33, 7), (17, 6, 33),
+          (33, 15, 127), (127, 129, 5), (129, 1, 600), (600, 127, 17), (1, 600, 129), (31, 600, 600)]
+
+
+@pytest.mark.parametrize("plan", [AUTO, PACK_B, PACK_A])
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_values(lib, trans_a, trans_b, plan):
+    rng = np.random.default_rng(trans_a * 2 + trans_b + 4 * plan)
+    for m, n, k in SHAPES:
+        for accumulate in (0, 1):
+            a = padded(rng, *((k, m) if trans_a else (m, k)), 3)
+            b = padded(rng, *((n, k) if trans_b else (k, n)), 5)
+            full = rng.standard_normal((m, n + 2), dtype=np.float32)
+            before = full.copy()
+            c = full[:, :n]
+            oa = (a.T if trans_a else a).astype(np.float64)
+            ob = (b.T if trans_b else b).astype(np.float64)
+            c0 = c.astype(np.float64) if accumulate else 0.0
+            want = oa @ ob + c0
+            # Chains of fused multiply-adds, one per block of 256 k, each added to C: at most k +
+            # k / 256 + 1 roundings of partial sums bounded by |op(A)||op(B)| + |C0|.
+            r = k + k // 256 + 1
+            bound = r * U * (np.abs(oa) @ np.abs(ob) + np.abs(c0)) * (1 + 2 * r * U)
+            gemm(lib, a, b, c, trans_a, trans_b, accumulate, plan)
+            err = np.abs(c.astype(np.float64) - want)
+            assert (err <= bound).all(), (m, n, k, accumulate, float((err / np.maximum(bound, 1e-300)).max()))
+            np.testing.assert_array_equal(full[:, n:], before[:, n:])  # past the row's end: untouched
+
+
+def test_beta0_ignores_c(lib):
+    """beta 0 does not read C: NaN there does not reach the result."""
+    rng = np.random.default_rng(1)
+    for m in (4, 40):
+        a, b = padded(rng, m, 9, 0), padded(rng, 9, 20, 0)
+        c = np.full((m, 20), np.nan, np.float32)
+        gemm(lib, a, b, c, 0, 0, 0)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def chain_variants(lib, a, b, c0, accumulate):
+    """C = a b (+ c0) computed in every way the chain semantics says cannot change its bits, each
+    as (name, result)."""
+    m, k = a.shape
+    n = b.shape[1]
+
+    def run(plan=AUTO, trans=(0, 0)):
+        c = c0.copy()
+        x = np.ascontiguousarray(a.T) if trans[0] else a
+        y = np.ascontiguousarray(b.T) if trans[1] else b
+        gemm(lib, x, y, c, *trans, accumulate, plan)
+        return c
+
+    out = [("auto", run())]
+    for plan in (PACK_B, PACK_A):
+        for trans in ((0, 0), (0, 1), (1, 0), (1, 1)):
+            out.append((f"plan {plan} trans {trans}", run(plan, trans)))
+    split = c0.copy()
+    k1 = 256  # a k block boundary
+    gemm(lib, a[:, :k1], b[:k1], split, 0, 0, accumulate)
+    gemm(lib, a[:, k1:], b[k1:], split, 0, 0, 1)
+    out.append(("k split in two calls", split))
+    # Blocks at an offset: rows 11..30 (few rows: op(A) packed) and a column block (op(B) packed),
+    # written into a C of their own and pasted back.
+    blocks = c0.copy()
+    for r0, r1, c0_, c1 in ((0, 11, 0, n), (11, 31, 0, 7), (11, 31, 7, n), (31, m, 0, n)):
+        part = c0[r0:r1, c0_:c1].copy()
+        gemm(lib, a[r0:r1], b[:, c0_:c1], part, 0, 0, accumulate)
+        blocks[r0:r1, c0_:c1] = part
+    out.append(("row and column blocks", blocks))
+    rows = c0.copy()
+    for r in range(m):
+        gemm(lib, a[r:r + 1], b, rows[r:r + 1], 0, 0, accumulate)
+    out.append(("one row per call", rows))
+    return out
+
+
+@pytest.mark.parametrize("accumulate", [0, 1])
+def test_chain_semantics_bitwise(lib, accumulate):
+    rng = np.random.default_rng(7 + accumulate)
+    m, n, k = 45, 301, 600  # several k blocks, several column blocks, edge tiles in m and n
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    c0 = rng.standard_normal((m, n), dtype=np.float32)
+    variants = chain_variants(lib, a, b, c0, accumulate)
+    want = variants[0][1]
+    for name, got in variants[1:]:
+        assert np.array_equal(got.view(np.int32), want.view(np.int32)), name
+    if not accumulate:
+        # k = 1, beta 0: one rounding of the exact (float64) product.
+        c = c0.copy()
+        gemm(lib, a[:, :1], b[:1], c, 0, 0, 0)
+        assert np.array_equal(c, (a[:, :1].astype(np.float64) * b[:1].astype(np.float64)).astype(np.float32))
+
+
+def test_concurrent_calls(lib):
+    """Many threads at once (as a launch's blocks call it) get the bits of a lone call."""
+    rng = np.random.default_rng(3)
+    cases = []
+    for m, n, k, plan in ((8, 300, 290, AUTO), (70, 90, 300, AUTO), (50, 270, 260, PACK_A), (20, 40, 700, PACK_B)):
+        a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+        alone = np.empty((m, n), np.float32)
+        gemm(lib, a, b, alone, 0, 0, 0, plan)
+        cases.append((a, b, plan, alone))
+    results = {}
+
+    def work(t):
+        a, b, plan, _ = cases[t % len(cases)]
+        for i in range(20):
+            c = np.empty((a.shape[0], b.shape[1]), np.float32)
+            gemm(lib, a, b, c, 0, 0, 0, plan)
+            results[(t, i)] = c
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8 * 20
+    for (t, _), c in results.items():
+        assert np.array_equal(c, cases[t % len(cases)][3])
