@@ -10,9 +10,16 @@
 #include "twin_gemm.h"
 #include "twin_memory.h"
 
+extern "C" {
+void scipy_cblas_sgemm(int order, int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc);
+void scipy_openblas_set_num_threads(int n);
+}
+
 namespace ms_ops {
 namespace twin {
 namespace {
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
 struct Unit {
   Pages scratch[CubeUnit::kSlots];
@@ -57,7 +64,11 @@ Units &AllUnits() {
 
 void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
            int ldc, float beta) {
-  Gemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc, beta != 0.0f);
+  if (m <= kGemmRows) return Gemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc, beta != 0.0f);
+  static std::once_flag once;
+  std::call_once(once, [] { scipy_openblas_set_num_threads(1); });
+  scipy_cblas_sgemm(kRowMajor, transA ? kTrans : kNoTrans, transB ? kTrans : kNoTrans, m, n, k, 1.0f, a, lda, b, ldb,
+                    beta, c, ldc);
 }
 
 CubeUnit::CubeUnit() : unit_(AllUnits().Acquire()) {}

@@ -1,4 +1,6 @@
-// The product behind the twin's Matmul (our own GEMM, twin_gemm.cpp) and the cube units that run it.
+// The product behind the twin's Matmul (OpenBLAS from scipy-openblas32, resolved at load time:
+// Python loads it with RTLD_GLOBAL before ours; our own GEMM, twin_gemm.h, for few rows of C) and
+// the cube units that run it.
 #ifndef MS_OPS_TWIN_BLAS_H_
 #define MS_OPS_TWIN_BLAS_H_
 
@@ -9,16 +11,14 @@ namespace twin {
 
 // C[m x n] = op(A) * op(B) + beta * C, row-major, beta 0 or 1. Single-threaded: the blocks of a
 // launch are the parallelism (it is called from several threads at once; it keeps no shared state).
-//
-// Block-chain semantics: k is cut into blocks of 256 from the call's k = 0; for each block in
-// order, one sequential chain of fused multiply-adds (one rounding each) from +0, which is then
-// added to C (beta 1, or an earlier block) or stored (beta 0, first block; C is not read). So an
-// element's bits depend only on its row of op(A), its column of op(B), K and beta: not on m, n,
-// its position in C, the transposes or the blocking over m and n; a k split over calls with
-// beta 1 keeps them when it falls on a block boundary. A kernel may therefore batch rows (or
-// columns) into one product and get the bits of a product per row. The per-block partial from
-// +0 (OpenBLAS sums so too) keeps the error of long k close to a blocked sum: one chain over all
-// of k exceeded the kernels' fp32 error bounds (2x the naive error) in ten existing tests.
+// Up to kGemmRows rows of C, twin_gemm's chain semantics: k is cut into blocks of 256 from the
+// call's k = 0; for each block in order, one sequential chain of fused multiply-adds (one rounding
+// each) from +0, then added to C (beta 1, or an earlier block) or stored (beta 0, first block; C
+// is not read). An element's bits then depend only on its row of op(A), its column of op(B), K and
+// beta, not on m, n, its position or the transposes, and a k split over calls with beta 1 keeps
+// them when it falls on a block boundary (the per-block partial from +0, as OpenBLAS sums, keeps
+// long k's error close to a blocked sum; one chain over all of k exceeded the kernels' fp32
+// bounds). More rows: OpenBLAS, whose summation order may depend on the shape.
 void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
            int ldc, float beta = 0.0f);
 

@@ -20,12 +20,6 @@ constexpr int kMR = 6, kNR = 16;
 // the k block of the block-chain semantics (twin_blas.h): the fp16/bf16 widening panels of
 // matmul_intf.h (kWidenPanel, 256) split k on its boundaries.
 constexpr int kKC = 256;
-// Columns of op(B) packed at once in kPackB: kKC x kNC floats (256 KiB) stay in L2. Measured
-// here against 128/512/1024 and a row-blocked order (panel in L1, A's rows from L2): A read in
-// place with power-of-two strides then misses in L2.
-constexpr int kNC = 256;
-// At most this many rows of C: kPackA (op(A) is then at most two panels).
-constexpr int kSmallM = 32;
 
 // Lane-wise fused multiply-add. Written with fmaf, not `c + a * b`: the library is built with
 // -std=c++17, where GCC does not contract, and contraction would be the compiler's choice anyway;
@@ -159,46 +153,9 @@ float *Buffer(size_t floats) {
   return buf.get();
 }
 
-// op(B) packed per kKC x kNC block; tile rows of C are the streamed lines of op(A).
-void GemmPackB(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
-  alignas(64) float t[kMR * kNR];
-  alignas(64) float sliver[kKC * kMR];
-  const float *line[kMR];
-  for (int jc = 0; jc < n; jc += kNC) {
-    const int nc = std::min(kNC, n - jc);
-    for (int pc = 0; pc < k; pc += kKC) {
-      const int kc = std::min(kKC, k - pc);
-      const bool load = accumulate || pc > 0;
-      float *packed = Buffer(size_t(kc) * ((nc + kNR - 1) / kNR * kNR));
-      Pack(bt, jc, nc, pc, kc, packed);
-      // A's kMR lines (6 KiB) stay in L1 while the block's panels stream from L2.
-      for (int i0 = 0; i0 < m; i0 += kMR) {
-        const int mr = std::min(kMR, m - i0);
-        Lines(a, i0, mr, pc, line);
-        // These kMR lines are read once per panel of the block. In place, kc lines of A (a
-        // transposed A, or rows of a power-of-two lda) fall into a few L1 sets and miss on every
-        // panel; copied here they are contiguous. Only kMR x kc floats per row tile, read back
-        // nc / kNR times: negligible beside the products, unlike packing all of A per call.
-        for (int kk = 0; kk < kc; ++kk)
-          for (int r = 0; r < kMR; ++r) sliver[kk * kMR + r] = line[r][kk * a.ks];
-        for (int r = 0; r < kMR; ++r) line[r] = sliver + r;
-        for (int p = 0; p < nc; p += kNR) {
-          const int nr = std::min(kNR, nc - p);
-          float *cb = c + size_t(i0) * ldc + jc + p;
-          std::memset(t, 0, sizeof(t));
-          if (load)
-            for (int r = 0; r < mr; ++r) CopyRow(t + r * kNR, cb + size_t(r) * ldc, nr);
-          Micro(kc, packed + size_t(p) * kc, line, kMR, t);
-          for (int r = 0; r < mr; ++r) CopyRow(cb + size_t(r) * ldc, t + r * kNR, nr);
-        }
-      }
-    }
-  }
-}
-
 // C^T = op(B)^T op(A)^T: op(A) packed (its rows are the lanes), the columns of op(B) streamed,
 // each register tile stored transposed.
-void GemmPackA(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
+void PackedA(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
   alignas(64) float t[kMR * kNR];
   const float *line[kMR];
   for (int pc = 0; pc < k; pc += kKC) {
@@ -227,7 +184,7 @@ void GemmPackA(const View &a, const View &bt, int m, int n, int k, float *c, int
 }  // namespace
 
 void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
-          int ldc, bool accumulate, GemmPlan plan) {
+          int ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (!accumulate)
@@ -235,12 +192,7 @@ void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda
     return;
   }
   // op(A) as m lines of depth k; op(B) as n lines (its columns) of depth k.
-  const View av = Op(a, lda, transA), bv = Op(b, ldb, !transB);
-  if (plan == GemmPlan::kAuto) plan = m <= kSmallM ? GemmPlan::kPackA : GemmPlan::kPackB;
-  if (plan == GemmPlan::kPackA)
-    GemmPackA(av, bv, m, n, k, c, ldc, accumulate);
-  else
-    GemmPackB(av, bv, m, n, k, c, ldc, accumulate);
+  PackedA(Op(a, lda, transA), Op(b, ldb, !transB), m, n, k, c, ldc, accumulate);
 }
 
 }  // namespace twin

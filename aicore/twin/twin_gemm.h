@@ -1,18 +1,20 @@
-// The twin's own fp32 GEMM, the arithmetic behind Sgemm (twin_blas.h states what it guarantees).
+// The twin's own fp32 GEMM for products with few rows of C (twin_blas.h says when Sgemm takes it
+// and what it guarantees).
 #ifndef MS_OPS_TWIN_GEMM_H_
 #define MS_OPS_TWIN_GEMM_H_
 
 namespace ms_ops {
 namespace twin {
 
-// Which operand is packed into register-width panels; the other is read in place. kPackB suits
-// many rows of C (op(B) packed once per block, reused by every row), kPackA few rows (op(A) is
-// tiny, op(B) is streamed once). Both give the same bits; kAuto picks by m.
-enum class GemmPlan { kAuto, kPackB, kPackA };
+// Rows of C up to which Sgemm takes Gemm rather than OpenBLAS. OpenBLAS packs op(B) on every
+// call, which costs as much as the product when C has a few rows (16 x 128 x 576: 24 GFLOP/s of
+// its 71); Gemm packs op(A), the small one, and reads op(B) in place.
+constexpr int kGemmRows = 32;
 
-// C[m x n] (row-major, row stride ldc) = op(A) op(B), plus C when `accumulate`.
+// C[m x n] (row-major, row stride ldc) = op(A) op(B), plus C when `accumulate`; any m, fastest
+// for m <= kGemmRows.
 void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
-          int ldc, bool accumulate, GemmPlan plan = GemmPlan::kAuto);
+          int ldc, bool accumulate);
 
 }  // namespace twin
 }  // namespace ms_ops

@@ -3,13 +3,10 @@
 
 #define TWIN_EXPORT extern "C" __attribute__((visibility("default")))
 
-// plan: 0 automatic, 1 op(B) packed, 2 op(A) packed (ms_ops::twin::GemmPlan). `repeats` calls
-// back to back, so that a benchmark times the product and not ctypes.
+// `repeats` calls back to back, so that a benchmark times the product and not ctypes.
 TWIN_EXPORT int twin_gemm(int transA, int transB, int m, int n, int k, const float *a, int lda, const float *b,
-                          int ldb, float *c, int ldc, int accumulate, int plan, int repeats) {
-  if (plan < 0 || plan > 2) return 1;
+                          int ldb, float *c, int ldc, int accumulate, int repeats) {
   for (int i = 0; i < repeats; ++i)
-    ms_ops::twin::Gemm(transA != 0, transB != 0, m, n, k, a, lda, b, ldb, c, ldc, accumulate != 0,
-                       static_cast<ms_ops::twin::GemmPlan>(plan));
+    ms_ops::twin::Gemm(transA != 0, transB != 0, m, n, k, a, lda, b, ldb, c, ldc, accumulate != 0);
   return 0;
 }
