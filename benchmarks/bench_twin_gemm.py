@@ -1,7 +1,7 @@
-"""The twin's own fp32 GEMM (ms_ops::twin::Gemm, which Sgemm takes for products with up to 32 rows
+"""The twin's own fp32 GEMM (ms_ops::twin::Gemm, which Sgemm takes for products with 9 to 32 rows
 of C) against OpenBLAS, single thread, warm cache, on such shapes of the kernels' cube products
 (the DeepSeek sparse attention kernels: one token's 16 query heads against its selected keys) and,
-for reference, on larger ones that Sgemm leaves to OpenBLAS.
+for reference, on smaller and larger ones that Sgemm leaves to OpenBLAS.
 
 Ours is called through tests/twin/twin_gemm_cases.cpp (built like the twin tests' libraries),
 OpenBLAS through scipy-openblas32's cblas_sgemm with one thread. Each case is timed as the best of

@@ -6,13 +6,14 @@
 namespace ms_ops {
 namespace twin {
 
-// Rows of C up to which Sgemm takes Gemm rather than OpenBLAS. OpenBLAS packs op(B) on every
-// call, which costs as much as the product when C has a few rows (16 x 128 x 576: 24 GFLOP/s of
-// its 71); Gemm packs op(A), the small one, and reads op(B) in place.
-constexpr int kGemmRows = 32;
+// Rows of C for which Sgemm takes Gemm rather than OpenBLAS. OpenBLAS packs op(B) on every call,
+// which costs as much as the product when C has a few rows (16 x 128 x 576: 24 GFLOP/s of its
+// 71); Gemm packs op(A), the small one, into 16-lane panels and reads op(B) in place. With 8 rows
+// or fewer half a panel or more is padding, and OpenBLAS is the faster (8 x 1024 x 128: 0.67x).
+constexpr int kGemmMinRows = 9, kGemmRows = 32;
 
 // C[m x n] (row-major, row stride ldc) = op(A) op(B), plus C when `accumulate`; any m, fastest
-// for m <= kGemmRows.
+// for kGemmMinRows <= m <= kGemmRows.
 void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
           int ldc, bool accumulate);
 
