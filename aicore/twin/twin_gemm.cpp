@@ -52,8 +52,9 @@ inline void CopyRow(float *dst, const float *src, int w) {
 }
 
 // t[r][l] += (fma chain from +0 over kk = 0..kc-1 of line[r][kk * ks] * panel[kk][l]): the one
-// arithmetic of every C element, whichever operand is packed. A partial per k block, added to C,
-// as OpenBLAS sums: one chain over all of k loses accuracy that the kernels' error bounds expect.
+// arithmetic of every C element (line r a column of op(B), lane l a row of op(A)). A partial per
+// k block, added to C, as OpenBLAS sums: one chain over all of k loses accuracy that the kernels'
+// error bounds expect.
 void Micro(int kc, const float *panel, const float *const line[kMR], ptrdiff_t ks, float *t) {
   v8f acc[kMR][2];
 #pragma GCC unroll 6
@@ -107,9 +108,9 @@ void Transpose8(const float *const line[8], float *out) {
   }
 }
 
-// Packs `lanes` lines of v (from line i0, depth k0..k0+kc-1) into panels of kNR lanes, each kc x
+// Packs the first `lanes` lines of v (depth k0..k0+kc-1) into panels of kNR lanes, each kc x
 // kNR contiguous in kk; lanes past the end are zero (their results are never stored).
-void Pack(const View &v, int i0, int lanes, int k0, int kc, float *out) {
+void Pack(const View &v, int lanes, int k0, int kc, float *out) {
   for (int p = 0; p < lanes; p += kNR, out += kc * kNR) {
     const int w = std::min(kNR, lanes - p);
     if (w < kNR) std::memset(out, 0, sizeof(float) * kc * kNR);
@@ -119,15 +120,15 @@ void Pack(const View &v, int i0, int lanes, int k0, int kc, float *out) {
         for (; kk + 8 <= kc; kk += 8)
           for (int h = 0; h < kNR; h += 8) {
             const float *line[8];
-            for (int l = 0; l < 8; ++l) line[l] = v.At(i0 + p + h + l, k0 + kk);
+            for (int l = 0; l < 8; ++l) line[l] = v.At(p + h + l, k0 + kk);
             Transpose8(line, out + kk * kNR + h);
           }
       for (int l = 0; l < w; ++l) {
-        const float *src = v.At(i0 + p + l, k0);
+        const float *src = v.At(p + l, k0);
         for (int k = kk; k < kc; ++k) out[k * kNR + l] = src[k];
       }
     } else {  // lines adjacent (rs == 1): every View that Op makes is contiguous along one of them
-      for (int kk = 0; kk < kc; ++kk) CopyRow(out + kk * kNR, v.At(i0 + p, k0 + kk), w);
+      for (int kk = 0; kk < kc; ++kk) CopyRow(out + kk * kNR, v.At(p, k0 + kk), w);
     }
   }
 }
@@ -162,7 +163,7 @@ void PackedA(const View &a, const View &bt, int m, int n, int k, float *c, int l
     const int kc = std::min(kKC, k - pc);
     const bool load = accumulate || pc > 0;
     float *packed = Buffer(size_t(kc) * ((m + kNR - 1) / kNR * kNR));
-    Pack(a, 0, m, pc, kc, packed);
+    Pack(a, m, pc, kc, packed);
     for (int j0 = 0; j0 < n; j0 += kMR) {
       const int nr = std::min(kMR, n - j0);
       Lines(bt, j0, nr, pc, line);

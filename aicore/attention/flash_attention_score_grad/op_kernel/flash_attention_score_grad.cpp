@@ -161,8 +161,8 @@ class FlashAttentionScoreGradKernel {
     SyncAll();
     const int64_t qT = (td.seq1 + td.mTile - 1) / td.mTile, kT = (td.seq2 + td.nTile - 1) / td.nTile;
     for (int64_t diag = 1 - kT; diag < qT; ++diag) {
-      // Every block counts the same pairs: an empty diagonal is skipped by all of them.
-      if (Diagonal(diag) == 0) continue;
+      // Every block sees the same pairs: an empty diagonal is skipped by all of them.
+      if (!Diagonal(diag)) continue;
       // The diagonal's additions have landed before the next one adds to the same rows.
       PipeBarrier<PIPE_ALL>();
       SyncAll();
@@ -178,14 +178,14 @@ class FlashAttentionScoreGradKernel {
   }
 
  private:
-  // The visible (key head, query tile, key tile j = i - diag) pairs of diagonal diag; returns how
-  // many there are. A pair goes to the block of its (sequence, key tile, key head), the same on
+  // The visible (key head, query tile, key tile j = i - diag) pairs of diagonal diag; whether
+  // there are any. A pair goes to the block of its (sequence, key tile, key head), the same on
   // every diagonal: a block keeps adding into the same dK and dV rows (hot in its caches on the
   // CPU), and the pairs of one diagonal, having distinct key tiles, spread over the blocks.
-  __aicore__ inline int64_t Diagonal(int64_t diag) {
+  __aicore__ inline bool Diagonal(int64_t diag) {
     const FlashAttentionTilingData &td = *td_;
     const int64_t perSeq = (td.seq2 + td.nTile - 1) / td.nTile;
-    int64_t count = 0;
+    bool any = false;
     for (int64_t tile = 0; tile < td.qTiles; ++tile) {
       int64_t q0;
       const FaSeg sg = FaLocate(td, seq_, true, tile, td.mTile, q0);
@@ -194,11 +194,12 @@ class FlashAttentionScoreGradKernel {
       const uint32_t mt = static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0));
       const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, sg.s2 - k0));
       if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
+      any = true;
       const int64_t owner = (sg.b * perSeq + k0 / td.nTile) * td.heads2;
-      for (int64_t n2 = 0; n2 < td.heads2; ++n2, ++count)
+      for (int64_t n2 = 0; n2 < td.heads2; ++n2)
         if ((owner + n2) % GetBlockNum() == GetBlockIdx()) Pair(sg, n2, q0, mt, k0, nt);
     }
-    return count;
+    return any;
   }
 
   // Query rows [q0, q0 + mt) against keys [k0, k0 + nt) for the query heads of key head n2, in
@@ -216,25 +217,24 @@ class FlashAttentionScoreGradKernel {
       Rebuild(sg, n1, q0, mt, k0, nt);
       // The cube reads P and dS from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      mmTN.SetOrgShape(n, static_cast<int>(td.oRow), m, m, static_cast<int>(td.vRow));
-      mmTN.SetSingleShape(n, static_cast<int32_t>(td.dimV), m);
-      mmTN.SetTensorA(pGm_, true);
-      mmTN.SetTensorB(dyGm_[oOff]);
-      mmTN.IterateAll(accV_[vOff], 1);
-      mmTN.End();
-      mmTN.SetOrgShape(n, qRow, m, m, kRow);
-      mmTN.SetSingleShape(n, d, m);
-      mmTN.SetTensorA(dsGm_, true);
-      mmTN.SetTensorB(qGm_[qOff]);
-      mmTN.IterateAll(accK_[kOff], 1);
-      mmTN.End();
-      mmNN.SetOrgShape(m, kRow, n, n, qRow);
-      mmNN.SetSingleShape(m, d, n);
-      mmNN.SetTensorA(dsGm_);
-      mmNN.SetTensorB(kGm_[kOff]);
-      mmNN.IterateAll(accQ_[qOff], 1);
-      mmNN.End();
+      AddProduct(mmTN, n, static_cast<int32_t>(td.dimV), m, pGm_, true, dyGm_[oOff], static_cast<int32_t>(td.oRow),
+                 accV_[vOff], static_cast<int32_t>(td.vRow));
+      AddProduct(mmTN, n, d, m, dsGm_, true, qGm_[qOff], qRow, accK_[kOff], kRow);
+      AddProduct(mmNN, m, d, n, dsGm_, false, kGm_[kOff], kRow, accQ_[qOff], qRow);
     }
+  }
+
+  // C [m x n] += op(A) B by the store atomic, C's rows ldc apart: A stored m x k, or k x m when
+  // transA (a tile of the workspace, compact); B k x n, rows ldb apart.
+  template <class MM>
+  __aicore__ inline void AddProduct(MM &mm, int32_t m, int32_t n, int32_t k, const GlobalTensor<T> &a, bool transA,
+                                    const GlobalTensor<T> &b, int32_t ldb, const GlobalTensor<float> &c, int32_t ldc) {
+    mm.SetOrgShape(m, ldb, k, k, ldc);
+    mm.SetSingleShape(m, n, k);
+    mm.SetTensorA(a, transA);
+    mm.SetTensorB(b);
+    mm.IterateAll(c, 1);
+    mm.End();
   }
 
   // This block's share [start, end) of n elements: slices of whole 256-element runs.
@@ -297,7 +297,6 @@ class FlashAttentionScoreGradKernel {
     mmNT.End();
     const bool scaled = td.pseKind != 0 || td.hasMask;
     if (scaled) Logits(sg, n1, q0, mt, k0, nt);
-    const bool dpse = td.pseGrad;
     const uint32_t pitch = nPitch_;
     const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>(), dBlk = dBlk_.Get<float>();
     for (uint32_t r0 = 0; r0 < mt; r0 += sRows_) {
@@ -329,10 +328,10 @@ class FlashAttentionScoreGradKernel {
       for (uint32_t r = 0; td.dropKind && r < rows; ++r) FaDropApply(drop_, td, p[r * pitch], p[r * pitch], r, nt);
       Emit(pGm_[uint64_t(r0) * nt], p, rows, nt, nt);
       sQ_.FreeTensor(p);
-      const int64_t pseAt = dpse ? int64_t(FaPseAt(td, sg, n1, q0 + r0, k0)) : 0;
-      if (dpse && !td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
+      const int64_t pseAt = td.pseGrad ? int64_t(FaPseAt(td, sg, n1, q0 + r0, k0)) : 0;
+      if (td.pseGrad && !td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
       Muls(ds, ds, td.scale, count);
-      if (dpse && td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
+      if (td.pseGrad && td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
       Emit(dsGm_[uint64_t(r0) * nt], ds, rows, nt, nt);
       dpQ_.FreeTensor(ds);
     }
