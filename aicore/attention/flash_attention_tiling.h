@@ -195,7 +195,7 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
   const uint64_t sums = grad && p.dataType != FaFloat::kF32
                             ? (uint64_t(d.qRows) * p.heads1 + 2 * uint64_t(d.kRows) * p.heads2) * uint64_t(p.dim)
                             : 0;
-  t.workspaceBytes = empty ? 0 : (blocks * floats + sums) * 4;
+  t.workspaceBytes = empty ? 0 : (blocks * floats + (grad ? FaRowDFloats(d) : 0) + sums) * 4;
   return t;
 }
 

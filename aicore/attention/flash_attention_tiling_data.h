@@ -60,6 +60,9 @@ constexpr int64_t kFaFar = int64_t(1) << 40;
 // Query and key tiles are whole multiples of this many rows (flash_attention_tiling.h), and a
 // kernel's key loop that skips invisible keys starts on such a multiple.
 constexpr int64_t kFaTileUnit = 128;
+// The backward's D = Σ dO ∘ O of every query row and head, [N1, qRows] after the blocks' tiles
+// in the workspace: its floats, rounded up to whole 32-byte blocks.
+inline uint64_t FaRowDFloats(const FlashAttentionTilingData &d) { return (uint64_t(d.qRows) * d.heads1 + 7) / 8 * 8; }
 }  // namespace ms_ops
 
 #endif  // MS_OPS_FLASH_ATTENTION_TILING_DATA_H_

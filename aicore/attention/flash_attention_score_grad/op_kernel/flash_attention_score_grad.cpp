@@ -87,9 +87,11 @@ class FlashAttentionScoreGradKernel {
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumIn, stats);
     FaBindSequences(seq_, maskGm_, a.mask, a.prefix, a.cumQ, a.cumKv, td);
     // The workspace (same sizes as the host tiling): each block's S, P, dP, dS tiles (fp32-sized),
-    // then, for fp16/bf16, the fp32 accumulators of dq, dk, dv, laid out as the outputs.
+    // the rows' D, then, for fp16/bf16, the fp32 accumulators of dq, dk, dv, laid out as the outputs.
     const uint64_t tile = uint64_t(mT) * nT;
     __gm__ float *base = (__gm__ float *)GetUserWorkspace(a.workspace), *ws = base + GetBlockIdx() * 4 * tile;
+    __gm__ float *rowD = base + uint64_t(GetBlockNum()) * 4 * tile;
+    rowDGm_.SetGlobalBuffer(rowD, ms_ops::FaRowDFloats(td));
     sGm_.SetGlobalBuffer(ws, tile);
     pGm_.SetGlobalBuffer((__gm__ T *)(ws + tile), tile);
     dpGm_.SetGlobalBuffer(ws + 2 * tile, tile);
@@ -102,7 +104,7 @@ class FlashAttentionScoreGradKernel {
       accK_.SetGlobalBuffer((__gm__ float *)a.dk, kElems);
       accV_.SetGlobalBuffer((__gm__ float *)a.dv, vElems);
     } else {
-      __gm__ float *acc = base + uint64_t(GetBlockNum()) * 4 * tile;
+      __gm__ float *acc = rowD + ms_ops::FaRowDFloats(td);
       accQ_.SetGlobalBuffer(acc, qElems);
       accK_.SetGlobalBuffer(acc + qElems, kElems);
       accV_.SetGlobalBuffer(acc + qElems + kElems, vElems);
@@ -157,6 +159,12 @@ class FlashAttentionScoreGradKernel {
     ZeroSlice(accK_, kElems_);
     ZeroSlice(accV_, vElems_);
     ZeroSlice(dpseGm_, dpseElems_);
+    // D of every query row, once: the pairs of all diagonals read it.
+    for (int64_t it = GetBlockIdx(); it < td.heads1 * td.qTiles; it += GetBlockNum()) {
+      int64_t q0;
+      const FaSeg sg = FaLocate(td, seq_, true, it % td.qTiles, td.mTile, q0);
+      RowD(sg, it / td.qTiles, q0, static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0)));
+    }
     PipeBarrier<PIPE_ALL>();
     SyncAll();
     const int64_t qT = (td.seq1 + td.mTile - 1) / td.mTile, kT = (td.seq2 + td.nTile - 1) / td.nTile;
@@ -386,17 +394,17 @@ class FlashAttentionScoreGradKernel {
   }
 
   // The rows' statistics as broadcast blocks of 8 floats: shift = max(softmax_max, kFaShiftFloor),
-  // 1 / softmax_sum (1e30 for a row with sum 0, whose P is 0 anyway) and D = Σ dO ∘ O, the last a
-  // whole chunk of rows per vector call.
+  // 1 / softmax_sum (1e30 for a row with sum 0, whose P is 0 anyway) and D (RowD).
   __aicore__ inline void RowStats(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
     const FlashAttentionTilingData &td = *td_;
-    const uint32_t d = static_cast<uint32_t>(td.dimV), pitch = vPitch_;
-    const int64_t oOff = FaOBase(td, sg, n1) + q0 * td.oRow, sOff = FaStatBase(td, sg, n1, q0);
-    const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>(), dr = dRow_.Get<float>();
+    const int64_t sOff = FaStatBase(td, sg, n1, q0);
+    const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>();
     // The previous tile's vector reads of these buffers are done.
     PipeBarrier<PIPE_ALL>();
     FaStatsIn(shift, maxGm_[sOff], mt, td.statRow);
     FaStatsIn(inv, sumGm_[sOff], mt, td.statRow);
+    DataCopyPad(dRow_.Get<float>(), rowDGm_[RowDAt(sg, n1, q0)], DataCopyExtParams(1, mt * 4, 0, 0, 0),
+                DataCopyPadExtParams<float>(false, 0, 0, 0));
     OrderPipes<HardEvent::MTE2_V>(&pipe);
     const int32_t blocks = static_cast<int32_t>(mt * 8);
     Maxs(shift, shift, kFaShiftFloor, blocks);
@@ -404,6 +412,23 @@ class FlashAttentionScoreGradKernel {
     const LocalTensor<float> one = dBlk_.Get<float>();
     Duplicate(one, 1.0f, blocks);
     Div(inv, one, inv, blocks);
+    Brcb(dBlk_.Get<float>(), dRow_.Get<float>(), static_cast<uint8_t>((mt + 7) / 8), BrcbRepeatParams(1, 8));
+  }
+
+  // Where row q0 of head n1 has its D in the workspace ([N1, qRows]).
+  __aicore__ inline int64_t RowDAt(const FaSeg &sg, int64_t n1, int64_t q0) {
+    return n1 * td_->qRows + (td_->packed ? sg.qStart : sg.b * td_->seq1) + q0;
+  }
+
+  // D = Σ dO ∘ O of rows [q0, q0 + mt) of head n1, a whole chunk of rows per vector call, into
+  // the workspace.
+  __aicore__ inline void RowD(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt) {
+    const FlashAttentionTilingData &td = *td_;
+    const uint32_t d = static_cast<uint32_t>(td.dimV), pitch = vPitch_;
+    const int64_t oOff = FaOBase(td, sg, n1) + q0 * td.oRow;
+    const LocalTensor<float> dr = dRow_.Get<float>();
+    // The previous rows' D has left for GM before dr is rewritten.
+    PipeBarrier<PIPE_ALL>();
     for (uint32_t r0 = 0; r0 < mt; r0 += aRows_) {
       const uint32_t rows = mt - r0 < aRows_ ? mt - r0 : aRows_;
       LocalTensor<T> dy = aQ_.AllocTensor<T>();
@@ -421,7 +446,8 @@ class FlashAttentionScoreGradKernel {
       aQ_.FreeTensor(dy);
       bQ_.FreeTensor(o);
     }
-    Brcb(dBlk_.Get<float>(), dr, static_cast<uint8_t>((mt + 7) / 8), BrcbRepeatParams(1, 8));
+    OrderPipes<HardEvent::V_MTE3>(&pipe);
+    DataCopyPad(rowDGm_[RowDAt(sg, n1, q0)], dr, DataCopyExtParams(1, mt * 4, 0, 0, 0));
   }
 
   TQue<QuePosition::VECIN, 1> sQ_, dpQ_, aQ_, bQ_, rowQ_, maskQ_;
@@ -433,7 +459,7 @@ class FlashAttentionScoreGradKernel {
   FaPseBufs<T> pse_;
   FaDropout drop_;
   uint64_t dpseElems_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0;
-  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_;
+  GlobalTensor<float> maxGm_, sumGm_, rowDGm_, sGm_, dpGm_;
   GlobalTensor<float> accQ_, accK_, accV_;  // dq, dk, dv in fp32: the outputs for fp32, else workspace
   const FlashAttentionTilingData *td_ = nullptr;
   uint32_t zeroBytes_ = 0, nPitch_ = 0, dPitch_ = 0, vPitch_ = 0, sRows_ = 0, aRows_ = 0;
