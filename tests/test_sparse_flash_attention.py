@@ -285,6 +285,16 @@ def test_sparse_count_past_2048():
     check(q, k, v, idx, "fp32", "pynative", scale=0.5, sparse_mode=0)
 
 
+def test_key_pass_chunks_in_place_and_gathered(mode):
+    # MQA with 16 query heads: the key pass takes 8 tokens per chunk. Every token selects all its
+    # keys except tokens 20 and 21 (nothing): runs of consecutive tokens are read in place from
+    # query, query_rope and dO over several chunks that add up; the chunk across the gap is gathered.
+    q, k, v, _, (qr, kr) = bsnd(1, 40, 40, 16, 1, 32, 40, "fp32", rope=8)
+    idx = np.stack([np.random.permutation(40) for _ in range(40)]).astype(np.int32)
+    idx[20:22] = -1
+    check(q, k, v, idx.reshape(1, 40, 1, 40), "fp32", mode, scale=0.2, qr=qr, kr=kr)
+
+
 def test_key_pass_windows_of_blocks():
     # Kernel numerics (PyNative): 700 entries of 3-key blocks store up to 2100 P and dS values per
     # query head, more than the key pass reads into UB at once (2048): a key tile's kept keys come

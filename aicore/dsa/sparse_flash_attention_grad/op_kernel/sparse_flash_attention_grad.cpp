@@ -12,8 +12,9 @@
 //   walks the sequence's query rows in order, and for each one whose list selects a visible key of
 //   the tile records the row and builds its dense [G, keyTile] P and dS rows from the store (the
 //   list walk gives each kept key's ordinal, a vector Gather picks the entries, zeros elsewhere);
-//   tokChunk such rows at a time are gathered (query with rope, dO) and
-//   dV += Pᵀ dO, d[K | K_rope] += dSᵀ [Q | Q_rope] with the cube.
+//   for tokChunk such rows at a time, dV += Pᵀ dO, d[K | K_rope] += dSᵀ [Q | Q_rope] with the
+//   cube, reading query, query_rope and dO in place when the rows are consecutive tokens with one
+//   key head (the MLA case), else from rows gathered into the workspace.
 // The key items thus take no S or dP products and no exp: the query items' recompute serves both.
 // Rows are gathered into the workspace through a double-buffered UB queue, gatherRows rows per
 // pass, each selected key row once for the group's G query heads. The key items' products span
@@ -333,8 +334,11 @@ class SparseFlashAttentionGradKernel {
     k0 = 0;
   }
 
-  // The `count` recorded query rows against the key tile, their dense P and dS rows built: gather
-  // their query and dO rows and accumulate dV and d[K | K_rope].
+  // The `count` recorded query rows against the key tile, their dense P and dS rows built:
+  // accumulate dV and d[K | K_rope] from their query and dO rows. Consecutive tokens with one key
+  // head (G = N1) have their rows one block of query, query_rope and dO each: the products read
+  // them in place, d K and d K_rope into their columns of the accumulator; otherwise the rows are
+  // gathered into the workspace first.
   __aicore__ inline void Chunk(int64_t n2, uint32_t count, uint32_t nk, bool started) {
     const SparseFlashAttentionTilingData &td = *td_;
     const uint32_t rows = count * static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
@@ -342,27 +346,39 @@ class SparseFlashAttentionGradKernel {
     const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
     // The dense rows have landed and the previous chunk's matmuls are done with the gathered rows.
     PipeBarrier<PIPE_ALL>();
-    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
-    const SfagChunkRows chunkRows{tokens, td.heads1, n2 * td.group, td.group};
-    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, rows, chunkRows);
-    SfaGatherRows(gatherQ_, batch, dogGm_, dyGm_, dyGm_, td.vDim, 0, rows, chunkRows);
-    // The cube reads the gathered rows from GM: the copies out must have landed.
-    PipeBarrier<PIPE_ALL>();
     const uint8_t add = started ? 1 : 0;
-    mmTN.SetOrgShape(nk, dv, rows, rows);
-    mmTN.SetSingleShape(nk, dv, rows);
-    mmTN.SetTensorA(pGm_, true);
-    mmTN.SetTensorB(dogGm_);
-    mmTN.IterateAll(accAGm_, add, true);
-    mmTN.End();
-    mmTN.SetOrgShape(nk, qk, rows, rows);
-    mmTN.SetSingleShape(nk, qk, rows);
-    mmTN.SetTensorA(dsGm_, true);
-    mmTN.SetTensorB(qgGm_);
-    mmTN.IterateAll(accBGm_, add, true);
-    mmTN.End();
+    const int64_t t0 = tokens.GetValue(0);
+    if (td.group == td.heads1 && int64_t(tokens.GetValue(count - 1)) - t0 == int64_t(count) - 1) {
+      const int64_t r0 = t0 * td.heads1;
+      AddRows(nk, dv, rows, pGm_, dyGm_[r0 * td.vDim], accAGm_, dv, add);
+      AddRows(nk, static_cast<uint32_t>(td.dim), rows, dsGm_, qGm_[r0 * td.dim], accBGm_, qk, add);
+      if (td.ropeDim > 0)
+        AddRows(nk, static_cast<uint32_t>(td.ropeDim), rows, dsGm_, qRopeGm_[r0 * td.ropeDim], accBGm_[td.dim], qk,
+                add);
+    } else {
+      const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
+      const SfagChunkRows chunkRows{tokens, td.heads1, n2 * td.group, td.group};
+      SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, rows, chunkRows);
+      SfaGatherRows(gatherQ_, batch, dogGm_, dyGm_, dyGm_, td.vDim, 0, rows, chunkRows);
+      // The cube reads the gathered rows from GM: the copies out must have landed.
+      PipeBarrier<PIPE_ALL>();
+      AddRows(nk, dv, rows, pGm_, dogGm_, accAGm_, dv, add);
+      AddRows(nk, qk, rows, dsGm_, qgGm_, accBGm_, qk, add);
+    }
     // The next rows' dense tiles overwrite what the products read.
     PipeBarrier<PIPE_ALL>();
+  }
+
+  // C [nk x n] (rows ldc apart) = or, with add, += Aᵀ B: A the dense [rows, nk] tile, B `rows`
+  // rows of n elements, compact.
+  __aicore__ inline void AddRows(uint32_t nk, uint32_t n, uint32_t rows, const GlobalTensor<T> &a,
+                                 const GlobalTensor<T> &b, const GlobalTensor<float> &c, uint32_t ldc, uint8_t add) {
+    mmTN.SetOrgShape(nk, n, rows, rows, ldc);
+    mmTN.SetSingleShape(nk, n, rows);
+    mmTN.SetTensorA(a, true);
+    mmTN.SetTensorB(b);
+    mmTN.IterateAll(c, add);
+    mmTN.End();
   }
 
   // S = Q Kᵀ and dP = dO Vᵀ of the group's G gathered query rows (dO rows vDim apart from `dy`)
