@@ -1,9 +1,9 @@
-"""flash_attention_score and its gradient at the edges of the kernels' tiles (128 query rows; 512
-keys forward; 256 backward when the key pass has two items per core, else 128; a query tile's
-keys cut where its last row stops seeing them) against the float64 reference: lengths just below,
-at and above 128/256/512, causal and band masks whose ends fall inside a 512-key tile, GQA,
-packed TND sequences crossing tiles, fp16/bf16. PyNative only, small head dims: the tile logic is
-mode- and width-independent, and this file stays fast."""
+"""flash_attention_score and its gradient at the edges of the kernels' tiles (128 query rows
+forward, 256 backward; 512 keys forward; 256 backward when the key tiles make two items per core,
+else 128; a query tile's keys cut where its last row stops seeing them) against the float64
+reference: lengths just below, at and above 128/256/512, causal and band masks whose ends fall
+inside a 512-key tile, GQA, packed TND sequences crossing tiles, fp16/bf16. PyNative only, small
+head dims: the tile logic is mode- and width-independent, and this file stays fast."""
 import pytest
 
 from tests.test_attention import check

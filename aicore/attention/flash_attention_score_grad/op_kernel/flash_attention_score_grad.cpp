@@ -86,16 +86,18 @@ class FlashAttentionScoreGradKernel {
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxIn, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumIn, stats);
     FaBindSequences(seq_, maskGm_, a.mask, a.prefix, a.cumQ, a.cumKv, td);
-    // The workspace (same sizes as the host tiling): each block's S, P, dP, dS tiles (fp32-sized),
-    // the rows' D, then, for fp16/bf16, the fp32 accumulators of dq, dk, dv, laid out as the outputs.
+    // The workspace (same sizes as the host tiling): each block's S and dP tiles (fp32), P and dS
+    // written over them (Rebuild reads a chunk of S and dP rows before it writes the chunk's P and
+    // dS, which start no later), the rows' D, then, for fp16/bf16, the fp32 accumulators of dq,
+    // dk, dv, laid out as the outputs.
     const uint64_t tile = uint64_t(mT) * nT;
-    __gm__ float *base = (__gm__ float *)GetUserWorkspace(a.workspace), *ws = base + GetBlockIdx() * 4 * tile;
-    __gm__ float *rowD = base + uint64_t(GetBlockNum()) * 4 * tile;
+    __gm__ float *base = (__gm__ float *)GetUserWorkspace(a.workspace), *ws = base + GetBlockIdx() * 2 * tile;
+    __gm__ float *rowD = base + uint64_t(GetBlockNum()) * 2 * tile;
     rowDGm_.SetGlobalBuffer(rowD, ms_ops::FaRowDFloats(td));
     sGm_.SetGlobalBuffer(ws, tile);
-    pGm_.SetGlobalBuffer((__gm__ T *)(ws + tile), tile);
-    dpGm_.SetGlobalBuffer(ws + 2 * tile, tile);
-    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * tile), tile);
+    pGm_.SetGlobalBuffer((__gm__ T *)ws, tile);
+    dpGm_.SetGlobalBuffer(ws + tile, tile);
+    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + tile), tile);
     qElems_ = qElems;
     kElems_ = kElems;
     vElems_ = vElems;
