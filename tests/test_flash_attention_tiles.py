@@ -1,9 +1,10 @@
 """flash_attention_score and its gradient at the edges of the kernels' tiles (128 query rows
-forward, 256 backward; 512 keys forward; 256 backward when the key tiles make two items per core,
-else 128; a query tile's keys cut where its last row stops seeing them) against the float64
-reference: lengths just below, at and above 128/256/512, causal and band masks whose ends fall
-inside a 512-key tile, GQA, packed TND sequences crossing tiles, fp16/bf16. PyNative only, small
-head dims: the tile logic is mode- and width-independent, and this file stays fast."""
+forward, 256 with four such items per core, 256 backward; 512 keys forward; 256 backward when the
+key tiles make two items per core, else 128; a query tile's keys cut where its last row stops
+seeing them) against the float64 reference: lengths just below, at and above 128/256/512, causal
+and band masks whose ends fall inside a 512-key tile, GQA, packed TND sequences crossing tiles,
+fp16/bf16. PyNative only, small head dims: the tile logic is mode- and width-independent, and
+this file stays fast."""
 import pytest
 
 from tests.test_attention import check
@@ -23,6 +24,14 @@ def test_backward_key_tiles_of_256(s1, s2, sparse):
     """24 key heads give the key pass at least 48 items of 256 keys: the backward takes 256-key tiles
     (the cases above, with one or two key heads, take 128)."""
     check(1, 24, 24, s1, s2, 16, "BNSD", "fp32", "pynative", sparse=sparse)
+
+
+@pytest.mark.parametrize("s1,s2", [(513, 511), (257, 700)])
+@pytest.mark.parametrize("sparse", [0, 3])
+def test_forward_query_tiles_of_256(s1, s2, sparse):
+    """48 query heads give the forward at least 96 items of 256 query rows: it takes 256-row tiles,
+    the last one partial."""
+    check(1, 48, 48, s1, s2, 16, "BNSD", "fp32", "pynative", sparse=sparse)
 
 
 @pytest.mark.parametrize("sparse,s2,pre,nxt", [

@@ -47,16 +47,17 @@ struct FlashAttentionTiling {
 // fixed cost per tile, the Matmul set-up, the accumulator's rescale and the running statistics, is
 // paid 4x less often). Its UB at most: S and P chunk queues of 32 KiB (16 rows of 512 fp32),
 // accumulator in/out chunks of 16 KiB each, 8 KiB of reduction scratch, 2 KiB of broadcast blocks,
-// 9.5 KiB of row statistics and a zero row, and the rows of nTile elements (attn_mask: 2 x 2 KiB
-// fp32 + 0.5 KiB bytes + 1 KiB half + 2 x 2 KiB; real_shift: 3 x 2 KiB; dropout bits: 16 x 96 B):
-// about 133 KiB against the A2's 184 KiB usable UB (the twin checks every launch). The backward's
-// tiles are 256 x 256: its per-block workspace (S, then P over it; dP, then dS over it) grows
-// with the tile, 512 KiB per block (S = 8192 causal fp32 forward+backward: about 61 MiB beyond
-// inputs, outputs and gradients; issue 10's budget: 64 MiB). 256 query rows against 128 (A2
-// estimate at S = 4096, N = 8 causal: 1383 -> 1231 us) move each key and value tile half as often.
-// With fewer than two 256-key items per core the key tiles would leave cores idle in the last
-// round (at S = 1024, N = 8: 32 items on 24 cores), so such problems keep 128 keys.
-constexpr uint64_t kFaQueryTile = kFaTileUnit, kFaKeyTile = 4 * kFaTileUnit;
+// 9.5 KiB of row statistics (17 KiB for 256-row tiles) and a zero row, and the rows of nTile
+// elements (attn_mask: 2 x 2 KiB fp32 + 0.5 KiB bytes + 1 KiB half + 2 x 2 KiB; real_shift: 3 x 2
+// KiB; dropout bits: 16 x 96 B): about 141 KiB against the A2's 184 KiB usable UB (the twin checks
+// every launch). The backward's tiles are 256 x 256: its per-block workspace (S, then P over it;
+// dP, then dS over it) grows with the tile, 512 KiB per block (S = 8192 causal fp32
+// forward+backward: about 61 MiB beyond inputs, outputs and gradients; issue 10's budget: 64 MiB).
+// 256 query rows against 128 (A2 estimate at S = 4096, N = 8 causal: 1383 -> 1231 us) move each key
+// and value tile half as often. With fewer than two 256-key items per core the key tiles would
+// leave cores idle in the last round (at S = 1024, N = 8: 32 items on 24 cores), so such problems
+// keep 128 keys.
+constexpr uint64_t kFaQueryTile = kFaTileUnit, kFaWideQueryTile = 2 * kFaTileUnit, kFaKeyTile = 4 * kFaTileUnit;
 constexpr uint64_t kFaGradQueryTile = 2 * kFaTileUnit, kFaGradKeyTile = 2 * kFaTileUnit;
 
 inline TCubeTiling FaCubeTiling(FaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
@@ -82,6 +83,15 @@ inline uint64_t FaTileCount(const FlashAttentionProblem &p, bool packed, size_t 
   uint64_t tiles = 0;
   for (size_t b = 0; b < nb; ++b) tiles += CeilDiv(uint64_t(cum[b] - (b ? cum[b - 1] : 0)), tile);
   return tiles;
+}
+
+// The forward's query tile: kFaWideQueryTile when that leaves at least four items (query head,
+// tile) per core, so that the blocks, dealt the items from the most expensive down, end close
+// together (A2 estimate at S = 4096, N = 8 causal: 617 -> 575 us; at S = 1024, 1.3 items per core,
+// 256 rows would take 62.1 us against 53.6).
+inline uint64_t FaQueryTile(const FlashAttentionProblem &p, bool packed, size_t nb, uint32_t cores) {
+  const uint64_t items = uint64_t(p.heads1) * FaTileCount(p, packed, nb, false, kFaWideQueryTile);
+  return items >= 4 * uint64_t(cores) ? kFaWideQueryTile : kFaQueryTile;
 }
 
 // The backward's key tile: kFaGradKeyTile when there are at least two such tiles (over the key
@@ -171,7 +181,7 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
   d.pseElems = p.pseElems;
   d.pseBase = p.pseBase;
   d.scale = p.scale;
-  const uint64_t queryTile = grad ? kFaGradQueryTile : kFaQueryTile;
+  const uint64_t queryTile = grad ? kFaGradQueryTile : FaQueryTile(p, packed, nb, platform.aicCoreNum);
   const uint64_t mT = maxQ < int64_t(queryTile) ? uint64_t(maxQ > 0 ? maxQ : 1) : queryTile;
   const uint64_t keyTile = grad ? FaGradKeyTile(p, packed, nb, platform.aicCoreNum) : kFaKeyTile;
   const uint64_t nT = maxKv < int64_t(keyTile) ? uint64_t(maxKv > 0 ? maxKv : 1) : keyTile;
@@ -192,9 +202,9 @@ inline FlashAttentionTiling ComputeFlashAttentionTiling(const FlashAttentionProb
   d.mmNN = FaCubeTiling(p.dataType, t.blockDim, mT, p.dim, nT);
   d.mmTN = FaCubeTiling(p.dataType, t.blockDim, nT, p.dim, mT);
   t.tilingKey = p.dataType == FaFloat::kF32 ? 1 : p.dataType == FaFloat::kF16 ? 2 : 3;
-  // Per block, forward: S, P (fp32-sized) and the accumulator; backward: S (P written over it)
-  // and dP (dS over it). A fp16/bf16 backward also sums dq, dk, dv in fp32 (dv counted at D >= D_v).
-  const uint64_t floats = grad ? 2 * mT * nT : 2 * mT * nT + mT * uint64_t(p.dim);
+  // Per block, forward: S (P written over it) and the accumulator; backward: S (P over it) and
+  // dP (dS over it). A fp16/bf16 backward also sums dq, dk, dv in fp32 (dv counted at D >= D_v).
+  const uint64_t floats = grad ? 2 * mT * nT : mT * nT + mT * uint64_t(p.dim);
   const uint64_t sums = grad && p.dataType != FaFloat::kF32
                             ? (uint64_t(d.qRows) * p.heads1 + 2 * uint64_t(d.kRows) * p.heads2) * uint64_t(p.dim)
                             : 0;

@@ -7,12 +7,13 @@
 // With dropout, P V takes P with its dropped elements zeroed and the kept ones scaled by
 // 1 / keep_prob (flash_attention_dropout.h), while softmax_sum is the sum of the undropped P.
 //
-// A work item is (query head, tile of mTile query rows of one sequence). For each tile of up to
-// nTile keys that any of its rows sees (cut after the last key a row of the item sees, FaKeysEnd),
-// the cube computes S = Q Kᵀ into the block's fp32 workspace; the vector pass turns the tile, a
-// chunk of rows per call, into P = exp(scale S - new max) over its visible keys (0 elsewhere),
-// kept as T for the cube, and updates the running max and sum; it scales the fp32 accumulator by
-// exp(old max - new max) and the cube adds P V into it. No S1 x S2 buffer.
+// A work item is (query head, tile of mTile query rows of one sequence); blocks take them tile by
+// tile from the last (with causal masks, the most keys) down, so that they end close together. For
+// each tile of up to nTile keys that any of its rows sees (cut after the last key a row of the item
+// sees, FaKeysEnd), the cube computes S = Q Kᵀ into the block's fp32 workspace; the vector pass
+// turns the tile, a chunk of rows per call, into P = exp(scale S - new max) over its visible keys
+// (0 elsewhere), kept as T for the cube, and updates the running max and sum; it scales the fp32
+// accumulator by exp(old max - new max) and the cube adds P V into it. No S1 x S2 buffer.
 #include "../../flash_attention_dropout.h"
 #include "lib/matmul_intf.h"
 
@@ -69,13 +70,14 @@ class FlashAttentionScoreKernel {
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxOut, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumOut, stats);
     FaBindSequences(seq_, maskGm_, a.mask, a.prefix, a.cumQ, a.cumKv, td);
-    // The block's workspace: S (fp32), P (T, fp32-sized) and the fp32 accumulator (the tiling
-    // sizes it mT x D >= mT x D_v).
-    const uint64_t floats = 2 * uint64_t(mT) * nT + uint64_t(mT) * d;
+    // The block's workspace: S (fp32) with P (T) written over it (Probabilities reads a chunk of S
+    // rows before it writes the chunk's P, which starts no later), and the fp32 accumulator (the
+    // tiling sizes it mT x D >= mT x D_v).
+    const uint64_t floats = uint64_t(mT) * nT + uint64_t(mT) * d;
     __gm__ float *ws = (__gm__ float *)GetUserWorkspace(a.workspace) + GetBlockIdx() * floats;
     sGm_.SetGlobalBuffer(ws, uint64_t(mT) * nT);
-    pGm_.SetGlobalBuffer((__gm__ T *)(ws + mT * nT), uint64_t(mT) * nT);
-    accGm_.SetGlobalBuffer(ws + 2 * mT * nT, uint64_t(mT) * dv);
+    pGm_.SetGlobalBuffer((__gm__ T *)ws, uint64_t(mT) * nT);
+    accGm_.SetGlobalBuffer(ws + mT * nT, uint64_t(mT) * dv);
 
     nPitch_ = FaPitch(nT);
     dPitch_ = FaPitch(dv);
@@ -113,8 +115,8 @@ class FlashAttentionScoreKernel {
     const FlashAttentionTilingData &td = *td_;
     for (int64_t it = GetBlockIdx(); it < td.heads1 * td.qTiles; it += GetBlockNum()) {
       int64_t q0;
-      const FaSeg sg = FaLocate(td, seq_, true, it % td.qTiles, td.mTile, q0);
-      QueryTile(sg, it / td.qTiles, q0, static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0)));
+      const FaSeg sg = FaLocate(td, seq_, true, td.qTiles - 1 - it / td.heads1, td.mTile, q0);
+      QueryTile(sg, it % td.heads1, q0, static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0)));
     }
     mmNT.End();
     mmNN.End();
