@@ -34,6 +34,11 @@ def test_forward_query_tiles_of_256(s1, s2, sparse):
     check(1, 48, 48, s1, s2, 16, "BNSD", "fp32", "pynative", sparse=sparse)
 
 
+def test_forward_query_tiles_of_256_bf16():
+    # bf16 P is written over the fp32 scores at half their byte offsets.
+    check(1, 48, 24, 513, 520, 32, "BSND", "bf16", "pynative", sparse=3)
+
+
 @pytest.mark.parametrize("sparse,s2,pre,nxt", [
     (0, 700, 200, 37),    # band: each query tile's keys begin past 0 and end inside a 512-key tile
     (0, 700, 300, -100),  # a band strictly below the diagonal: the first rows see no key
