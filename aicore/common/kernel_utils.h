@@ -27,6 +27,14 @@ __aicore__ inline uint32_t UbBytes(int64_t elems, uint32_t elemBytes) {
 
 __aicore__ inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// This block's item of round `round` when items sorted from the most expensive down are dealt to
+// the blocks back and forth (0..B-1, then B-1..0, ...): the blocks' totals stay within about one
+// item of each other, where round robin hands block 0 the largest item of every round.
+__aicore__ inline int64_t DealtItem(int64_t round) {
+  const int64_t b = AscendC::GetBlockIdx(), n = AscendC::GetBlockNum();
+  return round * n + (round % 2 == 0 ? b : n - 1 - b);
+}
+
 // Orders two pipes of this core: everything issued on the first before this point completes
 // before anything issued on the second after it.
 template <AscendC::HardEvent EVT>

@@ -113,7 +113,7 @@ class FlashAttentionScoreKernel {
 
   __aicore__ inline void Process() {
     const FlashAttentionTilingData &td = *td_;
-    for (int64_t it = GetBlockIdx(); it < td.heads1 * td.qTiles; it += GetBlockNum()) {
+    for (int64_t round = 0, it; (it = DealtItem(round)) < td.heads1 * td.qTiles; ++round) {
       int64_t q0;
       const FaSeg sg = FaLocate(td, seq_, true, td.qTiles - 1 - it / td.heads1, td.mTile, q0);
       QueryTile(sg, it % td.heads1, q0, static_cast<uint32_t>(Min64(td.mTile, sg.s1 - q0)));

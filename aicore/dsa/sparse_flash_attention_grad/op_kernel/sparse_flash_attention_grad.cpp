@@ -169,7 +169,8 @@ class SparseFlashAttentionGradKernel {
     // Every block's stored P and dS have landed before any key item reads them.
     PipeBarrier<PIPE_ALL>();
     SyncAll();
-    for (int64_t it = GetBlockIdx(); it < kItems; it += GetBlockNum()) KeyItem(it / td.heads2, it % td.heads2);
+    // A sequence's earlier key tiles are seen by more query rows: dealt from the first down.
+    for (int64_t round = 0, it; (it = DealtItem(round)) < kItems; ++round) KeyItem(it / td.heads2, it % td.heads2);
     mmNT.End();
     mmNN.End();
     mmTN.End();
