@@ -87,8 +87,8 @@ inline uint64_t FaTileCount(const FlashAttentionProblem &p, bool packed, size_t 
 
 // The forward's query tile: kFaWideQueryTile when that leaves at least four items (query head,
 // tile) per core, so that the blocks, dealt the items from the most expensive down, end close
-// together (A2 estimate at S = 4096, N = 8 causal: 617 -> 575 us; at S = 1024, 1.3 items per core,
-// 256 rows would take 62.1 us against 53.6).
+// together (A2 estimate at S = 4096, N = 8 causal: 584 -> 516 us; at S = 1024, 1.3 items per
+// core, 256 rows gain nothing: 46.1 against 46.0 us).
 inline uint64_t FaQueryTile(const FlashAttentionProblem &p, bool packed, size_t nb, uint32_t cores) {
   const uint64_t items = uint64_t(p.heads1) * FaTileCount(p, packed, nb, false, kFaWideQueryTile);
   return items >= 4 * uint64_t(cores) ? kFaWideQueryTile : kFaQueryTile;
