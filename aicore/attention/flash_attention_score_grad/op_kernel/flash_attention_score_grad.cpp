@@ -405,8 +405,7 @@ class FlashAttentionScoreGradKernel {
     PipeBarrier<PIPE_ALL>();
     FaStatsIn(shift, maxGm_[sOff], mt, td.statRow);
     FaStatsIn(inv, sumGm_[sOff], mt, td.statRow);
-    DataCopyPad(dRow_.Get<float>(), rowDGm_[RowDAt(sg, n1, q0)], DataCopyExtParams(1, mt * 4, 0, 0, 0),
-                DataCopyPadExtParams<float>(false, 0, 0, 0));
+    FaCopyIn(dRow_.Get<float>(), rowDGm_[RowDAt(sg, n1, q0)], mt);
     OrderPipes<HardEvent::MTE2_V>(&pipe);
     const int32_t blocks = static_cast<int32_t>(mt * 8);
     Maxs(shift, shift, kFaShiftFloor, blocks);
@@ -449,7 +448,7 @@ class FlashAttentionScoreGradKernel {
       bQ_.FreeTensor(o);
     }
     OrderPipes<HardEvent::V_MTE3>(&pipe);
-    DataCopyPad(rowDGm_[RowDAt(sg, n1, q0)], dr, DataCopyExtParams(1, mt * 4, 0, 0, 0));
+    FaCopyOut(rowDGm_[RowDAt(sg, n1, q0)], dr, mt);
   }
 
   TQue<QuePosition::VECIN, 1> sQ_, dpQ_, aQ_, bQ_, rowQ_, maskQ_;
