@@ -1,6 +1,7 @@
 """The twin's fp32 GEMM (aicore/twin/twin_gemm.cpp, behind ms_ops::twin::Sgemm for products with
-few rows of C): values against a float64 product for every transpose, beta and awkward shape, and
-its chain semantics bitwise: an element's bits do not depend on where or how it was computed."""
+few rows of C) and its bf16 GEMM (aicore/twin/twin_bgemm.cpp, behind bf16 Matmuls where the CPU has
+AVX512-BF16): values against a float64 product for every transpose, beta and awkward shape, and
+their chain semantics bitwise: an element's bits do not depend on where or how it was computed."""
 import ctypes
 import threading
 
@@ -15,7 +16,8 @@ U = 2.0 ** -24  # fp32 unit roundoff
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
     return build_cases(tmp_path_factory.mktemp("twin_gemm"), "twin_gemm_cases",
-                       {"twin_gemm": [I, I, I, I, I, V, I, V, I, V, I, I, I]})
+                       {"twin_gemm": [I, I, I, I, I, V, I, V, I, V, I, I, I],
+                        "twin_bgemm": [I, I, I, I, I, V, I, V, I, V, I, I, I], "twin_bgemm_available": []})
 
 
 def ptr(x):
@@ -23,18 +25,37 @@ def ptr(x):
 
 
 def ld(x):
-    """Row stride in floats of a 2-D view whose rows are contiguous."""
-    assert x.dtype == np.float32 and x.strides[1] == 4
-    return x.strides[0] // 4
+    """Row stride in elements of a 2-D view whose rows are contiguous."""
+    assert x.dtype in (np.float32, np.uint16) and x.strides[1] == x.itemsize
+    return x.strides[0] // x.itemsize
 
 
 def gemm(lib, a, b, c, trans_a, trans_b, accumulate):
-    """c (a view) = op(a) op(b) (+ c): a is m x k, or k x m when trans_a; b is k x n, or n x k."""
+    """c (a view) = op(a) op(b) (+ c): a is m x k, or k x m when trans_a; b is k x n, or n x k.
+    float32 a and b go to the fp32 GEMM, bf16 bit patterns (uint16) to the bf16 one."""
     m, k = a.shape[::-1] if trans_a else a.shape
     n = b.shape[0] if trans_b else b.shape[1]
     assert c.shape == (m, n) and (b.shape[1] if trans_b else b.shape[0]) == k
-    assert lib.twin_gemm(trans_a, trans_b, m, n, k, ptr(a), ld(a), ptr(b), ld(b), ptr(c), ld(c),
-                         accumulate, 1) == 0
+    fn = lib.twin_bgemm if a.dtype == np.uint16 else lib.twin_gemm
+    assert fn(trans_a, trans_b, m, n, k, ptr(a), ld(a), ptr(b), ld(b), ptr(c), ld(c), accumulate, 1) == 0
+
+
+def bf16(x):
+    """bf16 bit patterns (uint16) of float32 x, rounded to nearest even (normal values only)."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def widen(x):
+    """float64 values of bf16 bit patterns."""
+    return (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+@pytest.fixture
+def blib(lib):
+    if not lib.twin_bgemm_available():
+        pytest.skip("this build's CPU has no AVX512-BF16: bf16 Matmuls widen to fp32 and use Sgemm")
+    return lib
 
 
 def padded(rng, rows, cols, pad):
@@ -160,3 +181,50 @@ def test_concurrent_calls(lib):
     assert len(results) == 8 * 20
     for (t, _), c in results.items():
         assert np.array_equal(c, cases[t % len(cases)][2])
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_bf16_values(blib, trans_a, trans_b):
+    """Products of bf16 values are exact in fp32: the error is that of the fp32 additions, at most
+    two per pair of k (hardware order), bounded like the fp32 chains."""
+    rng = np.random.default_rng(10 + trans_a * 2 + trans_b)
+    for m, n, k in SHAPES + [(8, 32, 2), (9, 33, 3), (130, 515, 257)]:
+        for accumulate in (0, 1):
+            a = bf16(padded(rng, *((k, m) if trans_a else (m, k)), 3))
+            b = bf16(padded(rng, *((n, k) if trans_b else (k, n)), 5))
+            full = rng.standard_normal((m, n + 2), dtype=np.float32)
+            before = full.copy()
+            c = full[:, :n]
+            oa = widen(a.T if trans_a else a)
+            ob = widen(b.T if trans_b else b)
+            c0 = c.astype(np.float64) if accumulate else 0.0
+            want = oa @ ob + c0
+            r = k + k // 256 + 2
+            bound = r * U * (np.abs(oa) @ np.abs(ob) + np.abs(c0)) * (1 + 2 * r * U)
+            gemm(blib, a, b, c, trans_a, trans_b, accumulate)
+            err = np.abs(c.astype(np.float64) - want)
+            assert (err <= bound).all(), (m, n, k, accumulate, float((err / np.maximum(bound, 1e-300)).max()))
+            np.testing.assert_array_equal(full[:, n:], before[:, n:])
+
+
+def test_bf16_beta0_ignores_c(blib):
+    rng = np.random.default_rng(11)
+    a, b = bf16(padded(rng, 40, 9, 0)), bf16(padded(rng, 9, 20, 0))
+    c = np.full((40, 20), np.nan, np.float32)
+    gemm(blib, a, b, c, 0, 0, 0)
+    np.testing.assert_allclose(c, widen(a) @ widen(b), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("accumulate", [0, 1])
+def test_bf16_chain_semantics_bitwise(blib, accumulate):
+    """Row panels of 8, column panels of 32 and packing blocks of 128 rows / 512 columns all cut
+    this shape; none of it may change an element's bits."""
+    rng = np.random.default_rng(12 + accumulate)
+    m, n, k = 141, 545, 600
+    a = bf16(rng.standard_normal((m, k), dtype=np.float32))
+    b = bf16(rng.standard_normal((k, n), dtype=np.float32))
+    c0 = rng.standard_normal((m, n), dtype=np.float32)
+    variants = chain_variants(blib, a, b, c0, accumulate)
+    want = variants[0][1]
+    for name, got in variants[1:]:
+        assert np.array_equal(got.view(np.int32), want.view(np.int32)), name

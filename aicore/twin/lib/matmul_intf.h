@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "kernel_operator.h"
+#include "twin_bgemm.h"
 #include "twin_blas.h"
 #include "twin_cube_tiling.h"
 #include "twin_matmul_config.h"
@@ -259,8 +260,27 @@ class Matmul {
     twin_detail::GmMatrix(call, a_, aOff, aRows, aCols, lda);
     twin_detail::GmMatrix(call, b_, bOff, bRows, bCols, ldb);
     ::ms_ops::twin::ProfileCube(rows, cols, k_, sizeof(SrcAT), sizeof(SrcBT), sizeof(DstT));
-    // fp32 operands are read in place by one sgemm; fp16/bf16 ones are widened kWidenPanel columns
-    // of K at a time, so a unit's scratch stays (rows + cols) x kWidenPanel floats.
+    if constexpr (std::is_same_v<SrcAT, bfloat16_t> && ::ms_ops::twin::kBgemm) {
+      // bf16 operands are read in place by the bf16 GEMM, packed into the unit's scratch.
+      static_assert(sizeof(bfloat16_t) == sizeof(uint16_t) && sizeof(float) == sizeof(uint32_t));
+      ::ms_ops::twin::Bgemm(transA_, transB_, rows, cols, k_, reinterpret_cast<const uint16_t *>(a_.TwinData() + aOff),
+                            lda, reinterpret_cast<const uint16_t *>(b_.TwinData() + bOff), ldb, c, ldc, add,
+                            reinterpret_cast<uint32_t *>(unit.Scratch(0, ::ms_ops::twin::kBgemmPackAWords)),
+                            reinterpret_cast<uint32_t *>(unit.Scratch(1, ::ms_ops::twin::kBgemmPackBWords)));
+    } else {
+      ProductWidened(unit, rows, cols, lda, ldb, aOff, bOff, c, ldc, add);
+    }
+    if (!hasBias_) return;
+    bias_.TwinCheck(call, col0, cols);
+    const BiasT *bias = bias_.TwinData() + col0;
+    for (int r = 0; r < rows; ++r)
+      for (int j = 0; j < cols; ++j) c[size_t(r) * ldc + j] += static_cast<float>(bias[j]);
+  }
+
+  // Product's fp32 path: fp32 operands are read in place by one sgemm; fp16/bf16 ones are widened
+  // kWidenPanel columns of K at a time, so a unit's scratch stays (rows + cols) x kWidenPanel floats.
+  void ProductWidened(::ms_ops::twin::CubeUnit &unit, int rows, int cols, int lda, int ldb, uint64_t aOff, uint64_t bOff,
+                      float *c, int ldc, bool add) {
     const int panel = std::is_same_v<SrcAT, float> ? k_ : std::min(k_, twin_detail::kWidenPanel);
     for (int k0 = 0; k0 < k_; k0 += panel) {
       const int kk = std::min(panel, k_ - k0);
@@ -273,11 +293,6 @@ class Matmul {
       const float *b = twin_detail::AsFloat(unit, b_.TwinData() + bOff + bK, bR, bC, ldb, 1, lb);
       ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, kk, a, la, b, lb, c, ldc, k0 == 0 && !add ? 0.0f : 1.0f);
     }
-    if (!hasBias_) return;
-    bias_.TwinCheck(call, col0, cols);
-    const BiasT *bias = bias_.TwinData() + col0;
-    for (int r = 0; r < rows; ++r)
-      for (int j = 0; j < cols; ++j) c[size_t(r) * ldc + j] += static_cast<float>(bias[j]);
   }
 
   // The rows x cols block of C at `off` (row stride ldc), logged as the running block's GM writes.
