@@ -5,18 +5,8 @@ import os
 os.environ.setdefault("MS_OPS_TWIN_STRICT", "1")
 os.environ.setdefault("GLOG_v", "3")
 
-# The naive references' float32 GEMMs (numpy's OpenBLAS) run the Haswell kernels on every x86
-# CPU, so the error bound they set is the same on every test machine: the AVX-512 kernels sum a
-# little more accurately and would tighten the bound on some CPUs only. Read when numpy's OpenBLAS
-# loads, here; removed before the kernels' own OpenBLAS (scipy-openblas32, the same variable) loads.
-_coretype = os.environ.get("OPENBLAS_CORETYPE")
-if _coretype is None:
-    os.environ["OPENBLAS_CORETYPE"] = "Haswell"
-import numpy as np  # noqa: E402
-
-if _coretype is None:
-    del os.environ["OPENBLAS_CORETYPE"]
 import mindspore as ms  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}

@@ -27,18 +27,27 @@ def visible_offsets(s1, s2, pre_tokens, next_tokens, sparse_mode):
 
 
 def _matmul(a, b, rnd):
-    """a @ b; naively (any rounding but the identity) as a float32-accumulating GEMM of the
-    rounded operands, rounded once more, which is what a fp16/bf16/fp32 matmul does."""
+    """a @ b; naively (any rounding but the identity) as a float32-accumulating product of the
+    rounded operands, rounded once more, which is what a fp16/bf16/fp32 matmul does. The float32
+    sum is the textbook one, each product rounded and added in k order, not numpy's BLAS: its
+    kernels differ between CPUs (blocking, fused multiply-adds), and with them the error bound."""
     if rnd is _exact:
         return a @ b
-    return rnd((rnd(a).astype(np.float32) @ rnd(b).astype(np.float32)).astype(np.float64))
+    a, b = rnd(a).astype(np.float32), rnd(b).astype(np.float32)
+    acc = np.zeros(np.broadcast_shapes(a.shape[:-1] + (1,), b.shape[:-2] + (1, b.shape[-1])), np.float32)
+    for j in range(a.shape[-1]):
+        acc += a[..., j:j + 1] * b[..., j:j + 1, :]
+    return rnd(acc.astype(np.float64))
 
 
 def _rowsum(a, rnd):
-    """Sum over the last axis (keeping it); naively accumulated in float32."""
+    """Sum over the last axis (keeping it); naively accumulated in float32: a running sum in
+    order (np.cumsum's), not np.sum's pairwise one."""
     if rnd is _exact:
         return np.sum(a, axis=-1, keepdims=True)
-    return rnd(np.sum(a.astype(np.float32), axis=-1, keepdims=True).astype(np.float64))
+    if a.shape[-1] == 0:
+        return np.zeros(a.shape[:-1] + (1,))
+    return rnd(np.cumsum(a.astype(np.float32), axis=-1)[..., -1:].astype(np.float64))
 
 
 def _mask(s1, s2, low, high):
