@@ -67,28 +67,34 @@ SHAPES = [(1, 1, 1), (5, 7, 6), (6, 16, 15), (7, 17, 16), (15, 5, 17), (16, 33, 
           (33, 15, 127), (127, 129, 5), (129, 1, 600), (600, 127, 17), (1, 600, 129), (31, 600, 600)]
 
 
-@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
-def test_values(lib, trans_a, trans_b):
-    rng = np.random.default_rng(trans_a * 2 + trans_b)
-    for m, n, k in SHAPES:
+def check_values(lib, rng, shapes, trans_a, trans_b, operand, value, extra_roundings):
+    """Every shape, with and without accumulate: C within the bound of chains of k + k / 256 +
+    extra_roundings roundings of partial sums bounded by |op(A)||op(B)| + |C0|, and the columns
+    past C's row end untouched. operand(x) makes a stored operand from float32, value(x) its float64
+    values."""
+    for m, n, k in shapes:
         for accumulate in (0, 1):
-            a = padded(rng, *((k, m) if trans_a else (m, k)), 3)
-            b = padded(rng, *((n, k) if trans_b else (k, n)), 5)
+            a = operand(padded(rng, *((k, m) if trans_a else (m, k)), 3))
+            b = operand(padded(rng, *((n, k) if trans_b else (k, n)), 5))
             full = rng.standard_normal((m, n + 2), dtype=np.float32)
             before = full.copy()
             c = full[:, :n]
-            oa = (a.T if trans_a else a).astype(np.float64)
-            ob = (b.T if trans_b else b).astype(np.float64)
+            oa, ob = value(a.T if trans_a else a), value(b.T if trans_b else b)
             c0 = c.astype(np.float64) if accumulate else 0.0
             want = oa @ ob + c0
-            # Chains of fused multiply-adds, one per block of 256 k, each added to C: at most k +
-            # k / 256 + 1 roundings of partial sums bounded by |op(A)||op(B)| + |C0|.
-            r = k + k // 256 + 1
+            r = k + k // 256 + extra_roundings
             bound = r * U * (np.abs(oa) @ np.abs(ob) + np.abs(c0)) * (1 + 2 * r * U)
             gemm(lib, a, b, c, trans_a, trans_b, accumulate)
             err = np.abs(c.astype(np.float64) - want)
             assert (err <= bound).all(), (m, n, k, accumulate, float((err / np.maximum(bound, 1e-300)).max()))
-            np.testing.assert_array_equal(full[:, n:], before[:, n:])  # past the row's end: untouched
+            np.testing.assert_array_equal(full[:, n:], before[:, n:])
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_values(lib, trans_a, trans_b):
+    # Chains of fused multiply-adds, one per block of 256 k, each added to C.
+    check_values(lib, np.random.default_rng(trans_a * 2 + trans_b), SHAPES, trans_a, trans_b,
+                 lambda x: x, lambda x: x.astype(np.float64), 1)
 
 
 def test_beta0_ignores_c(lib):
@@ -185,26 +191,10 @@ def test_concurrent_calls(lib):
 
 @pytest.mark.parametrize("trans_a,trans_b", [(0, 0), (0, 1), (1, 0), (1, 1)])
 def test_bf16_values(blib, trans_a, trans_b):
-    """Products of bf16 values are exact in fp32: the error is that of the fp32 additions, at most
-    two per pair of k (hardware order), bounded like the fp32 chains."""
-    rng = np.random.default_rng(10 + trans_a * 2 + trans_b)
-    for m, n, k in SHAPES + [(8, 32, 2), (9, 33, 3), (130, 515, 257)]:
-        for accumulate in (0, 1):
-            a = bf16(padded(rng, *((k, m) if trans_a else (m, k)), 3))
-            b = bf16(padded(rng, *((n, k) if trans_b else (k, n)), 5))
-            full = rng.standard_normal((m, n + 2), dtype=np.float32)
-            before = full.copy()
-            c = full[:, :n]
-            oa = widen(a.T if trans_a else a)
-            ob = widen(b.T if trans_b else b)
-            c0 = c.astype(np.float64) if accumulate else 0.0
-            want = oa @ ob + c0
-            r = k + k // 256 + 2
-            bound = r * U * (np.abs(oa) @ np.abs(ob) + np.abs(c0)) * (1 + 2 * r * U)
-            gemm(blib, a, b, c, trans_a, trans_b, accumulate)
-            err = np.abs(c.astype(np.float64) - want)
-            assert (err <= bound).all(), (m, n, k, accumulate, float((err / np.maximum(bound, 1e-300)).max()))
-            np.testing.assert_array_equal(full[:, n:], before[:, n:])
+    """Products of bf16 values are exact in fp32: the error is that of the fp32 additions, two per
+    pair of k in the hardware's order."""
+    check_values(blib, np.random.default_rng(10 + trans_a * 2 + trans_b),
+                 SHAPES + [(8, 32, 2), (9, 33, 3), (130, 515, 257)], trans_a, trans_b, bf16, widen, 2)
 
 
 def test_bf16_beta0_ignores_c(blib):

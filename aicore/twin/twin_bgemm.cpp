@@ -28,20 +28,24 @@ inline uint32_t Load32(const uint16_t *p) {
   return w;
 }
 
+// Lines [0, n) contiguous in k (line i at x + i * ld), kk deep, as pairs: dst[p * width + i] holds
+// elements 2p (low half) and 2p + 1 (high half) of line i; an odd kk's last element pairs with 0.
+void PackLines(const uint16_t *x, int ld, int n, int kk, int width, uint32_t *dst) {
+  const int full = kk / 2;
+  for (int i = 0; i < n; ++i) {
+    const uint16_t *line = x + size_t(i) * ld;
+    for (int p = 0; p < full; ++p) dst[p * width + i] = Load32(line + 2 * p);
+    if (kk % 2 != 0) dst[full * width + i] = Word(line[2 * full], 0);
+  }
+}
+
 // Rows [r0, r0 + mr) of op(A), k [k0, k0 + kk), as pairs: dst[p * kMr + i] holds op(A)(r0 + i,
 // k0 + 2p) in its low half and (r0 + i, k0 + 2p + 1) in its high half; zeros past the rows and
 // past k.
 void PackA(bool transA, const uint16_t *a, int lda, int r0, int mr, int k0, int kk, uint32_t *dst) {
-  const int pairs = (kk + 1) / 2, full = kk / 2;
+  const int pairs = (kk + 1) / 2;
   if (mr < kMr) std::memset(dst, 0, sizeof(uint32_t) * kMr * pairs);
-  if (!transA) {
-    for (int i = 0; i < mr; ++i) {
-      const uint16_t *row = a + size_t(r0 + i) * lda + k0;
-      for (int p = 0; p < full; ++p) dst[p * kMr + i] = Load32(row + 2 * p);
-      if (full < pairs) dst[full * kMr + i] = Word(row[2 * full], 0);
-    }
-    return;
-  }
+  if (!transA) return PackLines(a + size_t(r0) * lda + k0, lda, mr, kk, kMr, dst);
   for (int p = 0; p < pairs; ++p) {
     const uint16_t *x0 = a + size_t(k0 + 2 * p) * lda + r0;
     uint32_t *d = dst + p * kMr;
@@ -64,16 +68,9 @@ void PackA(bool transA, const uint16_t *a, int lda, int r0, int mr, int k0, int 
 // Columns [c0, c0 + nr) of op(B), k [k0, k0 + kk), as pairs: dst[p * kNr + j] holds op(B)(k0 + 2p,
 // c0 + j) low and (k0 + 2p + 1, c0 + j) high; zeros past the columns and past k.
 void PackB(bool transB, const uint16_t *b, int ldb, int c0, int nr, int k0, int kk, uint32_t *dst) {
-  const int pairs = (kk + 1) / 2, full = kk / 2;
+  const int pairs = (kk + 1) / 2;
   if (nr < kNr) std::memset(dst, 0, sizeof(uint32_t) * kNr * pairs);
-  if (transB) {
-    for (int j = 0; j < nr; ++j) {
-      const uint16_t *col = b + size_t(c0 + j) * ldb + k0;
-      for (int p = 0; p < full; ++p) dst[p * kNr + j] = Load32(col + 2 * p);
-      if (full < pairs) dst[full * kNr + j] = Word(col[2 * full], 0);
-    }
-    return;
-  }
+  if (transB) return PackLines(b + size_t(c0) * ldb + k0, ldb, nr, kk, kNr, dst);
   for (int p = 0; p < pairs; ++p) {
     const uint16_t *x0 = b + size_t(k0 + 2 * p) * ldb + c0;
     uint32_t *d = dst + p * kNr;
