@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from twin_cases import P, build_cases
+from twin_cases import P, bf16_rne, build_cases
 
 UB_BYTES = 192 * 1024  # ms_ops::twin::kUbBytes
 
@@ -233,12 +233,6 @@ def cast_inputs():
         f32_bits([0x3F808000, 0x3F818000, 0x3F80FFFF, 0xBF808000, 0x7F7FFFFF, 0x7FC00001, 0x7F800001]),
     ])
     return x.astype(np.float32)
-
-
-def bf16_rne(x):
-    u = x.view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(np.isnan(x), (u >> 16).astype(np.uint16) | 0x40, r).astype(np.uint16)
 
 
 def test_cast_f32_to_f16_and_bf16_nearest_even(lib):

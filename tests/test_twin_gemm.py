@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from twin_cases import build_cases
+from twin_cases import bf16_rne, build_cases
 
 V, I = ctypes.c_void_p, ctypes.c_int
 U = 2.0 ** -24  # fp32 unit roundoff
@@ -38,12 +38,6 @@ def gemm(lib, a, b, c, trans_a, trans_b, accumulate):
     assert c.shape == (m, n) and (b.shape[1] if trans_b else b.shape[0]) == k
     fn = lib.twin_bgemm if a.dtype == np.uint16 else lib.twin_gemm
     assert fn(trans_a, trans_b, m, n, k, ptr(a), ld(a), ptr(b), ld(b), ptr(c), ld(c), accumulate, 1) == 0
-
-
-def bf16(x):
-    """bf16 bit patterns (uint16) of float32 x, rounded to nearest even (normal values only)."""
-    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 def widen(x):
@@ -194,12 +188,12 @@ def test_bf16_values(blib, trans_a, trans_b):
     """Products of bf16 values are exact in fp32: the error is that of the fp32 additions, two per
     pair of k in the hardware's order."""
     check_values(blib, np.random.default_rng(10 + trans_a * 2 + trans_b),
-                 SHAPES + [(8, 32, 2), (9, 33, 3), (130, 515, 257)], trans_a, trans_b, bf16, widen, 2)
+                 SHAPES + [(8, 32, 2), (9, 33, 3), (130, 515, 257)], trans_a, trans_b, bf16_rne, widen, 2)
 
 
 def test_bf16_beta0_ignores_c(blib):
     rng = np.random.default_rng(11)
-    a, b = bf16(padded(rng, 40, 9, 0)), bf16(padded(rng, 9, 20, 0))
+    a, b = bf16_rne(padded(rng, 40, 9, 0)), bf16_rne(padded(rng, 9, 20, 0))
     c = np.full((40, 20), np.nan, np.float32)
     gemm(blib, a, b, c, 0, 0, 0)
     np.testing.assert_allclose(c, widen(a) @ widen(b), rtol=1e-5, atol=1e-5)
@@ -211,8 +205,8 @@ def test_bf16_chain_semantics_bitwise(blib, accumulate):
     this shape; none of it may change an element's bits."""
     rng = np.random.default_rng(12 + accumulate)
     m, n, k = 141, 545, 600
-    a = bf16(rng.standard_normal((m, k), dtype=np.float32))
-    b = bf16(rng.standard_normal((k, n), dtype=np.float32))
+    a = bf16_rne(rng.standard_normal((m, k), dtype=np.float32))
+    b = bf16_rne(rng.standard_normal((k, n), dtype=np.float32))
     c0 = rng.standard_normal((m, n), dtype=np.float32)
     variants = chain_variants(blib, a, b, c0, accumulate)
     want = variants[0][1]

@@ -1,10 +1,11 @@
 """Builds a library of twin test kernels (tests/twin/<name>.cpp with the twin's sources) for ctypes:
-the fixtures of test_twin.py and test_twin_api.py."""
+the fixtures of test_twin.py, test_twin_api.py and test_twin_gemm.py; and bf16 bit patterns."""
 import ctypes
 import glob
 import importlib.util
 import os
 
+import numpy as np
 import scipy_openblas32
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,3 +37,10 @@ def build_cases(out_dir, name, signatures):
 def P(a):
     """A numpy array's data as a void pointer."""
     return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def bf16_rne(x):
+    """bf16 bit patterns (uint16) of float32 x, rounded to nearest even; NaN stays a quiet NaN."""
+    u = x.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), (u >> 16).astype(np.uint16) | 0x40, r).astype(np.uint16)
