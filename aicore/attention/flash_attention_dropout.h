@@ -79,7 +79,7 @@ __aicore__ inline void FaDropKeep(AscendC::TPipe &pipe, FaDropout &dr, const Fla
     if (td.dropKind == 1) {
       const uint32_t shift = static_cast<uint32_t>(j0 % 8), bytes = static_cast<uint32_t>((shift + n + 7) / 8);
       AscendC::LocalTensor<uint8_t> in = dr.inQ.AllocTensor<uint8_t>();
-      FaCopyIn(in, dr.mask[row * uint64_t(td.seq2 / 8) + uint64_t(j0 / 8)], bytes);
+      CopyIn(in, dr.mask[row * uint64_t(td.seq2 / 8) + uint64_t(j0 / 8)], bytes);
       dr.inQ.EnQue(in);
       in = dr.inQ.DeQue<uint8_t>();
       OrderPipes<AscendC::HardEvent::MTE2_S>(&pipe);

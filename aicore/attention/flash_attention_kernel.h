@@ -196,19 +196,6 @@ __aicore__ inline void FaNarrow(const AscendC::LocalTensor<T> &out, const Ascend
   }
 }
 
-// `len` elements of a UB row into GM, any byte length.
-template <typename T>
-__aicore__ inline void FaCopyOut(const AscendC::GlobalTensor<T> &dst, const AscendC::LocalTensor<T> &src,
-                                 uint32_t len) {
-  if (len > 0) AscendC::DataCopyPad(dst, src, AscendC::DataCopyExtParams(1, len * sizeof(T), 0, 0, 0));
-}
-
-template <typename T>
-__aicore__ inline void FaCopyIn(const AscendC::LocalTensor<T> &dst, const AscendC::GlobalTensor<T> &src, uint32_t len) {
-  AscendC::DataCopyPad(dst, src, AscendC::DataCopyExtParams(1, len * sizeof(T), 0, 0, 0),
-                       AscendC::DataCopyPadExtParams<T>(false, 0, 0, 0));
-}
-
 // GM rows [rows x cols] (row stride `ld` elements) into a UB tile of `pitch`-element rows.
 template <typename T>
 __aicore__ inline void FaTileIn(const AscendC::LocalTensor<T> &dst, const AscendC::GlobalTensor<T> &src, uint32_t rows,
@@ -398,7 +385,7 @@ __aicore__ inline void FaLogits(const FlashAttentionTilingData &td, FaPseBufs<T>
   AscendC::LocalTensor<float> bias = pb.bias.template Get<float>();
   if (td.pseKind == 1) {
     AscendC::LocalTensor<T> raw = pb.inQ.template AllocTensor<T>();
-    FaCopyIn(raw, pb.tensor[FaPseAt(td, sg, n1, i, j0)], len);
+    CopyIn(raw, pb.tensor[FaPseAt(td, sg, n1, i, j0)], len);
     pb.inQ.EnQue(raw);
     raw = pb.inQ.template DeQue<T>();
     if constexpr (IsSame<T, float>::value) {
@@ -429,7 +416,7 @@ __aicore__ inline void FaApplyMask(AscendC::TQue<AscendC::QuePosition::VECIN, 1>
                                    const AscendC::LocalTensor<float> &keep, const AscendC::LocalTensor<float> &s,
                                    const AscendC::GlobalTensor<uint8_t> &mask, uint32_t len) {
   AscendC::LocalTensor<uint8_t> m = maskQ.AllocTensor<uint8_t>();
-  FaCopyIn(m, mask, len);
+  CopyIn(m, mask, len);
   maskQ.EnQue(m);
   m = maskQ.DeQue<uint8_t>();
   AscendC::Cast(halfRow, m, AscendC::RoundMode::CAST_NONE, len);
@@ -440,6 +427,65 @@ __aicore__ inline void FaApplyMask(AscendC::TQue<AscendC::QuePosition::VECIN, 1>
   AscendC::Muls(pen, pen, kFaLowest, len);
   AscendC::Mul(s, s, keep, len);
   AscendC::Add(s, s, pen, len);
+}
+
+// What turns a score tile into logits row by row (FaTileLogits), with real_shift or attn_mask: the
+// row queues, attn_mask's GM view and scratch rows (FaApplyMask), real_shift's buffers.
+template <typename T>
+struct FaLogitBufs {
+  AscendC::TQue<AscendC::QuePosition::VECIN, 1> rowQ, maskQ;
+  AscendC::TQue<AscendC::QuePosition::VECOUT, 1> rowOutQ;
+  AscendC::TBuf<AscendC::TPosition::VECCALC> halfRow, pen, keep;
+  AscendC::GlobalTensor<uint8_t> mask;  // bound by FaBindSequences
+  FaPseBufs<T> pse;
+};
+
+template <typename T>
+__aicore__ inline void FaInitLogits(AscendC::TPipe &pipe, FaLogitBufs<T> &lb, GM_ADDR pse,
+                                    const FlashAttentionTilingData &td) {
+  const uint32_t nt = td.nTile;
+  if (td.pseKind != 0 || td.hasMask) {
+    pipe.InitBuffer(lb.rowQ, 1, UbBytes(nt, 4));
+    pipe.InitBuffer(lb.rowOutQ, 1, UbBytes(nt, 4));
+  }
+  if (td.hasMask) {
+    pipe.InitBuffer(lb.maskQ, 1, UbBytes(nt, 1));
+    pipe.InitBuffer(lb.halfRow, UbBytes(nt, 2));
+    pipe.InitBuffer(lb.pen, UbBytes(nt, 4));
+    pipe.InitBuffer(lb.keep, UbBytes(nt, 4));
+  }
+  FaInitPse(pipe, lb.pse, pse, td);
+}
+
+// Each row's visible raw scores of the [mt, nt] tile `s` (GM, fp32, rows nt apart) become their
+// logits (FaLogits, FaApplyMask: masked keys kFaLowest), row by row, before the whole-tile pass.
+template <typename T>
+__aicore__ inline void FaTileLogits(AscendC::TPipe &pipe, FaLogitBufs<T> &lb, const FlashAttentionTilingData &td,
+                                    const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt,
+                                    const AscendC::GlobalTensor<float> &s) {
+  for (uint32_t i = 0; i < mt; ++i) {
+    int64_t lo, hi;
+    FaVisible(sg, q0 + i, k0, nt, lo, hi);
+    if (hi <= lo) continue;
+    const uint32_t len = static_cast<uint32_t>(hi - lo);
+    AscendC::LocalTensor<float> x = lb.rowQ.template AllocTensor<float>();
+    CopyIn(x, s[uint64_t(i) * nt + lo], len);
+    lb.rowQ.EnQue(x);
+    x = lb.rowQ.template DeQue<float>();
+    FaLogits(td, lb.pse, sg, n1, q0 + i, k0 + lo, x, len);
+    if (td.hasMask)
+      FaApplyMask(lb.maskQ, lb.halfRow.template Get<half>(), lb.pen.template Get<float>(),
+                  lb.keep.template Get<float>(), x, lb.mask[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
+    AscendC::LocalTensor<float> o = lb.rowOutQ.template AllocTensor<float>();
+    AscendC::Adds(o, x, 0.0f, len);
+    lb.rowQ.FreeTensor(x);
+    lb.rowOutQ.EnQue(o);
+    o = lb.rowOutQ.template DeQue<float>();
+    CopyOut(s[uint64_t(i) * nt + lo], o, len);
+    lb.rowOutQ.FreeTensor(o);
+  }
+  // The whole-tile pass reads the rows just written.
+  OrderPipes<AscendC::HardEvent::MTE3_MTE2>(&pipe);
 }
 
 }  // namespace kernel

@@ -69,7 +69,7 @@ class FlashAttentionScoreKernel {
     const uint64_t stats = uint64_t(td.qRows) * td.heads1 * 8;
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxOut, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumOut, stats);
-    FaBindSequences(seq_, maskGm_, a.mask, a.prefix, a.cumQ, a.cumKv, td);
+    FaBindSequences(seq_, logits_.mask, a.mask, a.prefix, a.cumQ, a.cumKv, td);
     // The block's workspace: S (fp32) with P (T) written over it (Probabilities reads a chunk of S
     // rows before it writes the chunk's P, which starts no later), and the fp32 accumulator (the
     // tiling sizes it mT x D >= mT x D_v).
@@ -94,17 +94,7 @@ class FlashAttentionScoreKernel {
     pipe.InitBuffer(stats_, statRows_ * kUbAlign);
     const uint32_t zeroBytes = UbBytes(dv, sizeof(T));
     pipe.InitBuffer(zero_, zeroBytes);
-    if (td.pseKind != 0 || td.hasMask) {
-      pipe.InitBuffer(rowQ_, 1, UbBytes(nT, 4));
-      pipe.InitBuffer(rowOutQ_, 1, UbBytes(nT, 4));
-    }
-    if (td.hasMask) {
-      pipe.InitBuffer(maskQ_, 1, UbBytes(nT, 1));
-      pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
-      pipe.InitBuffer(pen_, UbBytes(nT, 4));
-      pipe.InitBuffer(keep_, UbBytes(nT, 4));
-    }
-    FaInitPse(pipe, pse_, a.pse, td);
+    FaInitLogits(pipe, logits_, a.pse, td);
     FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, sRows_);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes / 4));
@@ -150,7 +140,7 @@ class FlashAttentionScoreKernel {
       mmNT.SetTensorB(kGm_[kBase + k0 * td.kRow], true);
       mmNT.IterateAll(sGm_, 0, true);
       mmNT.End();
-      if (td.pseKind != 0 || td.hasMask) Logits(sg, n1, q0, mt, k0, nt);
+      if (td.pseKind != 0 || td.hasMask) FaTileLogits(pipe, logits_, td, sg, n1, q0, mt, k0, nt, sGm_);
       Probabilities(sg, n1, q0, mt, k0, nt);
       if (started) Rescale(mt);
       // The cube reads P and adds into the accumulator in GM: the copies out must have landed.
@@ -164,35 +154,6 @@ class FlashAttentionScoreKernel {
       started = true;
     }
     Finish(sg, n1, q0, mt, started);
-  }
-
-  // With real_shift or attn_mask, each row's visible scores in the workspace become their logits
-  // (FaLogits, FaApplyMask: masked keys kFaLowest), row by row, before the whole-tile pass.
-  __aicore__ inline void Logits(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
-    const FlashAttentionTilingData &td = *td_;
-    for (uint32_t i = 0; i < mt; ++i) {
-      int64_t lo, hi;
-      FaVisible(sg, q0 + i, k0, nt, lo, hi);
-      if (hi <= lo) continue;
-      const uint32_t len = static_cast<uint32_t>(hi - lo);
-      LocalTensor<float> s = rowQ_.AllocTensor<float>();
-      FaCopyIn(s, sGm_[uint64_t(i) * nt + lo], len);
-      rowQ_.EnQue(s);
-      s = rowQ_.DeQue<float>();
-      FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, s, len);
-      if (td.hasMask)
-        FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), s,
-                    maskGm_[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
-      LocalTensor<float> o = rowOutQ_.AllocTensor<float>();
-      Adds(o, s, 0.0f, len);
-      rowQ_.FreeTensor(s);
-      rowOutQ_.EnQue(o);
-      o = rowOutQ_.DeQue<float>();
-      FaCopyOut(sGm_[uint64_t(i) * nt + lo], o, len);
-      rowOutQ_.FreeTensor(o);
-    }
-    // The whole-tile pass reads the rows just written.
-    OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
   }
 
   // P = exp(logits - new max) of the tile into the workspace as T (0 for the keys a row does not
@@ -280,7 +241,7 @@ class FlashAttentionScoreKernel {
     // The accumulator rows the cube just wrote are read back.
     PipeBarrier<PIPE_ALL>();
     if (!started) {
-      for (uint32_t i = 0; i < mt; ++i) FaCopyOut(outGm_[oBase + int64_t(i) * td.oRow], zero_.Get<T>(), d);
+      for (uint32_t i = 0; i < mt; ++i) CopyOut(outGm_[oBase + int64_t(i) * td.oRow], zero_.Get<T>(), d);
     } else {
       // A row with a visible key has sum >= 1 (its max contributes exp(0)); one without has acc 0.
       const LocalTensor<float> inv = St(kShift), one = St(kTileMax);
@@ -320,13 +281,12 @@ class FlashAttentionScoreKernel {
     FaStatsOut(gm[FaStatBase(td, sg, n1, q0)], st, mt, td.statRow);
   }
 
-  TQue<QuePosition::VECIN, 1> sQ_, aQ_, rowQ_, maskQ_;
-  TQue<QuePosition::VECOUT, 1> pQ_, oQ_, rowOutQ_;
-  TBuf<TPosition::VECCALC> zero_, fold_, brc_, state_, stats_, halfRow_, pen_, keep_;
+  TQue<QuePosition::VECIN, 1> sQ_, aQ_;
+  TQue<QuePosition::VECOUT, 1> pQ_, oQ_;
+  TBuf<TPosition::VECCALC> zero_, fold_, brc_, state_, stats_;
   FaSeqGm seq_;
-  FaPseBufs<T> pse_;
+  FaLogitBufs<T> logits_;
   FaDropout drop_;
-  GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, outGm_, pGm_;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, accGm_;
   const FlashAttentionTilingData *td_ = nullptr;

@@ -85,7 +85,7 @@ class FlashAttentionScoreGradKernel {
     const uint64_t stats = uint64_t(td.qRows) * td.heads1 * 8;
     maxGm_.SetGlobalBuffer((__gm__ float *)a.maxIn, stats);
     sumGm_.SetGlobalBuffer((__gm__ float *)a.sumIn, stats);
-    FaBindSequences(seq_, maskGm_, a.mask, a.prefix, a.cumQ, a.cumKv, td);
+    FaBindSequences(seq_, logits_.mask, a.mask, a.prefix, a.cumQ, a.cumKv, td);
     // The workspace (same sizes as the host tiling): each block's S and dP tiles (fp32), P and dS
     // written over them (Rebuild reads a chunk of S and dP rows before it writes the chunk's P and
     // dS, which start no later), the rows' D, then, for fp16/bf16, the fp32 accumulators of dq,
@@ -137,17 +137,7 @@ class FlashAttentionScoreGradKernel {
     pipe.InitBuffer(dRow_, statRows * 4);
     zeroBytes_ = UbBytes(nT > d ? nT : d, sizeof(T));
     pipe.InitBuffer(zero_, zeroBytes_);
-    if (td.pseKind != 0 || td.hasMask) {
-      pipe.InitBuffer(rowQ_, 1, UbBytes(nT, 4));
-      pipe.InitBuffer(rowOutQ_, 1, UbBytes(nT, 4));
-    }
-    if (td.hasMask) {
-      pipe.InitBuffer(maskQ_, 1, UbBytes(nT, 1));
-      pipe.InitBuffer(halfRow_, UbBytes(nT, 2));
-      pipe.InitBuffer(pen_, UbBytes(nT, 4));
-      pipe.InitBuffer(keep_, UbBytes(nT, 4));
-    }
-    FaInitPse(pipe, pse_, a.pse, td);
+    FaInitLogits(pipe, logits_, a.pse, td);
     FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, sRows_);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(zeroBytes_ / 4));
@@ -269,7 +259,7 @@ class FlashAttentionScoreGradKernel {
     for (uint64_t x = start; x < end; x += chunk) {
       const uint32_t len = static_cast<uint32_t>(end - x < chunk ? end - x : chunk);
       LocalTensor<float> f = aQ_.AllocTensor<float>();
-      FaCopyIn(f, acc[x], len);
+      CopyIn(f, acc[x], len);
       aQ_.EnQue(f);
       f = aQ_.DeQue<float>();
       LocalTensor<T> o = outQ_.AllocTensor<T>();
@@ -277,7 +267,7 @@ class FlashAttentionScoreGradKernel {
       aQ_.FreeTensor(f);
       outQ_.EnQue(o);
       o = outQ_.DeQue<T>();
-      FaCopyOut(dst[x], o, len);
+      CopyOut(dst[x], o, len);
       outQ_.FreeTensor(o);
     }
   }
@@ -306,7 +296,7 @@ class FlashAttentionScoreGradKernel {
     mmNT.IterateAll(dpGm_, 0, true);
     mmNT.End();
     const bool scaled = td.pseKind != 0 || td.hasMask;
-    if (scaled) Logits(sg, n1, q0, mt, k0, nt);
+    if (scaled) FaTileLogits(pipe, logits_, td, sg, n1, q0, mt, k0, nt, sGm_);
     const uint32_t pitch = nPitch_;
     const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>(), dBlk = dBlk_.Get<float>();
     for (uint32_t r0 = 0; r0 < mt; r0 += sRows_) {
@@ -347,41 +337,12 @@ class FlashAttentionScoreGradKernel {
     }
   }
 
-  // With real_shift or attn_mask, each row's visible scores in the workspace become their logits
-  // (FaLogits, FaApplyMask: masked keys kFaLowest), row by row, before the whole-tile pass.
-  __aicore__ inline void Logits(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
-    const FlashAttentionTilingData &td = *td_;
-    for (uint32_t i = 0; i < mt; ++i) {
-      int64_t lo, hi;
-      FaVisible(sg, q0 + i, k0, nt, lo, hi);
-      if (hi <= lo) continue;
-      const uint32_t len = static_cast<uint32_t>(hi - lo);
-      LocalTensor<float> s = rowQ_.AllocTensor<float>();
-      FaCopyIn(s, sGm_[uint64_t(i) * nt + lo], len);
-      rowQ_.EnQue(s);
-      s = rowQ_.DeQue<float>();
-      FaLogits(td, pse_, sg, n1, q0 + i, k0 + lo, s, len);
-      if (td.hasMask)
-        FaApplyMask(maskQ_, halfRow_.Get<half>(), pen_.Get<float>(), keep_.Get<float>(), s,
-                    maskGm_[FaMaskAt(td, sg, n1, q0 + i, k0 + lo)], len);
-      LocalTensor<float> o = rowOutQ_.AllocTensor<float>();
-      Adds(o, s, 0.0f, len);
-      rowQ_.FreeTensor(s);
-      rowOutQ_.EnQue(o);
-      o = rowOutQ_.DeQue<float>();
-      FaCopyOut(sGm_[uint64_t(i) * nt + lo], o, len);
-      rowOutQ_.FreeTensor(o);
-    }
-    // The whole-tile pass reads the rows just written.
-    OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
-  }
-
   // `count` zeros into GM, in runs of the zero row.
   template <typename U>
   __aicore__ inline void ZeroRun(const GlobalTensor<U> &dst, uint64_t count) {
     const uint64_t run = zeroBytes_ / sizeof(U);
     for (uint64_t x = 0; x < count; x += run)
-      FaCopyOut(dst[x], zero_.Get<U>(), static_cast<uint32_t>(count - x < run ? count - x : run));
+      CopyOut(dst[x], zero_.Get<U>(), static_cast<uint32_t>(count - x < run ? count - x : run));
   }
 
   // A [rows x pitch] fp32 UB tile into GM rows [rows x cols] (ld apart) as T.
@@ -405,7 +366,7 @@ class FlashAttentionScoreGradKernel {
     PipeBarrier<PIPE_ALL>();
     FaStatsIn(shift, maxGm_[sOff], mt, td.statRow);
     FaStatsIn(inv, sumGm_[sOff], mt, td.statRow);
-    FaCopyIn(dRow_.Get<float>(), rowDGm_[RowDAt(sg, n1, q0)], mt);
+    CopyIn(dRow_.Get<float>(), rowDGm_[RowDAt(sg, n1, q0)], mt);
     OrderPipes<HardEvent::MTE2_V>(&pipe);
     const int32_t blocks = static_cast<int32_t>(mt * 8);
     Maxs(shift, shift, kFaShiftFloor, blocks);
@@ -448,16 +409,15 @@ class FlashAttentionScoreGradKernel {
       bQ_.FreeTensor(o);
     }
     OrderPipes<HardEvent::V_MTE3>(&pipe);
-    FaCopyOut(rowDGm_[RowDAt(sg, n1, q0)], dr, mt);
+    CopyOut(rowDGm_[RowDAt(sg, n1, q0)], dr, mt);
   }
 
-  TQue<QuePosition::VECIN, 1> sQ_, dpQ_, aQ_, bQ_, rowQ_, maskQ_;
-  TQue<QuePosition::VECOUT, 1> outQ_, rowOutQ_;
-  TBuf<TPosition::VECCALC> wideA_, wideB_, fold_, zero_, statMax_, statSum_, dBlk_, dRow_, halfRow_, pen_, keep_;
+  TQue<QuePosition::VECIN, 1> sQ_, dpQ_, aQ_, bQ_;
+  TQue<QuePosition::VECOUT, 1> outQ_;
+  TBuf<TPosition::VECCALC> wideA_, wideB_, fold_, zero_, statMax_, statSum_, dBlk_, dRow_;
   FaSeqGm seq_;
-  GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, pGm_, dsGm_, dpseGm_;
-  FaPseBufs<T> pse_;
+  FaLogitBufs<T> logits_;
   FaDropout drop_;
   uint64_t dpseElems_ = 0, qElems_ = 0, kElems_ = 0, vElems_ = 0;
   GlobalTensor<float> maxGm_, sumGm_, rowDGm_, sGm_, dpGm_;
