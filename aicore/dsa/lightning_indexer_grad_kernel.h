@@ -11,14 +11,10 @@
 #include "kernel_utils.h"
 #include "lib/matmul_intf.h"
 #include "lightning_indexer_grad_tiling_data.h"
+#include "lightning_indexer_segment.h"
 
 namespace ms_ops {
 namespace kernel {
-
-// One batch's rows, as in lightning_indexer.
-struct LigSeg {
-  int64_t qStart, rows, valid, kStart, keys;
-};
 
 template <typename T, class Derived>
 class LightningIndexerGradBase {
@@ -39,7 +35,7 @@ class LightningIndexerGradBase {
     PipeBarrier<PIPE_ALL>();
     int64_t item = 0;
     for (int64_t b = 0; b < td.batch; ++b) {
-      const LigSeg seg = Segment(b);
+      const LiSeg seg = Segment(b);
       for (int64_t i = 0; i < seg.rows; ++i)
         for (int64_t n = 0; n < td.n2; ++n, ++item)
           if (item % GetBlockNum() == GetBlockIdx()) static_cast<Derived *>(this)->Token(seg, i, n);
@@ -101,30 +97,14 @@ class LightningIndexerGradBase {
     PipeBarrier<PIPE_ALL>();
   }
 
-  __aicore__ inline LigSeg Segment(int64_t b) const {
+  __aicore__ inline LiSeg Segment(int64_t b) const {
     const LightningIndexerGradTilingData &td = *td_;
-    LigSeg s;
-    if (td.qLenMode == 2) {
-      s.qStart = b > 0 ? qLenGm_.GetValue(b - 1) : 0;
-      s.rows = s.valid = qLenGm_.GetValue(b) - s.qStart;
-    } else {
-      s.qStart = b * td.seq1;
-      s.rows = td.seq1;
-      s.valid = td.qLenMode == 1 ? qLenGm_.GetValue(b) : td.seq1;
-    }
-    if (td.kLenMode == 2) {
-      s.kStart = b > 0 ? kLenGm_.GetValue(b - 1) : 0;
-      s.keys = kLenGm_.GetValue(b) - s.kStart;
-    } else {
-      s.kStart = b * td.seq2;
-      s.keys = td.kLenMode == 1 ? kLenGm_.GetValue(b) : td.seq2;
-    }
-    return s;
+    return LiSegment(td.qLenMode, td.kLenMode, td.seq1, td.seq2, qLenGm_, kLenGm_, b);
   }
 
   // Query row i of the batch and key head n, all its keys at once (a derived kernel may chunk them
   // with its own Token).
-  __aicore__ inline void Token(const LigSeg &seg, int64_t i, int64_t n) {
+  __aicore__ inline void Token(const LiSeg &seg, int64_t i, int64_t n) {
     using namespace AscendC;
     const LightningIndexerGradTilingData &td = *td_;
     const uint32_t g = static_cast<uint32_t>(td.group), d = static_cast<uint32_t>(td.dim);
@@ -150,7 +130,7 @@ class LightningIndexerGradBase {
 
   // The keys [first, last] query row i may count (empty when first > last): causal in sparse_mode
   // 3, and within the KL losses' band.
-  __aicore__ inline void KeyRange(const LigSeg &seg, int64_t i, int64_t &first, int64_t &last) const {
+  __aicore__ inline void KeyRange(const LiSeg &seg, int64_t i, int64_t &first, int64_t &last) const {
     const LightningIndexerGradTilingData &td = *td_;
     first = 0;
     last = -1;
@@ -166,7 +146,7 @@ class LightningIndexerGradBase {
   }
 
   // Every visible key of query row i (a dense kernel's selection) into live_: the count.
-  __aicore__ inline uint32_t AllVisible(const LigSeg &seg, int64_t i) {
+  __aicore__ inline uint32_t AllVisible(const LiSeg &seg, int64_t i) {
     using namespace AscendC;
     int64_t first, last;
     KeyRange(seg, i, first, last);
@@ -181,13 +161,13 @@ class LightningIndexerGradBase {
 
   // The token's live selected keys (index >= 0) into live_ (key indices in the batch) and, in
   // selection order, their positions j into pos_ (for the derived DeltaI): the count.
-  __aicore__ inline uint32_t Gather(const LigSeg &seg, int64_t sel) {
+  __aicore__ inline uint32_t Gather(const LiSeg &seg, int64_t sel) {
     return Gather(seg, sel, 0, seg.keys - 1, static_cast<uint32_t>(td_->topK));
   }
 
   // The same over the k list entries at sel, counting only the selected keys in [first, last]
   // (the KL losses' band).
-  __aicore__ inline uint32_t Gather(const LigSeg &seg, int64_t sel, int64_t first, int64_t last, uint32_t k) {
+  __aicore__ inline uint32_t Gather(const LiSeg &seg, int64_t sel, int64_t first, int64_t last, uint32_t k) {
     using namespace AscendC;
     LocalTensor<int32_t> idx = idx_.Get<int32_t>(), live = live_.Get<int32_t>(), pos = pos_.Get<int32_t>();
     OrderPipes<HardEvent::S_MTE2>(&pipe);
@@ -261,7 +241,7 @@ class LightningIndexerGradBase {
 
   // The live keys' rows of head n into kf_ rows [0, live); rows past them keep finite values
   // (zero at first, earlier keys later), which meet zero score gradients.
-  __aicore__ inline void LoadKeys(const LigSeg &seg, int64_t n, uint32_t live) {
+  __aicore__ inline void LoadKeys(const LiSeg &seg, int64_t n, uint32_t live) {
     LoadKeyRows(kGm_, seg.kStart, td_->n2, n, td_->dim, live, kf_, td_->dim);
   }
 
@@ -371,7 +351,7 @@ class LightningIndexerGradBase {
 
   // The gathered keys' gradients (dkf_ rows) added to the block's partial, one key row each, in
   // selection order.
-  __aicore__ inline void AddKeyGrads(const LigSeg &seg, int64_t n, uint32_t live) {
+  __aicore__ inline void AddKeyGrads(const LiSeg &seg, int64_t n, uint32_t live) {
     using namespace AscendC;
     const LightningIndexerGradTilingData &td = *td_;
     const uint32_t d = static_cast<uint32_t>(td.dim), pitch = UbBytes(d, 4) / 4;
@@ -401,7 +381,7 @@ class LightningIndexerGradBase {
     PipeBarrier<PIPE_ALL>();
   }
 
-  __aicore__ inline uint64_t PartRow(const LigSeg &seg, int64_t n, int32_t key) const {
+  __aicore__ inline uint64_t PartRow(const LiSeg &seg, int64_t n, int32_t key) const {
     return uint64_t((seg.kStart + key) * td_->n2 + n) * uint64_t(td_->dim);
   }
 

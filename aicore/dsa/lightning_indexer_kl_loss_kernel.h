@@ -80,7 +80,7 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
   // and Σ exp of I, Σ p); pass 2 turns each run into dI = softmax(I) - p / Σ p, the loss's terms,
   // and through the engine into d weights and d query (both summed over the runs) and the key
   // gradients. A single run is the whole list (up to kPad keys).
-  __aicore__ inline void Token(const LigSeg &seg, int64_t i, int64_t n) {
+  __aicore__ inline void Token(const LiSeg &seg, int64_t i, int64_t n) {
     const LightningIndexerGradTilingData &td = *this->td_;
     const uint32_t g = static_cast<uint32_t>(td.group), d = static_cast<uint32_t>(td.dim);
     const int64_t row = seg.qStart + i, qRow = row * td.n1 + n * g, sel = (row * td.n2 + n) * td.topK;
@@ -141,7 +141,7 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
   };
 
   // Run r of the token's keys into live_: the count (0: none live in it).
-  __aicore__ inline uint32_t RunKeys(const LigSeg &seg, int64_t sel, int64_t first, int64_t last, int64_t r,
+  __aicore__ inline uint32_t RunKeys(const LiSeg &seg, int64_t sel, int64_t first, int64_t last, int64_t r,
                                      int64_t span) {
     const int64_t run = this->td_->kPad, at = r * run, count = span - at < run ? span - at : run;
     if constexpr (Dense) {
@@ -156,7 +156,7 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
   }
 
   // The run's keys and the indexer's scores S = q_group · K_runᵀ into s_.
-  __aicore__ inline void IndexerScores(const LigSeg &seg, int64_t n, uint32_t live, uint32_t kp) {
+  __aicore__ inline void IndexerScores(const LiSeg &seg, int64_t n, uint32_t live, uint32_t kp) {
     const uint32_t g = static_cast<uint32_t>(this->td_->group), d = static_cast<uint32_t>(this->td_->dim);
     this->LoadKeys(seg, n, live);
     this->MmNT(this->s_, this->qf_, d, this->kf_, d, g, kp, d);
@@ -174,7 +174,7 @@ class KlLossKernel : public LightningIndexerGradBase<T, KlLossKernel<T, Dense>> 
 
   // p_ = the run's unnormalised target over the kp lanes (0 past the live keys; the live-lane mask
   // in mask_); adds Σ p to the totals.
-  __aicore__ inline void Target(const LigSeg &seg, int64_t i, int64_t n, uint32_t live, uint32_t kp, Totals &tot) {
+  __aicore__ inline void Target(const LiSeg &seg, int64_t i, int64_t n, uint32_t live, uint32_t kp, Totals &tot) {
     const LightningIndexerGradTilingData &td = *this->td_;
     const int64_t row = seg.qStart + i, mg = td.mainGroup, md = td.mainDim, dr = td.ropeDim;
     const uint32_t mw = static_cast<uint32_t>(md + dr);

@@ -13,6 +13,7 @@
 // T x N x T buffer exists: the workspace holds one tile of scores. Paged keys (PA_BSND) are read
 // block by block through the block table: key s of batch b is row
 // block_table[b, s / blockSize] * blockSize + s % blockSize.
+#include "dsa/lightning_indexer_segment.h"
 #include "dsa/lightning_indexer_tiling_data.h"
 #include "kernel_utils.h"
 #include "lib/matmul_intf.h"
@@ -24,12 +25,6 @@ namespace {
 
 constexpr float kNegInf = -__builtin_inff();
 constexpr uint32_t kTileBytes = 16 * 1024;
-
-// One batch's rows: query rows [qStart, qStart + rows), of which the first `valid` have queries,
-// and keys [kStart, kStart + keys) (paged: through batch b's block table row).
-struct LiSeg {
-  int64_t b, qStart, rows, valid, kStart, keys;
-};
 
 template <typename T>
 class LightningIndexerKernel {
@@ -98,24 +93,7 @@ class LightningIndexerKernel {
  private:
   __aicore__ inline LiSeg Segment(int64_t b) const {
     const LightningIndexerTilingData &td = *td_;
-    LiSeg s;
-    s.b = b;
-    if (td.qLenMode == 2) {
-      s.qStart = b > 0 ? qLenGm_.GetValue(b - 1) : 0;
-      s.rows = s.valid = qLenGm_.GetValue(b) - s.qStart;
-    } else {
-      s.qStart = b * td.seq1;
-      s.rows = td.seq1;
-      s.valid = td.qLenMode == 1 ? qLenGm_.GetValue(b) : td.seq1;
-    }
-    if (td.kLenMode == 2) {
-      s.kStart = b > 0 ? kLenGm_.GetValue(b - 1) : 0;
-      s.keys = kLenGm_.GetValue(b) - s.kStart;
-    } else {
-      s.kStart = b * td.seq2;
-      s.keys = td.kLenMode == 1 ? kLenGm_.GetValue(b) : td.seq2;
-    }
-    return s;
+    return LiSegment(td.qLenMode, td.kLenMode, td.seq1, td.seq2, qLenGm_, kLenGm_, b);
   }
 
   // Keys visible to query row i of the batch: a prefix [0, visible) of its keys.

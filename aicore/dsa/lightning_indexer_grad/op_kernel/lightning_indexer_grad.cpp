@@ -26,7 +26,7 @@ class LightningIndexerGradKernel : public LightningIndexerGradBase<T, LightningI
 
  private:
   // dI_[c] = dy at the c-th live selection, zero past the live keys.
-  __aicore__ inline void DeltaI(const LigSeg &, int64_t, int64_t, int64_t sel, uint32_t live, uint32_t kp) {
+  __aicore__ inline void DeltaI(const LiSeg &, int64_t, int64_t, int64_t sel, uint32_t live, uint32_t kp) {
     const uint32_t k = static_cast<uint32_t>(this->td_->topK);
     LocalTensor<float> dI = this->dI_.template Get<float>();
     LocalTensor<int32_t> pos = this->pos_.template Get<int32_t>();
@@ -42,7 +42,7 @@ class LightningIndexerGradKernel : public LightningIndexerGradBase<T, LightningI
     this->inQ_.FreeTensor(x);
   }
 
-  __aicore__ inline uint32_t Keys(const LigSeg &seg, int64_t, int64_t sel) { return this->Gather(seg, sel); }
+  __aicore__ inline uint32_t Keys(const LiSeg &seg, int64_t, int64_t sel) { return this->Gather(seg, sel); }
   __aicore__ inline void Empty(int64_t, int64_t) {}
   __aicore__ inline void Finish() {}
 
