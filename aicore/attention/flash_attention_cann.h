@@ -8,45 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "cann_cube.h"
 #include "cann_host.h"
 #include "cann_platform.h"
 #include "flash_attention_infer.h"
-#include "tiling/tiling_api.h"
 
 namespace ms_ops {
 
 // Attribute order of both OpDefs.
 enum FaAttr : size_t { kFaHeadNum, kFaScale, kFaPreTokens, kFaNextTokens, kFaLayout, kFaSparseMode, kFaPseType, kFaKeepProb };
-
-inline matmul_tiling::DataType FaMatmulType(ge::DataType d) {
-  return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
-                           : d == ge::DT_FLOAT16 ? matmul_tiling::DataType::DT_FLOAT16 : matmul_tiling::DataType::DT_BF16;
-}
-
-// One Matmul tiling for C[m, n] = op(A) op(B) with K = k, fp32 C; the kernel sets the org shapes
-// (the strides of the layout) at run time.
-inline bool FaFillCube(const platform_ascendc::PlatformAscendC &ascendc, ge::DataType dtype, bool transA, bool transB,
-                       int64_t m, int64_t n, int64_t k, TCubeTiling &out) {
-  matmul_tiling::MatmulApiTiling api(ascendc);
-  api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, FaMatmulType(dtype), transA);
-  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, FaMatmulType(dtype), transB);
-  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
-  api.SetBias(false);
-  api.SetOrgShape(m, n, k);
-  api.SetShape(m, n, k);
-  api.SetBufferSpace(-1, -1, -1);
-  return api.GetTiling(out) != -1;
-}
-
-// The values of a ValueDepend int64 input (prefix, actual_seq_qlen, actual_seq_kvlen).
-inline std::vector<int64_t> FaValues(gert::TilingContext *context, size_t index) {
-  const gert::Tensor *t = context->GetInputTensor(index);
-  std::vector<int64_t> out;
-  if (t == nullptr) return out;
-  const int64_t *v = t->GetData<int64_t>();
-  out.assign(v, v + t->GetShapeSize());
-  return out;
-}
 
 // optBase: the index of real_shift, followed by attn_mask, prefix, actual_seq_qlen,
 // actual_seq_kvlen, drop_mask and dropout_seed.
@@ -81,14 +51,14 @@ inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op
     if (b3 != b2 || s3 != s2 || n3 != p.heads2 || p.dimV < 1 || p.dimV > p.dim)
       error = "value must have key's batch, length and heads and a head dim 1..D";
     if (packed) {
-      p.cumQ = FaValues(context, optBase + 3);
-      p.cumKv = FaValues(context, optBase + 4);
+      p.cumQ = InputValues(context, optBase + 3);
+      p.cumKv = InputValues(context, optBase + 4);
       p.batch = static_cast<int64_t>(p.cumQ.size());
       if (p.cumQ.empty() || p.cumQ.back() != p.seq1 || p.cumKv.size() != p.cumQ.size() || p.cumKv.back() != s2)
         error = "actual_seq_qlen/actual_seq_kvlen must be cumulative lengths ending at T1/T2";
     }
     p.hasPrefix = p.sparseMode == 5 || p.sparseMode == 6;
-    if (p.hasPrefix && int64_t(FaValues(context, optBase + 2).size()) != p.batch) error = "prefix needs one entry per batch";
+    if (p.hasPrefix && int64_t(InputValues(context, optBase + 2).size()) != p.batch) error = "prefix needs one entry per batch";
     const std::vector<int64_t> mask = Dims(context->GetInputShape(optBase + 1)->GetStorageShape());
     const bool fullMask = p.sparseMode == 0 || p.sparseMode == 1 || p.sparseMode == 5;
     // TND: attn_mask and real_shift are per sequence, padded to the longest one.
@@ -115,9 +85,9 @@ inline ge::graphStatus FaTilingFunc(gert::TilingContext *context, const char *op
   }
   if (error.empty() && t.blockDim > 0) {
     const int64_t m = t.data.mTile, n = t.data.nTile, d = t.data.dim;
-    if (!FaFillCube(ascendc, dtype, false, true, m, n, d, t.data.mmNT) ||
-        !FaFillCube(ascendc, dtype, false, false, m, d, n, t.data.mmNN) ||
-        !FaFillCube(ascendc, dtype, true, false, n, d, m, t.data.mmTN))
+    if (!ApiCubeTiling(ascendc, CubeType(dtype), false, true, m, n, d, t.data.mmNT) ||
+        !ApiCubeTiling(ascendc, CubeType(dtype), false, false, m, d, n, t.data.mmNN) ||
+        !ApiCubeTiling(ascendc, CubeType(dtype), true, false, n, d, m, t.data.mmTN))
       error = "the Matmul tiling API refused a tile";
   }
   if (!error.empty()) {

@@ -7,31 +7,15 @@
 #include <cstdio>
 #include <string>
 
+#include "cann_cube.h"
 #include "cann_host.h"
 #include "cann_platform.h"
 #include "linear_attention_infer.h"
-#include "tiling/tiling_api.h"
 
 namespace ms_ops {
 
 // Attribute order of both OpDefs.
 enum LaAttr : size_t { kLaCausal, kLaEps, kLaLayout };
-
-// One Matmul tiling for C[m, n] = op(A) op(B) with K = k, all fp32 in GM; the kernel sets the org
-// shapes (the workspace strides) at run time.
-inline bool LaFillCube(const platform_ascendc::PlatformAscendC &ascendc, bool transA, bool transB, int64_t m,
-                       int64_t n, int64_t k, TCubeTiling &out) {
-  matmul_tiling::MatmulApiTiling api(ascendc);
-  const auto f32 = matmul_tiling::DataType::DT_FLOAT;
-  api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, f32, transA);
-  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, f32, transB);
-  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, f32);
-  api.SetBias(false);
-  api.SetOrgShape(m, n, k);
-  api.SetShape(m, n, k);
-  api.SetBufferSpace(-1, -1, -1);
-  return api.GetTiling(out) != -1;
-}
 
 inline ge::graphStatus LaTilingFunc(gert::TilingContext *context, const char *op) {
   const platform_ascendc::PlatformAscendC ascendc(context->GetPlatformInfo());
@@ -60,9 +44,9 @@ inline ge::graphStatus LaTilingFunc(gert::TilingContext *context, const char *op
     LinearAttentionTilingData &d = t.data;
     const int64_t c = d.chunk, dim = d.dim, ve = d.vdimExt, wide = dim > ve ? dim : ve;
     const int64_t big = wide > c ? wide : c;
-    if (!LaFillCube(ascendc, false, true, c, big, wide, d.mmNT) ||
-        !LaFillCube(ascendc, false, false, big, wide, big, d.mmNN) ||
-        !LaFillCube(ascendc, true, false, big, wide, c, d.mmTN))
+    if (!ApiCubeTiling(ascendc, matmul_tiling::DataType::DT_FLOAT, false, true, c, big, wide, d.mmNT) ||
+        !ApiCubeTiling(ascendc, matmul_tiling::DataType::DT_FLOAT, false, false, big, wide, big, d.mmNN) ||
+        !ApiCubeTiling(ascendc, matmul_tiling::DataType::DT_FLOAT, true, false, big, wide, c, d.mmTN))
       error = "the Matmul tiling API refused a tile";
   }
   if (!error.empty()) {

@@ -40,6 +40,16 @@ FloatEnum ToFloatEnum(ge::DataType d) {
   return d == ge::DT_FLOAT ? FloatEnum::kF32 : d == ge::DT_FLOAT16 ? FloatEnum::kF16 : FloatEnum::kBF16;
 }
 
+// The values of a ValueDepend int64 input (actual lengths, prefix); empty when it is absent.
+inline std::vector<int64_t> InputValues(gert::TilingContext *context, size_t index) {
+  const gert::Tensor *t = context->GetInputTensor(index);
+  std::vector<int64_t> out;
+  if (t == nullptr) return out;
+  const int64_t *v = t->GetData<int64_t>();
+  out.assign(v, v + t->GetShapeSize());
+  return out;
+}
+
 }  // namespace ms_ops
 
 #endif  // MS_OPS_CANN_CANN_HOST_H_

@@ -3,9 +3,8 @@
 #ifndef MS_OPS_CROSS_ENTROPY_CROSS_ENTROPY_CANN_TILING_H_
 #define MS_OPS_CROSS_ENTROPY_CROSS_ENTROPY_CANN_TILING_H_
 
+#include "cann_cube.h"
 #include "cross_entropy_common.h"
-#include "tiling/platform/platform_ascendc.h"
-#include "tiling/tiling_api.h"
 
 namespace ms_ops {
 
@@ -20,15 +19,7 @@ inline matmul_tiling::DataType ToCubeType(CeFloat t) {
 // callers pass the tiling that `out` overwrites.
 inline bool CubeTiling(const platform_ascendc::PlatformAscendC &ascendc, const AscendC::tiling::TCubeTiling shape,
                        matmul_tiling::DataType in, bool transA, bool transB, AscendC::tiling::TCubeTiling &out) {
-  matmul_tiling::MatmulApiTiling api(ascendc);
-  api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, in, transA);
-  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, in, transB);
-  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
-  api.SetShape(shape.M, shape.N, shape.Ka);
-  api.SetOrgShape(shape.M, shape.N, shape.Ka);
-  api.EnableBias(false);
-  api.SetBufferSpace(-1, -1, -1);
-  if (api.GetTiling(out) == -1) return false;
+  if (!ApiCubeTiling(ascendc, in, transA, transB, shape.M, shape.N, shape.Ka, out)) return false;
   out.usedCoreNum = shape.usedCoreNum;
   return true;
 }

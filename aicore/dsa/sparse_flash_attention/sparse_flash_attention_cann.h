@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "cann_cube.h"
 #include "cann_host.h"
 #include "cann_platform.h"
 #include "sparse_flash_attention_infer.h"
 #include "sparse_flash_attention_tiling.h"
-#include "tiling/tiling_api.h"
 
 namespace ms_ops {
 
@@ -22,33 +22,6 @@ enum SfaAttr : size_t {
   kSfaScale, kSfaBlockSize, kSfaLayout, kSfaSparseMode, kSfaLayoutKv, kSfaHasLengthsQ, kSfaHasLengthsKv,
   kSfaPreTokens, kSfaNextTokens
 };
-
-inline matmul_tiling::DataType SfaMatmulType(ge::DataType d) {
-  return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT
-                           : d == ge::DT_FLOAT16 ? matmul_tiling::DataType::DT_FLOAT16 : matmul_tiling::DataType::DT_BF16;
-}
-
-inline bool SfaFillCube(const platform_ascendc::PlatformAscendC &ascendc, ge::DataType dtype, bool transA, bool transB,
-                        int64_t m, int64_t n, int64_t k, TCubeTiling &out) {
-  matmul_tiling::MatmulApiTiling api(ascendc);
-  api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, SfaMatmulType(dtype), transA);
-  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, SfaMatmulType(dtype), transB);
-  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
-  api.SetBias(false);
-  api.SetOrgShape(m, n, k);
-  api.SetShape(m, n, k);
-  api.SetBufferSpace(-1, -1, -1);
-  return api.GetTiling(out) != -1;
-}
-
-inline std::vector<int64_t> SfaValues(gert::TilingContext *context, size_t index) {
-  const gert::Tensor *t = context->GetInputTensor(index);
-  std::vector<int64_t> out;
-  if (t == nullptr) return out;
-  const int64_t *v = t->GetData<int64_t>();
-  out.assign(v, v + t->GetShapeSize());
-  return out;
-}
 
 // ropeIn: the index of query_rope, followed by key_rope, the two lengths inputs and (forward
 // only) block_table.
@@ -86,8 +59,8 @@ inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *o
     p.topK = idx[rank - 1];
     p.ropeDim = qRope.size() > 1 ? qRope.back() : 0;
     if (p.packed) {
-      p.cumQ = SfaValues(context, ropeIn + 2);
-      p.cumKv = SfaValues(context, ropeIn + 3);
+      p.cumQ = InputValues(context, ropeIn + 2);
+      p.cumKv = InputValues(context, ropeIn + 3);
       p.batch = static_cast<int64_t>(p.cumQ.size());
       if (p.cumQ.empty() || p.cumQ.back() != p.seq1 || p.cumKv.size() != p.cumQ.size() || p.cumKv.back() != p.seq2)
         error = "the actual sequence lengths must be cumulative, ending at T1/T2";
@@ -109,9 +82,9 @@ inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *o
     SparseFlashAttentionTilingData &d = t.data;
     const int64_t rows = grad ? d.tokChunk * d.group : d.group, keys = d.nTile > d.keyTile ? d.nTile : d.keyTile;
     const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim;
-    if (!SfaFillCube(ascendc, dtype, false, true, rows, keys, wide, d.mmNT) ||
-        !SfaFillCube(ascendc, dtype, false, false, rows, wide, keys, d.mmNN) ||
-        !SfaFillCube(ascendc, dtype, true, false, keys, wide, rows, d.mmTN))
+    if (!ApiCubeTiling(ascendc, CubeType(dtype), false, true, rows, keys, wide, d.mmNT) ||
+        !ApiCubeTiling(ascendc, CubeType(dtype), false, false, rows, wide, keys, d.mmNN) ||
+        !ApiCubeTiling(ascendc, CubeType(dtype), true, false, keys, wide, rows, d.mmTN))
       error = "the Matmul tiling API refused a tile";
   }
   if (!error.empty()) {

@@ -5,22 +5,17 @@
 #include <cstdio>
 #include <vector>
 
+#include "cann_cube.h"
 #include "cann_host.h"
 #include "cann_platform.h"
 #include "../../cross_entropy_common.h"
 #include "fused_linear_online_max_sum_infer.h"
 #include "fused_linear_online_max_sum_tiling.h"
-#include "tiling/tiling_api.h"
 
 namespace {
 
 enum Input : size_t { kInput, kWeight, kTarget };
 enum AttrIndex : size_t { kVocabStart, kVocabEnd, kReturnLogits, kVocabSize, kIgnoreIndex };
-
-matmul_tiling::DataType ToMatmulType(ge::DataType d) {
-  return d == ge::DT_FLOAT ? matmul_tiling::DataType::DT_FLOAT : d == ge::DT_FLOAT16 ? matmul_tiling::DataType::DT_FLOAT16
-                                                                                    : matmul_tiling::DataType::DT_BF16;
-}
 
 }  // namespace
 
@@ -32,15 +27,8 @@ struct FusedLinearOnlineMaxSumCompileInfo {};
 // tiling's TCubeTiling carries the same shapes, which is all the twin's Matmul reads).
 static bool FillCubeTiling(const platform_ascendc::PlatformAscendC &ascendc, ge::DataType dtype,
                            FusedLinearOnlineMaxSumTilingData &d) {
-  matmul_tiling::MatmulApiTiling api(ascendc);
-  api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, ToMatmulType(dtype), false);
-  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, ToMatmulType(dtype), true);
-  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
-  api.SetBias(false);
-  api.SetOrgShape(d.rows, d.returnLogits != 0 ? d.vocab : d.nTile, d.hidden);
-  api.SetShape(d.mTile, d.nTile, d.hidden);
-  api.SetBufferSpace(-1, -1, -1);
-  return api.GetTiling(d.mm) != -1;
+  return ms_ops::ApiCubeTiling(ascendc, ms_ops::CubeType(dtype), false, true, d.mTile, d.nTile, d.hidden, d.rows,
+                               d.returnLogits != 0 ? d.vocab : d.nTile, d.hidden, d.mm);
 }
 
 static ge::graphStatus FusedLinearOnlineMaxSumTilingFunc(gert::TilingContext *context) {
