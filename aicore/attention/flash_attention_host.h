@@ -18,22 +18,6 @@ struct FaOptional {
   const Arg *pse, *mask, *prefix, *cumQ, *cumKv, *drop, *seed;
 };
 
-// Cumulative lengths: `batch` non-decreasing values from >= 0 ending at `total`.
-inline std::vector<int64_t> FaCumulative(const Arg &a, int64_t batch, int64_t total) {
-  Require(a.dtype == DType::kI64 && a.shape.size() == 1, a.name,
-          "must be 1-D int64 cumulative lengths, got " + std::string(a.dtypeName) + " " + ShapeStr(a.shape));
-  Require(batch < 0 || a.shape[0] == batch, a.name,
-          "needs one entry per sequence (" + std::to_string(batch) + "), got " + std::to_string(a.shape[0]));
-  const int64_t *v = reinterpret_cast<const int64_t *>(a.data);
-  std::vector<int64_t> out(v, v + a.shape[0]);
-  Require(!out.empty(), a.name, "must list at least one sequence");
-  for (size_t i = 0; i < out.size(); ++i)
-    Require(out[i] >= (i ? out[i - 1] : 0), a.name, "must be non-decreasing from >= 0 (cumulative lengths)");
-  Require(out.back() == total, a.name,
-          "must end at the packed length " + std::to_string(total) + ", got " + std::to_string(out.back()));
-  return out;
-}
-
 // attn_mask: read per element in modes 0, 1 and 5 (full shapes; TND: per sequence, padded to the
 // longest, p.seq1 / p.seq2 being its lengths here), only checked in the compressed
 // modes (2, 3, 4, 7, 8: [2048, 2048]; 6: [3072, 2048]), whose contents the kernel does not need.
@@ -102,8 +86,8 @@ inline FlashAttentionProblem FaReadProblem(mindspore::AotExtra *extra, const Arg
   p.dim = d1;
   p.dataType = q.dtype == DType::kF32 ? FaFloat::kF32 : q.dtype == DType::kF16 ? FaFloat::kF16 : FaFloat::kBF16;
   if (packed) {
-    p.cumQ = FaCumulative(*opt.cumQ, -1, s1);
-    p.cumKv = FaCumulative(*opt.cumKv, int64_t(p.cumQ.size()), s2);
+    p.cumQ = RequireCumulative(*opt.cumQ, -1, s1);
+    p.cumKv = RequireCumulative(*opt.cumKv, int64_t(p.cumQ.size()), s2);
     p.batch = int64_t(p.cumQ.size());
   }
   if (p.sparseMode == 5 || p.sparseMode == 6) {

@@ -176,6 +176,23 @@ inline void RequireFloat(const Arg &a) {
           std::string("must be float32, float16 or bfloat16, got ") + a.dtypeName);
 }
 
+// Cumulative sequence lengths (TND): `batch` values (any number when batch < 0), non-decreasing
+// from >= 0 and ending at `total`, the packed length.
+inline std::vector<int64_t> RequireCumulative(const Arg &a, int64_t batch, int64_t total) {
+  Require(a.dtype == DType::kI64 && a.shape.size() == 1, a.name,
+          "must be 1-D int64 cumulative lengths, got " + std::string(a.dtypeName) + " " + ShapeStr(a.shape));
+  Require(batch < 0 || a.shape[0] == batch, a.name,
+          "needs one entry per sequence (" + std::to_string(batch) + "), got " + std::to_string(a.shape[0]));
+  const int64_t *v = reinterpret_cast<const int64_t *>(a.data);
+  std::vector<int64_t> out(v, v + a.shape[0]);
+  Require(!out.empty(), a.name, "must list at least one sequence");
+  for (size_t i = 0; i < out.size(); ++i)
+    Require(out[i] >= (i ? out[i - 1] : 0), a.name, "must be non-decreasing from >= 0 (cumulative lengths)");
+  Require(out.back() == total, a.name,
+          "must end at the packed length " + std::to_string(total) + ", got " + std::to_string(out.back()));
+  return out;
+}
+
 template <typename V>
 V ReadAttr(mindspore::AotExtra *extra, const char *name) {
   Require(extra != nullptr && extra->HasAttr(name), name, "attribute missing");

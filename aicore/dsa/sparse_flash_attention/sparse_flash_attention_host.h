@@ -54,21 +54,6 @@ inline void SfaCheckTable(const SparseFlashAttentionProblem &p, const Arg &table
   }
 }
 
-inline std::vector<int64_t> SfaCumulative(const Arg &a, int64_t batch, int64_t total) {
-  Require(a.dtype == DType::kI64 && a.shape.size() == 1, a.name,
-          "must be 1-D int64 cumulative lengths, got " + std::string(a.dtypeName) + " " + ShapeStr(a.shape));
-  Require(batch < 0 || a.shape[0] == batch, a.name,
-          "needs one entry per sequence (" + std::to_string(batch) + "), got " + std::to_string(a.shape[0]));
-  const int64_t *v = reinterpret_cast<const int64_t *>(a.data);
-  std::vector<int64_t> out(v, v + a.shape[0]);
-  Require(!out.empty(), a.name, "must list at least one sequence");
-  for (size_t i = 0; i < out.size(); ++i)
-    Require(out[i] >= (i ? out[i - 1] : 0), a.name, "must be non-decreasing from >= 0 (cumulative lengths)");
-  Require(out.back() == total, a.name,
-          "must end at the packed length " + std::to_string(total) + ", got " + std::to_string(out.back()));
-  return out;
-}
-
 // Every list entry is -1 or a block of its sequence's keys (< ceil(S2 / sparse_block_size)), and
 // no block appears twice in one list.
 inline void SfaCheckIndices(const SparseFlashAttentionProblem &p, const Arg &idx) {
@@ -179,8 +164,8 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
   }
   p.dataType = q.dtype == DType::kF32 ? SfaFloat::kF32 : q.dtype == DType::kF16 ? SfaFloat::kF16 : SfaFloat::kBF16;
   if (p.packed) {
-    p.cumQ = SfaCumulative(*in.cumQ, -1, p.seq1);
-    p.cumKv = SfaCumulative(*in.cumKv, int64_t(p.cumQ.size()), p.seq2);
+    p.cumQ = RequireCumulative(*in.cumQ, -1, p.seq1);
+    p.cumKv = RequireCumulative(*in.cumKv, int64_t(p.cumQ.size()), p.seq2);
     p.batch = int64_t(p.cumQ.size());
   } else {
     if (p.paged) {
