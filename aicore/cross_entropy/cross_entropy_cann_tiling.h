@@ -4,15 +4,8 @@
 #define MS_OPS_CROSS_ENTROPY_CROSS_ENTROPY_CANN_TILING_H_
 
 #include "cann_cube.h"
-#include "cross_entropy_common.h"
 
 namespace ms_ops {
-
-inline matmul_tiling::DataType ToCubeType(CeFloat t) {
-  return t == CeFloat::kF32 ? matmul_tiling::DataType::DT_FLOAT
-         : t == CeFloat::kF16 ? matmul_tiling::DataType::DT_FLOAT16
-                              : matmul_tiling::DataType::DT_BF16;
-}
 
 // The library's tiling of the product whose shape `shape` gives (in `in` operands, A transposed
 // when transA, B when transB, fp32 GM result); false when the API finds none. `shape` is a copy:

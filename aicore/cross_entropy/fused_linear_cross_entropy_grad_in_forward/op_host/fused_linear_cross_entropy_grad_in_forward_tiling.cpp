@@ -49,7 +49,7 @@ static ge::graphStatus FusedLinearCrossEntropyGradInForwardTilingFunc(gert::Tili
     return ge::GRAPH_FAILED;
   }
   FusedLinearCrossEntropyGradInForwardTilingData &d = t.data;
-  const matmul_tiling::DataType in = ms_ops::ToCubeType(p.dataType);
+  const matmul_tiling::DataType in = ms_ops::CubeType(context->GetInputDesc(ms_ops::kFlceGifInput)->GetDataType());
   if (!ms_ops::CubeTiling(ascendc, d.mmLogits, in, false, true, d.mmLogits) ||
       !ms_ops::CubeTiling(ascendc, d.mmWeight, in, true, false, d.mmWeight) ||
       !ms_ops::CubeTiling(ascendc, d.mmInput, in, false, false, d.mmInput)) {

@@ -44,7 +44,7 @@ static ge::graphStatus FusedLinearCrossEntropyLossGradTilingFunc(gert::TilingCon
     return ge::GRAPH_FAILED;
   }
   FusedLinearCrossEntropyLossGradTilingData &d = t.data;
-  const matmul_tiling::DataType in = ms_ops::ToCubeType(p.dataType);
+  const matmul_tiling::DataType in = ms_ops::CubeType(context->GetInputDesc(ms_ops::kFlcegInput)->GetDataType());
   if (!ms_ops::CubeTiling(ascendc, d.mmLogits, in, false, true, d.mmLogits) ||
       !ms_ops::CubeTiling(ascendc, d.mmWeight, in, true, false, d.mmWeight) ||
       !ms_ops::CubeTiling(ascendc, d.mmInput, in, false, false, d.mmInput)) {
