@@ -45,12 +45,12 @@ struct FlashAttentionTiling {
 
 // Query rows x key rows of a score tile. The forward covers 512 keys per cube and vector pass (a
 // fixed cost per tile, the Matmul set-up, the accumulator's rescale and the running statistics, is
-// paid 4x less often). Its UB at most: S and P chunk queues of 32 KiB (16 rows of 512 fp32),
-// accumulator in/out chunks of 16 KiB each, 8 KiB of reduction scratch, 2 KiB of broadcast blocks,
-// 9.5 KiB of row statistics (17 KiB for 256-row tiles) and a zero row, and the rows of nTile
-// elements (attn_mask: 2 x 2 KiB fp32 + 0.5 KiB bytes + 1 KiB half + 2 x 2 KiB; real_shift: 3 x 2
-// KiB; dropout bits: 16 x 96 B): about 141 KiB against the A2's 184 KiB usable UB (the twin checks
-// every launch). The backward's tiles are 256 x 256: its per-block workspace (S, then P over it;
+// paid 4x less often). Its UB at most: 108 KiB for a chunk's S and P queues and its reduction
+// scratch (24 rows of 512 fp32: 48 + 48 + 12 KiB), accumulator in/out chunks of 16 KiB each, up to
+// 3.5 KiB of broadcast blocks, 15 KiB of row statistics (256-row tiles) and a zero row, and the rows
+// of nTile elements (attn_mask: 2 x 2 KiB fp32 + 0.5 KiB bytes + 1 KiB half + 2 x 2 KiB;
+// real_shift: 3 x 2 KiB; dropout bits: 24 x 96 B): about 178 KiB against the A2's 184 KiB usable
+// UB (the twin refuses the reserved top in strict mode). The backward's tiles are 256 x 256: its per-block workspace (S, then P over it;
 // dP, then dS over it) grows with the tile, 512 KiB per block (S = 8192 causal fp32
 // forward+backward: about 61 MiB beyond inputs, outputs and gradients; issue 10's budget: 64 MiB).
 // 256 query rows against 128 (A2 estimate at S = 4096, N = 8 causal: 1383 -> 1231 us) move each key

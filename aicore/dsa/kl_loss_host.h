@@ -62,7 +62,7 @@ inline int KlLossRun(const char *op, mindspore::AotExtra *extra, const std::vect
     *reinterpret_cast<float *>(a[kKlLoss].data) = 0.0f;
     return 0;
   }
-  const twin::Pages workspace = twin::DeviceWorkspace(tiling.workspaceBytes);
+  const twin::Workspace workspace(tiling.workspaceBytes);
   return twin::LaunchCooperative(op, tiling.blockDim, tiling.tilingKey, [&] {
     kernel(a, workspace.data(), reinterpret_cast<uint8_t *>(&tiling.data));
   });

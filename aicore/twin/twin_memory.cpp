@@ -3,7 +3,9 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
 
 namespace ms_ops {
 namespace twin {
@@ -34,12 +36,28 @@ void Pages::Release() {
   bytes_ = 0;
 }
 
-Pages DeviceWorkspace(size_t bytes) {
-  Pages ws;
-  if (bytes == 0) return ws;
-  ws.Reserve(bytes);
-  std::memset(ws.data(), 0xFF, bytes);
-  return ws;
+namespace {
+
+std::mutex spareMutex;
+Pages *spare = new Pages();  // never destroyed: a launch may still hold a workspace at exit
+
+}  // namespace
+
+Workspace::Workspace(size_t bytes) {
+  if (bytes == 0) return;
+  {
+    const std::lock_guard<std::mutex> lock(spareMutex);
+    if (spare->size() >= bytes) pages_ = std::move(*spare);
+  }
+  pages_.Reserve(bytes);
+  std::memset(pages_.data(), 0xFF, bytes);
+}
+
+Workspace::~Workspace() {
+  if (pages_.size() == 0 || pages_.size() > kSpareWorkspaceBytes) return;
+  const std::lock_guard<std::mutex> lock(spareMutex);
+  // The larger of the two stays: the next launch of the same op then finds its size.
+  if (pages_.size() > spare->size()) *spare = std::move(pages_);
 }
 
 }  // namespace twin

@@ -31,6 +31,7 @@ class Pages {
   void Release();
 
   uint8_t *data() const { return data_; }
+  size_t size() const { return bytes_; }
   template <typename T>
   T *as() const {
     return reinterpret_cast<T *>(data_);
@@ -43,7 +44,25 @@ class Pages {
 
 // A launch's GM workspace: `bytes` filled with 0xFF like stale device memory (NaN for floats,
 // -1 for integers), so a kernel reading workspace it never wrote gets visibly wrong results.
-Pages DeviceWorkspace(size_t bytes);
+// Its pages come from, and go back to, one process-wide spare of at most kSpareWorkspaceBytes:
+// mapping and first-touching a fresh 15 MiB (flash attention's) cost about 8 ms of one thread
+// before every launch, the refill of mapped pages about 1 ms. Larger workspaces (the
+// cross-entropy logits chunks) are returned to the OS, so no more than the spare stays resident
+// between launches.
+constexpr size_t kSpareWorkspaceBytes = size_t(32) << 20;
+
+class Workspace {
+ public:
+  explicit Workspace(size_t bytes);
+  ~Workspace();
+  Workspace(const Workspace &) = delete;
+  Workspace &operator=(const Workspace &) = delete;
+
+  uint8_t *data() const { return pages_.data(); }
+
+ private:
+  Pages pages_;
+};
 
 }  // namespace twin
 }  // namespace ms_ops

@@ -40,9 +40,21 @@ struct FaArgs {
   GM_ADDR workspace;
 };
 
-// UB bytes of one fp32 chunk of a score tile (16 rows of 512 keys: each vector call covers as many
-// elements as 64 rows of 128 keys did) and of an accumulator tile.
-constexpr uint32_t kFaScoreChunkBytes = 32768, kFaChunkBytes = 16384;
+// UB bytes of a chunk of score rows, S (fp32), P (T) and FaRowReduce's two 64-lane scratch rows
+// per row, and of a chunk of an accumulator tile. At 512 keys that is 24 rows (fp32): the vector
+// pass is about 35 calls a chunk whatever its rows, so longer chunks mean fewer calls for the same
+// elements (16 rows took a third more vector time in the twin).
+constexpr uint32_t kFaScoreChunkBytes = 110592, kFaChunkBytes = 16384;
+
+// Rows of a score chunk of `pitch`-element rows with T probabilities: a multiple of 8 (one Brcb
+// repeat of row statistics), at least 8, at most 248 (one level-0 call's repeats).
+template <typename T>
+__aicore__ inline uint32_t FaScoreChunkRows(uint32_t pitch) {
+  const uint32_t lanes = pitch > kFaLanes ? pitch : kFaLanes;
+  uint32_t rows = kFaScoreChunkBytes / (lanes * (4 + sizeof(T)) + 2 * kFaLanes * 4) / 8 * 8;
+  if (rows < 8) rows = 8;
+  return rows > 248 ? 248 : rows;
+}
 
 template <typename T>
 class FlashAttentionScoreKernel {
@@ -81,7 +93,7 @@ class FlashAttentionScoreKernel {
 
     nPitch_ = FaPitch(nT);
     dPitch_ = FaPitch(dv);
-    sRows_ = FaChunkRows(nPitch_, kFaScoreChunkBytes);
+    sRows_ = FaScoreChunkRows<T>(nPitch_);
     aRows_ = FaChunkRows(dPitch_, kFaChunkBytes);
     pipe.InitBuffer(sQ_, 1, sRows_ * nPitch_ * 4);
     pipe.InitBuffer(pQ_, 1, UbBytes(sRows_ * nPitch_, sizeof(T)));

@@ -52,7 +52,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   FaSetValueDim(t.data, p);
   Require(packed || p.seq2 >= 1 || p.seq1 == 0 || p.batch == 0, "key", "needs at least one key row (S2 >= 1)");
   if (t.blockDim == 0) return 0;
-  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
+  const twin::Workspace workspace(t.workspaceBytes);
   // The blocks meet at SyncAll between diagonals: all of them run at once.
   return twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
     flash_attention_score_grad(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data,

@@ -29,7 +29,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   LinearAttentionTiling t = ComputeLinearAttentionTiling(p, kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
   if (t.blockDim == 0) return 0;
-  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
+  const twin::Workspace workspace(t.workspaceBytes);
   return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
     linear_attention(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, workspace.data(),
                      reinterpret_cast<uint8_t *>(&t.data));

@@ -74,7 +74,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   FlceGradInForwardTiling t = ComputeFlceGradInForwardTiling(p, kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
   // Poisoned like device memory: every workspace byte the kernel reads it wrote first.
-  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
+  const twin::Workspace workspace(t.workspaceBytes);
   return twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
     fused_linear_cross_entropy_grad_in_forward(input.data, weight.data, target.data, loss.data, inputGrad.data,
                                                weightGrad.data, workspace.data(), reinterpret_cast<uint8_t *>(&t.data));

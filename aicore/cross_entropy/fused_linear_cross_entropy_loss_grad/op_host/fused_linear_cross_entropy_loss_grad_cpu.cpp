@@ -105,7 +105,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
       ms_ops::ComputeFusedLinearCrossEntropyLossGradTiling(prob, ms_ops::kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
   if (t.blockDim == 0) return 0;  // H == 0: both gradients are empty
-  const ms_ops::twin::Pages workspace = ms_ops::twin::DeviceWorkspace(t.workspaceBytes);
+  const ms_ops::twin::Workspace workspace(t.workspaceBytes);
   return ms_ops::twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
     fused_linear_cross_entropy_loss_grad(grad.data, input.data, weight.data, mask.data, target.data, logitsMax.data,
                                          sumExp.data, softmax.data, inputGrad.data, weightGrad.data, workspace.data(),

@@ -119,7 +119,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   if (!t.error.empty()) Reject("tiling", t.error);
   // The blocks' logits tiles (memory-saving mode), poisoned: every tile is written by its Matmul
   // before the vector pass reads it.
-  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
+  const twin::Workspace workspace(t.workspaceBytes);
   auto gm = [params](int i) { return static_cast<uint8_t *>(params[i]); };
   return twin::Launch(kOp, t.blockDim, t.tilingKey, [&] {
     fused_linear_online_max_sum(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), gm(6), gm(7), gm(8), gm(9),

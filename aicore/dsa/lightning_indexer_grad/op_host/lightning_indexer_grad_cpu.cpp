@@ -46,7 +46,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   LightningIndexerGradTiling t = ComputeLightningIndexerGradTiling(p, s.tokens2, kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
   if (t.blockDim == 0) return 0;
-  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
+  const twin::Workspace workspace(t.workspaceBytes);
   return twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
     lightning_indexer_grad(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data, a[7].data,
                            a[8].data, a[9].data, workspace.data(), reinterpret_cast<uint8_t *>(&t.data));

@@ -51,7 +51,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   p.valueIsKey = a[1].data == a[2].data;
   SparseFlashAttentionTiling t = ComputeSparseFlashAttentionTiling(p, kAtlasA2, true);
   if (!t.error.empty()) Reject("tiling", t.error);
-  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
+  const twin::Workspace workspace(t.workspaceBytes);
   // Cooperative: the query items meet the key items at a SyncAll, so every block must be resident
   // (the tiling takes at most one block per core).
   return twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {

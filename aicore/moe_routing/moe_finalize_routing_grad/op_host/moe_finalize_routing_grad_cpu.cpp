@@ -134,7 +134,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   prob.scalesType = ToFloatEnum<MoeFloat>(scales.dtype);
   ms_ops::MoeFinalizeRoutingGradTiling t = ms_ops::ComputeMoeFinalizeRoutingGradTiling(prob, ms_ops::kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
-  const twin::Pages workspace = twin::DeviceWorkspace(t.workspaceBytes);
+  const twin::Workspace workspace(t.workspaceBytes);
   // The kernel's SyncAll needs every block live at once.
   return twin::LaunchCooperative("moe_finalize_routing_grad", t.blockDim, t.tilingKey, [&] {
     moe_finalize_routing_grad(gy.data, idx.data, ex.data, scales.data, expert.data, bias.data, gradX.data,

@@ -84,7 +84,7 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   CheckExpertIds(static_cast<const int32_t *>(params[1]), args.rows, args.topK, args.expertNum);
 
   auto gm = [params](int i) { return static_cast<uint8_t *>(params[i]); };
-  const twin::Pages workspace = twin::DeviceWorkspace(plan.workspaceBytes);
+  const twin::Workspace workspace(plan.workspaceBytes);
   // The kernel's SyncAll needs every block live at once.
   return twin::LaunchCooperative(kOp, plan.blockDim, plan.tilingKey, [&] {
     moe_init_routing(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), workspace.data(),
