@@ -7,14 +7,19 @@
 //                    row seen in earlier pieces are merged: max = max(inMax, row max),
 //                    expMax = exp(inMax - max), sum = inSum * expMax + row sum.
 // Shapes come from softmaxShapeInfo, or from the tiling where it is all zero. Exponentials are
-// computed in float; the scratch buffer is checked for alignment but not needed by the twin.
+// computed in float, as the Exp API computes them (twin_math.h), and summed in an order that does
+// not depend on the machine; the scratch buffer is checked for alignment but not needed by the twin.
 // SoftmaxFlash and LogSoftMax, on the same rows, are in twin_softmax_flash.h.
 #ifndef MS_OPS_TWIN_SOFTMAX_H_
 #define MS_OPS_TWIN_SOFTMAX_H_
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
 
+#include "twin_math.h"
 #include "twin_vector.h"
 
 namespace AscendC {
@@ -76,10 +81,68 @@ inline void PutStat(S *p, uint32_t row, float v) {
   for (uint32_t j = 0; j < kStatWidth<S>; ++j) p[uint64_t(row) * kStatWidth<S> + j] = static_cast<S>(v);
 }
 
+// Row max and exponentials of float rows at the widest vectors (twin_math.h), the exponential the
+// Exp API's. The sum's order does not depend on the width: element c goes to lane c % 8 of an
+// 8-lane running sum (a wide vector added half by half), whose lanes are combined pairwise at the
+// end. A tail shorter than a vector is padded with lanes that take no part (-inf for the max, 0 for
+// the sum).
+inline float RowMax(const float *x, uint32_t n) {
+  const FW lowest = FW{} - INFINITY;
+  FW m = lowest;
+  uint32_t c = 0;
+  for (; c + kWide <= n; c += kWide) {
+    FW v;
+    std::memcpy(&v, x + c, sizeof(v));
+    m = v > m ? v : m;
+  }
+  if (c < n) {
+    FW v = lowest;
+    std::memcpy(&v, x + c, (n - c) * sizeof(float));
+    m = v > m ? v : m;
+  }
+  float r = -INFINITY;
+  for (int32_t l = 0; l < kWide; ++l) r = std::fmax(r, m[l]);
+  return r;
+}
+
+// acc += the 8-lane pieces of v, in order.
+inline void AddEights(F8 &acc, const FW &v) {
+  for (int32_t h = 0; h < kWide; h += 8) {
+    F8 part;
+    std::memcpy(&part, reinterpret_cast<const float *>(&v) + h, sizeof(part));
+    acc += part;
+  }
+}
+
+// out[c] = exp(x[c] - mx) for c < n (out may be x); returns their sum.
+inline float ExpRow(float *out, const float *x, uint32_t n, float mx) {
+  const FW shift = FW{} + mx;
+  F8 acc{};
+  uint32_t c = 0;
+  for (; c + kWide <= n; c += kWide) {
+    FW v;
+    std::memcpy(&v, x + c, sizeof(v));
+    v = ExpWide(v - shift);
+    AddEights(acc, v);
+    std::memcpy(out + c, &v, sizeof(v));
+  }
+  if (c < n) {
+    FW v{};
+    std::memcpy(&v, x + c, (n - c) * sizeof(float));
+    v = ExpWide(v - shift);
+    for (uint32_t l = n - c; l < uint32_t(kWide); ++l) v[l] = 0.0f;
+    AddEights(acc, v);
+    std::memcpy(out + c, &v, (n - c) * sizeof(float));
+  }
+  const float s01 = acc[0] + acc[1], s23 = acc[2] + acc[3], s45 = acc[4] + acc[5], s67 = acc[6] + acc[7];
+  return (s01 + s23) + (s45 + s67);
+}
+
 // The rows of src (or of src after merging with the statistics in inMax / inSum): mode 0 SoftMax,
 // 1 SimpleSoftMax (max, sum given), 2 SoftmaxFlashV2, 3 SoftmaxFlashV2 update, 4 SoftmaxFlash
 // update (twin_softmax_flash.h), 5 LogSoftMax. Every form of the family is this call; its shape
-// comes from the shape info or the tiling (ShapeOf).
+// comes from the shape info or the tiling (ShapeOf). Exponentials and sums as ExpRow computes them
+// (float data through it directly, half widened a row at a time). dst may be src.
 template <typename T, typename S, typename Tiling>
 inline void SoftmaxRows(const char *call, int mode, const LocalTensor<T> &dst, const LocalTensor<S> *sum,
                         const LocalTensor<S> *max, const LocalTensor<T> &src, const LocalTensor<T> *expMax,
@@ -95,31 +158,33 @@ inline void SoftmaxRows(const char *call, int mode, const LocalTensor<T> &dst, c
   S *outMax = mode != 1 && max != nullptr ? VecOut(call, *max, stats) : nullptr;
   S *outSum = mode != 1 && sum != nullptr ? VecOut(call, *sum, stats) : nullptr;
   T *outExpMax = merge ? VecOut(call, *expMax, uint64_t(sh.m) * kStatWidth<T>) : nullptr;
+  std::vector<float> wide(std::is_same_v<T, float> ? 0 : sh.valid);
   for (uint32_t r = 0; r < sh.m; ++r) {
     const T *row = x + uint64_t(r) * sh.k;
-    float mx = -INFINITY;
-    if (mode == 1) {
-      mx = static_cast<float>(givenMax[uint64_t(r) * kStatWidth<S>]);
+    T *out = d + uint64_t(r) * sh.k;
+    const float *xf;
+    float *ef;
+    if constexpr (std::is_same_v<T, float>) {
+      xf = row;
+      ef = out;
     } else {
-      for (uint32_t c = 0; c < sh.valid; ++c) mx = std::fmax(mx, static_cast<float>(row[c]));
+      for (uint32_t c = 0; c < sh.valid; ++c) wide[c] = static_cast<float>(row[c]);
+      xf = ef = wide.data();
     }
+    float mx = mode == 1 ? static_cast<float>(givenMax[uint64_t(r) * kStatWidth<S>]) : RowMax(xf, sh.valid);
     const float before = merge ? static_cast<float>(givenMax[uint64_t(r) * kStatWidth<S>]) : mx;
     if (merge) mx = std::fmax(mx, before);
-    float total = 0;
-    for (uint32_t c = 0; c < sh.valid; ++c) total += std::exp(static_cast<float>(row[c]) - mx);
+    float total = ExpRow(ef, xf, sh.valid, mx);
     if (mode == 1) total = static_cast<float>(givenSum[uint64_t(r) * kStatWidth<S>]);
     // The earlier pieces' sum, rescaled to the new max.
-    const float e = merge ? std::exp(before - mx) : 1.0f;
+    const float e = merge ? Exp8(Splat(before - mx))[0] : 1.0f;
     const float earlier = merge ? static_cast<float>(givenSum[uint64_t(r) * kStatWidth<S>]) * e : 0.0f;
     total += earlier;
     const float scale = divide ? 1.0f / total : 1.0f;
-    T *out = d + uint64_t(r) * sh.k;
-    if (mode == 5) {
-      for (uint32_t c = 0; c < sh.valid; ++c)
-        out[c] = static_cast<T>(std::log10(std::exp(static_cast<float>(row[c]) - mx) * scale));
-    } else {
-      for (uint32_t c = 0; c < sh.valid; ++c)
-        out[c] = static_cast<T>(std::exp(static_cast<float>(row[c]) - mx) * scale);
+    // Float rows hold their exponentials already; only division, log and narrowing remain.
+    for (uint32_t c = 0; (divide || !std::is_same_v<T, float>) && c < sh.valid; ++c) {
+      const float y = ef[c] * scale;
+      out[c] = static_cast<T>(mode == 5 ? std::log10(y) : y);
     }
     if (merge) {
       const float factor = mode == 3 ? e : earlier / total;
@@ -225,7 +290,53 @@ inline void SoftmaxFlashV2(const LocalTensor<half> &dstTensor, const LocalTensor
                                         softmaxShapeInfo);
 }
 
+MS_OPS_TWIN_FLASH_TEMPLATE
+inline void SoftmaxFlashV2(const LocalTensor<T> &dstTensor, const LocalTensor<T> &expSumTensor,
+                           const LocalTensor<T> &maxTensor, const LocalTensor<T> &srcTensor,
+                           const LocalTensor<T> &expMaxTensor, const LocalTensor<T> &inExpSumTensor,
+                           const LocalTensor<T> &inMaxTensor, const LocalTensor<uint8_t> &sharedTmpBuffer,
+                           const SoftMaxTiling &tiling, const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
+  twin_detail::UbAligned("SoftmaxFlashV2", sharedTmpBuffer.TwinData());
+  SoftmaxFlashV2<T, isUpdate, isReuseSource, isBasicBlock, isDataFormatNZ, config>(
+      dstTensor, expSumTensor, maxTensor, srcTensor, expMaxTensor, inExpSumTensor, inMaxTensor, tiling,
+      softmaxShapeInfo);
+}
+MS_OPS_TWIN_FLASH_TEMPLATE
+inline void SoftmaxFlashV2(const LocalTensor<half> &dstTensor, const LocalTensor<float> &expSumTensor,
+                           const LocalTensor<float> &maxTensor, const LocalTensor<half> &srcTensor,
+                           const LocalTensor<half> &expMaxTensor, const LocalTensor<float> &inExpSumTensor,
+                           const LocalTensor<float> &inMaxTensor, const LocalTensor<uint8_t> &sharedTmpBuffer,
+                           const SoftMaxTiling &tiling, const SoftMaxShapeInfo &softmaxShapeInfo = {}) {
+  twin_detail::UbAligned("SoftmaxFlashV2", sharedTmpBuffer.TwinData());
+  SoftmaxFlashV2<T, isUpdate, isReuseSource, isBasicBlock, isDataFormatNZ, config>(
+      dstTensor, expSumTensor, maxTensor, srcTensor, expMaxTensor, inExpSumTensor, inMaxTensor, tiling,
+      softmaxShapeInfo);
+}
+
 #undef MS_OPS_TWIN_FLASH_TEMPLATE
+
+// The kernel-side tiling of SoftmaxFlashV2 for a [srcM, srcK] shape (CANN's constexpr form, for
+// tilings made on the device). CANN's splits the rows to fit localWorkSpaceSize; the twin reads
+// only srcM and srcK, and a call whose shape info differs from them is retiled, as CANN's is.
+inline constexpr SoftMaxTiling SoftMaxFlashV2TilingFunc(const SoftMaxShapeInfo &shapeInfo,
+                                                        const uint32_t dataTypeSize1, const uint32_t dataTypeSize2,
+                                                        const uint32_t localWorkSpaceSize, const bool isUpdate = false,
+                                                        const bool isBasicBlock = false,
+                                                        const bool isDataFormatNZ = false,
+                                                        const bool isFlashOutputBrc = false) {
+  SoftMaxTiling t{};
+  t.srcM = shapeInfo.srcM;
+  t.srcK = shapeInfo.srcK;
+  t.srcSize = shapeInfo.srcM * shapeInfo.srcK;
+  (void)dataTypeSize1;
+  (void)dataTypeSize2;
+  (void)localWorkSpaceSize;
+  (void)isUpdate;
+  (void)isBasicBlock;
+  (void)isDataFormatNZ;
+  (void)isFlashOutputBrc;
+  return t;
+}
 
 }  // namespace AscendC
 

@@ -126,8 +126,9 @@ MS_OPS_TWIN_UNARY(Reciprocal, decltype(x)(1) / x)
 MS_OPS_TWIN_UNARY(Rsqrt, decltype(x)(1) / std::sqrt(x))
 #undef MS_OPS_TWIN_UNARY
 
-// Exp and Sqrt on float go through the explicit 8-wide forms of twin_math.h.
-#define MS_OPS_TWIN_UNARY8(Name, f8)                                                                             \
+// Exp and Sqrt on float go through the explicit vector forms of twin_math.h (map: their loop over
+// the floats, f8: one 8-wide vector, for the other types' elements one at a time).
+#define MS_OPS_TWIN_UNARY8(Name, map, f8)                                                                        \
   template <typename T>                                                                                          \
   inline void Name(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t &count) {                 \
     if constexpr (std::is_same_v<T, float>) {                                                                    \
@@ -135,13 +136,13 @@ MS_OPS_TWIN_UNARY(Rsqrt, decltype(x)(1) / std::sqrt(x))
       const float *s = twin_detail::VecIn(#Name, src, count);                                                    \
       float *d = twin_detail::VecOut(#Name, dst, count);                                                         \
       twin_detail::Disjoint(#Name, d, count * 4ull, s, count * 4ull);                                            \
-      twin_detail::Map8(d, s, count, f8);                                                                        \
+      map;                                                                                                       \
     } else {                                                                                                     \
       twin_detail::Unary(#Name, dst, src, count, [](auto x) { return f8(twin_detail::Splat(x))[0]; });           \
     }                                                                                                            \
   }
-MS_OPS_TWIN_UNARY8(Exp, twin_detail::Exp8)
-MS_OPS_TWIN_UNARY8(Sqrt, twin_detail::Sqrt8)
+MS_OPS_TWIN_UNARY8(Exp, twin_detail::MapExp(d, s, count), twin_detail::Exp8)
+MS_OPS_TWIN_UNARY8(Sqrt, twin_detail::Map8(d, s, count, twin_detail::Sqrt8), twin_detail::Sqrt8)
 #undef MS_OPS_TWIN_UNARY8
 
 template <typename T>

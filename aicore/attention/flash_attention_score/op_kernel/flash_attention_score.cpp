@@ -106,6 +106,15 @@ class FlashAttentionScoreKernel {
     pipe.InitBuffer(stats_, statRows_ * kUbAlign);
     const uint32_t zeroBytes = UbBytes(dv, sizeof(T));
     pipe.InitBuffer(zero_, zeroBytes);
+    // Without real_shift and attn_mask every score is scale * QKᵀ or a hidden key's kFaLowest, so a
+    // chunk whose rows all see a key of the tile goes through SoftmaxFlashV2 (FlashChunk).
+    flash_ = td.pseKind == 0 && !td.hasMask;
+    if (flash_) {
+      pipe.InitBuffer(flashStats_, kFlashStats * sRows_ * kUbAlign);
+      Duplicate(FlashStat(kZeroSum), 0.0f, static_cast<int32_t>(sRows_ * 8));
+      softmax_ = SoftMaxFlashV2TilingFunc(SoftMaxShapeInfo{sRows_, nPitch_, sRows_, nPitch_}, 4, 4,
+                                          2 * sRows_ * kFaLanes * 4, true);
+    }
     FaInitLogits(pipe, logits_, a.pse, td);
     FaInitDropout(pipe, drop_, a.dropMask, a.dropSeed, td, sRows_);
     // All-zero bytes are 0 in every float type.
@@ -126,6 +135,10 @@ class FlashAttentionScoreKernel {
 
  private:
   enum State : uint32_t { kRunMax, kNewMax, kSum, kTileMax, kTileSum, kFactor, kShift, kStates };
+  // SoftmaxFlashV2's row statistics, one 32-byte block per row of a chunk.
+  enum FlashStatBlocks : uint32_t { kInMax, kZeroSum, kOutMax, kOutSum, kExpMax, kFlashStats };
+
+  __aicore__ inline LocalTensor<float> FlashStat(uint32_t a) { return flashStats_.Get<float>()[a * sRows_ * 8]; }
 
   __aicore__ inline LocalTensor<float> St(uint32_t a) {
     // kRunMax and kNewMax trade places after every key tile.
@@ -170,13 +183,12 @@ class FlashAttentionScoreKernel {
 
   // P = exp(logits - new max) of the tile into the workspace as T (0 for the keys a row does not
   // see), the new running max and the tile's row sums; then factor and sum for all rows. Whole
-  // chunks of rows at a time: the scores' invisible keys become kFaLowest, row maxima and sums are
-  // reductions over the chunk, the max is subtracted as a broadcast block per row.
+  // chunks of rows at a time: the scores' invisible keys become kFaLowest, then FlashChunk or
+  // GeneralChunk makes the chunk's exponentials and statistics.
   __aicore__ inline void Probabilities(const FaSeg &sg, int64_t n1, int64_t q0, uint32_t mt, int64_t k0, uint32_t nt) {
     const FlashAttentionTilingData &td = *td_;
     const uint32_t pitch = nPitch_;
     const bool scaled = td.pseKind != 0 || td.hasMask;
-    const LocalTensor<float> fold = fold_.Get<float>(), brc = brc_.Get<float>();
     for (uint32_t r0 = 0; r0 < mt; r0 += sRows_) {
       const uint32_t rows = mt - r0 < sRows_ ? mt - r0 : sRows_;
       LocalTensor<float> s = sQ_.AllocTensor<float>();
@@ -184,28 +196,22 @@ class FlashAttentionScoreKernel {
       sQ_.EnQue(s);
       s = sQ_.DeQue<float>();
       if (!scaled) Muls(s, s, td.scale, static_cast<int32_t>(rows * pitch));
+      bool blind = false;
       for (uint32_t r = 0; r < rows; ++r) {
         int64_t lo, hi;
         FaVisible(sg, q0 + r0 + r, k0, nt, lo, hi);
         FaKeepColumns(s[r * pitch], nt, lo, hi);
+        blind = blind || hi <= lo;
       }
-      const LocalTensor<float> newMax = St(kNewMax)[r0], shift = St(kShift)[r0];
-      FaRowReduce<true>(St(kTileMax)[r0], s, fold, rows, pitch, nt);
-      Max(newMax, St(kTileMax)[r0], St(kRunMax)[r0], static_cast<int32_t>(rows));
-      Maxs(shift, newMax, kFaShiftFloor, static_cast<int32_t>(rows));
-      FaRowsBy<FaRowOp::kSub>(s, s, shift, brc, rows, pitch);
-      // fp32 P is the exponential itself; fp16/bf16 P its cast.
       LocalTensor<T> p = pQ_.AllocTensor<T>();
       const int32_t count = static_cast<int32_t>(rows * pitch);
-      if constexpr (IsSame<T, float>::value) {
-        Exp(p, s, count);
-      } else {
-        Exp(s, s, count);
-      }
-      // The row sums are the softmax's: anything applied to P from here on (dropout's keep mask)
-      // leaves them as they are.
+      // fp32 P is the exponential itself; fp16/bf16 P its cast.
       const LocalTensor<float> e = IsSame<T, float>::value ? p.template ReinterpretCast<float>() : s;
-      FaRowReduce<false>(St(kTileSum)[r0], e, fold, rows, pitch, nt);
+      if (flash_ && !blind) {
+        FlashChunk(e, s, r0, rows, nt);
+      } else {
+        GeneralChunk(e, s, r0, rows, nt);
+      }
       if (td.dropKind) {
         FaDropKeep(pipe, drop_, td, sg, n1, q0 + r0, rows, k0, nt);
         for (uint32_t r = 0; r < rows; ++r) FaDropApply(drop_, td, e[r * pitch], e[r * pitch], r, nt);
@@ -224,6 +230,40 @@ class FlashAttentionScoreKernel {
     Mul(sum, sum, factor, static_cast<int32_t>(mt));
     Add(sum, sum, St(kTileSum), static_cast<int32_t>(mt));
     swap_ ^= 1u;
+  }
+
+  // Rows [r0, r0 + rows) of the tile, each seeing a key of it, by SoftmaxFlashV2: e = exp(s - new
+  // max) over the first nt columns, the new running max max(old, row max) and the row sums of e
+  // (its input sum is zero: the tile's sums are merged for all rows afterwards). The statistics go
+  // in and out of the API as one block per row (Brcb, BlockReduceMax of the equal copies).
+  __aicore__ inline void FlashChunk(const LocalTensor<float> &e, const LocalTensor<float> &s, uint32_t r0,
+                                    uint32_t rows, uint32_t nt) {
+    const uint8_t groups = static_cast<uint8_t>((rows + 7) / 8);
+    Brcb(FlashStat(kInMax), St(kRunMax)[r0], groups, BrcbRepeatParams(1, 8));
+    SoftmaxFlashV2<float, true>(e, FlashStat(kOutSum), FlashStat(kOutMax), s, FlashStat(kExpMax),
+                                FlashStat(kZeroSum), FlashStat(kInMax), fold_.Get<uint8_t>(), softmax_,
+                                SoftMaxShapeInfo{rows, nPitch_, rows, nt});
+    BlockReduceMax(St(kNewMax)[r0], FlashStat(kOutMax), groups, static_cast<int32_t>(kFaLanes), 1, 1, 8);
+    BlockReduceMax(St(kTileSum)[r0], FlashStat(kOutSum), groups, static_cast<int32_t>(kFaLanes), 1, 1, 8);
+  }
+
+  // The same for any rows, some perhaps seeing no key of the tile or all their keys masked: the
+  // shift exp(s - shift) uses is the new max raised to kFaShiftFloor, so such a row's e is 0.
+  __aicore__ inline void GeneralChunk(const LocalTensor<float> &e, const LocalTensor<float> &s, uint32_t r0,
+                                      uint32_t rows, uint32_t nt) {
+    const uint32_t pitch = nPitch_;
+    const LocalTensor<float> fold = fold_.Get<float>(), brc = brc_.Get<float>();
+    {
+      const LocalTensor<float> newMax = St(kNewMax)[r0], shift = St(kShift)[r0];
+      FaRowReduce<true>(St(kTileMax)[r0], s, fold, rows, pitch, nt);
+      Max(newMax, St(kTileMax)[r0], St(kRunMax)[r0], static_cast<int32_t>(rows));
+      Maxs(shift, newMax, kFaShiftFloor, static_cast<int32_t>(rows));
+    }
+    FaRowsBy<FaRowOp::kSub>(s, s, St(kShift)[r0], brc, rows, pitch);
+    Exp(e, s, static_cast<int32_t>(rows * pitch));
+    // The row sums are the softmax's: anything applied to P from here on (dropout's keep mask)
+    // leaves them as they are.
+    FaRowReduce<false>(St(kTileSum)[r0], e, fold, rows, pitch, nt);
   }
 
   // acc = acc * factor, chunk by chunk, before the cube adds this tile's P V to it.
@@ -295,7 +335,9 @@ class FlashAttentionScoreKernel {
 
   TQue<QuePosition::VECIN, 1> sQ_, aQ_;
   TQue<QuePosition::VECOUT, 1> pQ_, oQ_;
-  TBuf<TPosition::VECCALC> zero_, fold_, brc_, state_, stats_;
+  TBuf<TPosition::VECCALC> zero_, fold_, brc_, state_, stats_, flashStats_;
+  SoftMaxTiling softmax_;
+  bool flash_ = false;
   FaSeqGm seq_;
   FaLogitBufs<T> logits_;
   FaDropout drop_;
