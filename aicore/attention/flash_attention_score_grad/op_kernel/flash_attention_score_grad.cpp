@@ -318,23 +318,48 @@ class FlashAttentionScoreGradKernel {
       }
       FaRowsByBlocks<FaRowOp::kSub>(p, p, shift[r0 * 8], rows, pitch);
       Exp(p, p, count);
-      FaRowsByBlocks<FaRowOp::kMul>(p, p, inv[r0 * 8], rows, pitch);
+      // fp32 P and dS (without d real_shift) are made in the output queue's tensor by their last
+      // operation, so no copy into it is needed; otherwise Emit narrows them into it.
+      const bool direct = IsSame<T, float>::value && !td.pseGrad;
+      LocalTensor<float> pOut = p;
+      if (direct) pOut = outQ_.AllocTensor<float>();
+      FaRowsByBlocks<FaRowOp::kMul>(pOut, p, inv[r0 * 8], rows, pitch);
       if (td.dropKind) {
         FaDropKeep(pipe, drop_, td, sg, n1, q0 + r0, rows, k0, nt);
         for (uint32_t r = 0; r < rows; ++r) FaDropApply(drop_, td, ds[r * pitch], ds[r * pitch], r, nt);
       }
       FaRowsByBlocks<FaRowOp::kSub>(ds, ds, dBlk[r0 * 8], rows, pitch);
-      Mul(ds, ds, p, count);
-      for (uint32_t r = 0; td.dropKind && r < rows; ++r) FaDropApply(drop_, td, p[r * pitch], p[r * pitch], r, nt);
-      Emit(pGm_[uint64_t(r0) * nt], p, rows, nt, nt);
+      Mul(ds, ds, pOut, count);
+      for (uint32_t r = 0; td.dropKind && r < rows; ++r)
+        FaDropApply(drop_, td, pOut[r * pitch], pOut[r * pitch], r, nt);
+      if (direct) {
+        EmitQueued(pGm_[uint64_t(r0) * nt], pOut, rows, nt);
+      } else {
+        Emit(pGm_[uint64_t(r0) * nt], p, rows, nt, nt);
+      }
       sQ_.FreeTensor(p);
-      const int64_t pseAt = td.pseGrad ? int64_t(FaPseAt(td, sg, n1, q0 + r0, k0)) : 0;
-      if (td.pseGrad && !td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
-      Muls(ds, ds, td.scale, count);
-      if (td.pseGrad && td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
-      Emit(dsGm_[uint64_t(r0) * nt], ds, rows, nt, nt);
+      if (direct) {
+        LocalTensor<float> o = outQ_.AllocTensor<float>();
+        Muls(o, ds, td.scale, count);
+        EmitQueued(dsGm_[uint64_t(r0) * nt], o, rows, nt);
+      } else {
+        const int64_t pseAt = td.pseGrad ? int64_t(FaPseAt(td, sg, n1, q0 + r0, k0)) : 0;
+        if (td.pseGrad && !td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
+        Muls(ds, ds, td.scale, count);
+        if (td.pseGrad && td.pseAddFirst) Emit(dpseGm_[pseAt], ds, rows, nt, td.pseRow);
+        Emit(dsGm_[uint64_t(r0) * nt], ds, rows, nt, nt);
+      }
       dpQ_.FreeTensor(ds);
     }
+  }
+
+  // A tensor of outQ_ holding a [rows x pitch] fp32 tile (T = float) into the workspace's compact
+  // rows [rows x cols], and back to the queue.
+  __aicore__ inline void EmitQueued(const GlobalTensor<T> &dst, LocalTensor<float> &o, uint32_t rows, uint32_t cols) {
+    outQ_.EnQue(o);
+    LocalTensor<T> t = outQ_.DeQue<T>();
+    FaTileOut(dst, t, rows, cols, cols, nPitch_);
+    outQ_.FreeTensor(t);
   }
 
   // `count` zeros into GM, in runs of the zero row.
