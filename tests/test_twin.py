@@ -15,6 +15,7 @@ UB_BYTES = 192 * 1024  # ms_ops::twin::kUbBytes
 
 V, I, F, U = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_uint32
 SIGNATURES = {
+    "twin_workspace": [U, V],
     "twin_vec_f32": [I, I, V, V, V, U, F],
     "twin_vec_f16": [I, I, V, V, V, U, F],
     "twin_reduce_f32": [V, V, V, U],
@@ -867,3 +868,13 @@ def test_cooperative_matmul_scratch_is_bounded(lib):
 
     assert peak_rss_mb(launch) < 40
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-2)
+
+
+def test_workspace_starts_stale_on_every_launch(lib):
+    # The spare mapping a launch leaves behind comes back to the next one refilled with 0xFF, whether
+    # the next asks for less (its pages past that returned to the OS) or more (a fresh mapping) or
+    # for the larger size again (the trimmed pages touched anew).
+    stale = np.zeros(1, np.uint32)
+    for size in (200_003, 70_001, 200_003, 300_007):
+        assert lib.twin_workspace(size, P(stale)) == 0
+        assert stale[0] == 0, f"{stale[0]} of {size} workspace bytes were not 0xFF"

@@ -28,6 +28,8 @@ class Pages {
 
   // At least `bytes`, page-aligned; what it held before is not kept. Throws std::bad_alloc.
   void Reserve(size_t bytes);
+  // Returns the pages past the first `bytes` to the OS (they read as zeros when touched again).
+  void Trim(size_t bytes);
   void Release();
 
   uint8_t *data() const { return data_; }
@@ -46,9 +48,10 @@ class Pages {
 // -1 for integers), so a kernel reading workspace it never wrote gets visibly wrong results.
 // Its pages come from, and go back to, one process-wide spare of at most kSpareWorkspaceBytes:
 // mapping and first-touching a fresh 15 MiB (flash attention's) cost about 8 ms of one thread
-// before every launch, the refill of mapped pages about 1 ms. Larger workspaces (the
-// cross-entropy logits chunks) are returned to the OS, so no more than the spare stays resident
-// between launches.
+// before every launch, the refill of mapped pages about 1 ms. A launch taking a larger spare
+// returns its pages past `bytes` to the OS, so it holds no more than it asked for; larger
+// workspaces (the cross-entropy logits chunks) are returned whole, so no more than the spare stays
+// resident between launches.
 constexpr size_t kSpareWorkspaceBytes = size_t(32) << 20;
 
 class Workspace {

@@ -9,6 +9,7 @@
 #include "case_utils.h"
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
+#include "twin_memory.h"
 
 using namespace AscendC;
 using namespace twin_cases;
@@ -832,3 +833,17 @@ TWIN_EXPORT int twin_sync_fail(int kind, int32_t *done, uint32_t blocks, uint32_
 
 // SyncAll under the ordinary launcher.
 TWIN_EXPORT int twin_sync_plain(uint32_t blocks) { return Run("twin_sync_plain", blocks, [] { SyncAll(); }); }
+
+// A launch's GM workspace of `bytes` (twin_memory.h: one spare mapping kept between launches):
+// stale[0] counts its bytes that are not 0xFF when the kernel starts; the kernel then zeroes it, as
+// a kernel that uses its workspace leaves it written.
+TWIN_EXPORT int twin_workspace(uint32_t bytes, uint32_t *stale) {
+  const ms_ops::twin::Workspace ws(bytes);
+  return Run("twin_workspace", 1, [&] {
+    GlobalTensor<uint8_t> g = Gm<uint8_t>(ws.data(), bytes);
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < bytes; ++i) count += g.GetValue(i) != 0xFF;
+    stale[0] = count;
+    for (uint32_t i = 0; i < bytes; ++i) g.SetValue(i, 0);
+  });
+}
