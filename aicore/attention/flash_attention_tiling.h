@@ -50,9 +50,10 @@ struct FlashAttentionTiling {
 // 3.5 KiB of broadcast blocks, 15 KiB of row statistics (256-row tiles) and a zero row, and the rows
 // of nTile elements (attn_mask: 2 x 2 KiB fp32 + 0.5 KiB bytes + 1 KiB half + 2 x 2 KiB;
 // real_shift: 3 x 2 KiB; dropout bits: 24 x 96 B): about 178 KiB against the A2's 184 KiB usable
-// UB (the twin refuses the reserved top in strict mode). The backward's tiles are 256 x 256: its per-block workspace (S, then P over it;
-// dP, then dS over it) grows with the tile, 512 KiB per block (S = 8192 causal fp32
-// forward+backward: about 61 MiB beyond inputs, outputs and gradients; issue 10's budget: 64 MiB).
+// UB (the twin refuses the reserved top in strict mode). The backward's tiles are 256 x 256: its
+// per-block workspace (S, then P over it; dP, then dS over it) grows with the tile, 512 KiB per
+// block (S = 8192 causal fp32 forward+backward: about 61 MiB beyond inputs, outputs and gradients;
+// issue 10's budget: 64 MiB).
 // 256 query rows against 128 (A2 estimate at S = 4096, N = 8 causal: 1383 -> 1231 us) move each key
 // and value tile half as often. With fewer than two 256-key items per core the key tiles would
 // leave cores idle in the last round (at S = 1024, N = 8: 32 items on 24 cores), so such problems

@@ -46,14 +46,11 @@ struct FaArgs {
 // elements (16 rows took a third more vector time in the twin).
 constexpr uint32_t kFaScoreChunkBytes = 110592, kFaChunkBytes = 16384;
 
-// Rows of a score chunk of `pitch`-element rows with T probabilities: a multiple of 8 (one Brcb
-// repeat of row statistics), at least 8, at most 248 (one level-0 call's repeats).
+// Rows of a score chunk of `pitch`-element rows with T probabilities (FaRowsIn).
 template <typename T>
 __aicore__ inline uint32_t FaScoreChunkRows(uint32_t pitch) {
   const uint32_t lanes = pitch > kFaLanes ? pitch : kFaLanes;
-  uint32_t rows = kFaScoreChunkBytes / (lanes * (4 + sizeof(T)) + 2 * kFaLanes * 4) / 8 * 8;
-  if (rows < 8) rows = 8;
-  return rows > 248 ? 248 : rows;
+  return FaRowsIn(kFaScoreChunkBytes, lanes * (4 + sizeof(T)) + 2 * kFaLanes * 4);
 }
 
 template <typename T>
@@ -252,14 +249,11 @@ class FlashAttentionScoreKernel {
   __aicore__ inline void GeneralChunk(const LocalTensor<float> &e, const LocalTensor<float> &s, uint32_t r0,
                                       uint32_t rows, uint32_t nt) {
     const uint32_t pitch = nPitch_;
-    const LocalTensor<float> fold = fold_.Get<float>(), brc = brc_.Get<float>();
-    {
-      const LocalTensor<float> newMax = St(kNewMax)[r0], shift = St(kShift)[r0];
-      FaRowReduce<true>(St(kTileMax)[r0], s, fold, rows, pitch, nt);
-      Max(newMax, St(kTileMax)[r0], St(kRunMax)[r0], static_cast<int32_t>(rows));
-      Maxs(shift, newMax, kFaShiftFloor, static_cast<int32_t>(rows));
-    }
-    FaRowsBy<FaRowOp::kSub>(s, s, St(kShift)[r0], brc, rows, pitch);
+    const LocalTensor<float> fold = fold_.Get<float>(), newMax = St(kNewMax)[r0], shift = St(kShift)[r0];
+    FaRowReduce<true>(St(kTileMax)[r0], s, fold, rows, pitch, nt);
+    Max(newMax, St(kTileMax)[r0], St(kRunMax)[r0], static_cast<int32_t>(rows));
+    Maxs(shift, newMax, kFaShiftFloor, static_cast<int32_t>(rows));
+    FaRowsBy<FaRowOp::kSub>(s, s, shift, brc_.Get<float>(), rows, pitch);
     Exp(e, s, static_cast<int32_t>(rows * pitch));
     // The row sums are the softmax's: anything applied to P from here on (dropout's keep mask)
     // leaves them as they are.

@@ -299,6 +299,9 @@ class FlashAttentionScoreGradKernel {
     if (scaled) FaTileLogits(pipe, logits_, td, sg, n1, q0, mt, k0, nt, sGm_);
     const uint32_t pitch = nPitch_;
     const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>(), dBlk = dBlk_.Get<float>();
+    // fp32 P and dS (without d real_shift) are made in the output queue's tensor by their last
+    // operation, so no copy into it is needed; otherwise Emit narrows them into it.
+    const bool direct = IsSame<T, float>::value && !td.pseGrad;
     for (uint32_t r0 = 0; r0 < mt; r0 += sRows_) {
       const uint32_t rows = mt - r0 < sRows_ ? mt - r0 : sRows_;
       const int32_t count = static_cast<int32_t>(rows * pitch);
@@ -318,9 +321,6 @@ class FlashAttentionScoreGradKernel {
       }
       FaRowsByBlocks<FaRowOp::kSub>(p, p, shift[r0 * 8], rows, pitch);
       Exp(p, p, count);
-      // fp32 P and dS (without d real_shift) are made in the output queue's tensor by their last
-      // operation, so no copy into it is needed; otherwise Emit narrows them into it.
-      const bool direct = IsSame<T, float>::value && !td.pseGrad;
       LocalTensor<float> pOut = p;
       if (direct) pOut = outQ_.AllocTensor<float>();
       FaRowsByBlocks<FaRowOp::kMul>(pOut, p, inv[r0 * 8], rows, pitch);
