@@ -149,6 +149,26 @@ def test_deterministic(dtype):
         np.testing.assert_array_equal(again[1], first[1])
 
 
+# fp32 with the softmax: two whole products per block (each block's share of the rows and of the
+# vocabulary), then the label-smoothing and target terms added row by row.
+@pytest.mark.parametrize("rows,hidden,vocab,alpha,vocab_size", [
+    (1001, 40, 2100, 0.1, 4 * 2100),  # 8 blocks: row shares of 125-126 start inside mask bytes
+    (40, 10000, 48, 0.1, None),       # H wider than a UB buffer: column pieces
+    (3, 24, 2100, 0.3, None),         # fewer rows than blocks could take
+    (520, 64, 2600, 0.0, None),       # no smoothing: no partial sums
+])
+def test_fp32_softmax_products(rows, hidden, vocab, alpha, vocab_size):
+    check(make_case(rows, hidden, vocab, "fp32", np.int64), True, alpha, vocab_size=vocab_size)
+
+
+def test_fp32_softmax_deterministic():
+    c = make_case(1001, 40, 2100, "fp32")
+    first = run(c, True, 0.1)
+    again = run(c, True, 0.1)
+    np.testing.assert_array_equal(again[0], first[0])
+    np.testing.assert_array_equal(again[1], first[1])
+
+
 class GradCell(ms.nn.Cell):
     def __init__(self, prim):
         super().__init__()

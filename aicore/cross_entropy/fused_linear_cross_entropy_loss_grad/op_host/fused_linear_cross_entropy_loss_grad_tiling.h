@@ -12,6 +12,11 @@
 // fp32 [mt, nt] logits tile (memory-saving mode), a [mt, nt] G tile in the input dtype (the cube
 // needs A and B of one dtype; for fp32 it is the logits tile itself) and an fp32 [nt, H]
 // weight_grad tile accumulator (fp16/bf16 only). Nothing grows with V.
+//
+// fp32 with the softmax given runs no steps: block b takes its even share of the BT rows
+// (input_grad = p W, K = V) and of the V rows (weight_grad = p^T X', K = BT) as two Matmuls, after
+// one SyncAll that makes X' = diag(grad) X (fp32 [BT, H] workspace) and the blocks' [2, H] partial
+// sums (label smoothing) visible to all. Each block writes only its own rows.
 #ifndef MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD_TILING_H_
 #define MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD_TILING_H_
 
@@ -58,8 +63,9 @@ constexpr uint64_t kFlceWorkspaceAlign = 512;  // cube-friendly GM alignment of 
 // masked_target and the target_mask bytes. The kernel's InitBuffer calls follow this formula.
 inline uint64_t FlceGradUbRowData(uint64_t mt, uint32_t targetBytes, bool hasSoftmax) {
   const uint64_t f32 = AlignUp(mt * 4, kBlockBytes);
+  // The mask bytes: one more, as a chunk may start inside a byte.
   return f32 * (hasSoftmax ? 1 : 3) + AlignUp(mt * targetBytes, kBlockBytes) +
-         AlignUp(TargetMaskBytes(static_cast<int64_t>(mt)), kBlockBytes);
+         AlignUp(TargetMaskBytes(static_cast<int64_t>(mt)) + 1, kBlockBytes);
 }
 
 // The Matmul tiling of one m x n x k product (the largest a step issues; tails set smaller single
@@ -107,8 +113,17 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   if (chunks > 0) mt = AlignUp(CeilDiv(p.rows, chunks), 16);
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>({platform.aicCoreNum, tiles, chunks}));
 
+  // fp32 with the softmax: the two whole products of ProcessDirect (the kernel's kDirect).
+  const bool direct = p.dataType == CeFloat::kF32 && p.hasSoftmax;
+  if (direct && p.rows > INT32_MAX) {
+    t.error = "BT must fit the int32 shapes of the Matmul tiling";
+    return t;
+  }
+  // Two in and two out buffers, and ProcessDirect's running sum.
+  const uint64_t buffers = direct ? 5 : 4;
   const uint64_t rowData = FlceGradUbRowData(mt, targetBytes, p.hasSoftmax);
-  const uint64_t ubChunk = rowData >= platform.ubSize ? 0 : (platform.ubSize - rowData) / 4 / kBlockBytes * kBlockBytes;
+  const uint64_t ubChunk =
+      rowData >= platform.ubSize ? 0 : (platform.ubSize - rowData) / buffers / kBlockBytes * kBlockBytes;
   const uint64_t ubRow = AlignUp(uint64_t(nt) * 4, kBlockBytes);
   if (ubChunk < ubRow) {
     t.error = "the " + std::to_string(platform.ubSize) + "-byte UB cannot hold a " + std::to_string(nt) + "-column row";
@@ -130,6 +145,10 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   if (!f32) block += AlignUp(uint64_t(nt) * p.hidden * 4, kFlceWorkspaceAlign);
   d.blockBytes = block;
   ws += uint64_t(blocks) * block;
+  d.scaledInputOffset = ws;
+  if (direct) ws += AlignUp(uint64_t(p.rows) * p.hidden * 4, kFlceWorkspaceAlign);
+  d.partialsOffset = ws;
+  if (direct) ws += AlignUp(uint64_t(blocks) * 2 * p.hidden * 4, kFlceWorkspaceAlign);
 
   d.rows = p.rows;
   d.hidden = p.hidden;
@@ -145,8 +164,14 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   d.batchRows = static_cast<uint32_t>(std::min<uint64_t>(mt, ubChunk / ubRow));
   const int64_t h = p.hidden > 0 ? p.hidden : 1;  // Matmul shapes for H = 0 stay valid
   d.mmLogits = FlceCube(mt, nt, h, elemBytes, blocks);
-  d.mmWeight = FlceCube(nt, h, mt, elemBytes, blocks);
-  d.mmInput = FlceCube(mt, h, nt, elemBytes, blocks);
+  if (direct) {
+    // The largest shares (BlockShare gives the first blocks one row more).
+    d.mmWeight = FlceCube(CeilDiv(p.vocab, blocks), h, rows, elemBytes, blocks);
+    d.mmInput = FlceCube(CeilDiv(rows, blocks), h, p.vocab, elemBytes, blocks);
+  } else {
+    d.mmWeight = FlceCube(nt, h, mt, elemBytes, blocks);
+    d.mmInput = FlceCube(mt, h, nt, elemBytes, blocks);
+  }
   t.blockDim = p.hidden == 0 ? 0 : static_cast<uint32_t>(blocks);
   t.tilingKey = CrossEntropyKey(p.dataType, p.int64Target) + (p.hasSoftmax ? kFlceGradKeySoftmaxOffset : 0);
   t.workspaceBytes = ws;

@@ -11,6 +11,13 @@
 // of one dtype), then weight_grad tile += G^T X[chunk] and input_grad rows += G W[tile] by Matmul.
 // fp32 accumulates straight into the outputs; fp16/bf16 into fp32 workspace, cast at the end (the
 // weight_grad tile at the end of its round, input_grad after the last step).
+//
+// fp32 with the softmax given takes no G tiles (ProcessDirect): with X' = diag(grad) X,
+//   input_grad  = diag(grad) (p W) - s grad[r] colsum(W) - (1 - a) grad[r] W[t_r],
+//   weight_grad = p^T X' - s sum_r X'_r - (1 - a) sum_{r: t_r = j} X'_r   (s = a / Vg),
+// the target terms over the unmasked rows whose target lies in the shard: each block runs one
+// Matmul over its share of the rows (K = V) and one over its share of the vocabulary (K = BT),
+// straight from the stored softmax, then adds the rank-one terms to its own rows.
 #include "../../flce_grad_common.h"
 #include "fused_linear_cross_entropy_loss_grad_tiling_data.h"
 #include "lib/matmul_intf.h"
@@ -52,6 +59,7 @@ class FlceGradKernel {
   Matmul<ND, NDTrans, Acc> mmLogits;  // logits = X[chunk] * W[tile]^T
   Matmul<NDTrans, ND, Acc> mmWeight;  // weight_grad tile (+)= G^T * X[chunk]
   Matmul<ND, ND, Acc> mmInput;        // input_grad rows += G * W[tile]
+  // ProcessDirect uses mmWeight for weight_grad rows = p^T X' and mmInput for input_grad rows = p W.
 
   __aicore__ inline void Init(const FlceGradArgs &a, const FusedLinearCrossEntropyLossGradTilingData &td) {
     td_ = &td;
@@ -88,17 +96,23 @@ class FlceGradKernel {
     }
     if constexpr (!kSoftmax) logitsGm_.SetGlobalBuffer((__gm__ float *)(mine + td.logitsOffset), tile);
     gGm_.SetGlobalBuffer((__gm__ T *)(mine + td.gOffset), tile);
+    if constexpr (kDirect) {
+      scaledGm_.SetGlobalBuffer((__gm__ float *)(user + td.scaledInputOffset), xy);
+      partGm_.SetGlobalBuffer((__gm__ float *)(user + td.partialsOffset), uint64_t(blocks_) * 2 * hidden_);
+    }
 
     // Same sizes as FlceGradUbRowData and ubChunkBytes in the host tiling.
     pipe.InitBuffer(inQ_, 2, td.ubChunkBytes);
     pipe.InitBuffer(outQ_, 2, td.ubChunkBytes);
+    if constexpr (kDirect) pipe.InitBuffer(accBuf_, td.ubChunkBytes);
     pipe.InitBuffer(gradBuf_, UbBytes(mt_, 4));
     if constexpr (!kSoftmax) {
       pipe.InitBuffer(maxBuf_, UbBytes(mt_, 4));
       pipe.InitBuffer(sumBuf_, UbBytes(mt_, 4));
     }
     pipe.InitBuffer(targetBuf_, UbBytes(mt_, sizeof(TI)));
-    pipe.InitBuffer(maskBuf_, UbBytes((mt_ + 7) / 8, 1));
+    // One byte more than mt bits: ProcessDirect's chunks may start inside a mask byte.
+    pipe.InitBuffer(maskBuf_, UbBytes((mt_ + 7) / 8 + 1, 1));
   }
 
   __aicore__ inline void Process() {
@@ -106,6 +120,10 @@ class FlceGradKernel {
     if (chunks == 0) {
       // No tokens: weight_grad is all zeros (input_grad is empty).
       ZeroRows(weightGradGm_, vocab_);
+      return;
+    }
+    if constexpr (kDirect) {
+      ProcessDirect();
       return;
     }
     ZeroRows(inputAccGm_, rows_);
@@ -134,6 +152,201 @@ class FlceGradKernel {
   }
 
  private:
+  static constexpr bool kDirect = kF32 && kSoftmax;
+
+  __aicore__ inline void ProcessDirect() {
+    int64_t r0, r1, v0, v1;
+    BlockRows(rows_, r0, r1);
+    BlockRows(vocab_, v0, v1);
+    ScaleRows(r0, r1, v0, v1);
+    // X' and every block's partial sums are complete.
+    SyncAll();
+    const int32_t h = static_cast<int32_t>(hidden_);
+    if (r1 > r0) {
+      mmInput.SetOrgShape(static_cast<int32_t>(rows_), h, static_cast<int32_t>(vocab_));
+      mmInput.SetSingleShape(static_cast<int32_t>(r1 - r0), h, static_cast<int32_t>(vocab_));
+      mmInput.SetTensorA(softmaxGm_[r0 * vocab_]);
+      mmInput.SetTensorB(wGm_);
+      mmInput.IterateAll(inputGradGm_[r0 * hidden_]);
+      mmInput.End();
+    }
+    if (v1 > v0) {
+      mmWeight.SetOrgShape(static_cast<int32_t>(vocab_), h, static_cast<int32_t>(rows_));
+      mmWeight.SetSingleShape(static_cast<int32_t>(v1 - v0), h, static_cast<int32_t>(rows_));
+      mmWeight.SetTensorA(softmaxGm_[v0], true);
+      mmWeight.SetTensorB(scaledGm_);
+      mmWeight.IterateAll(weightGradGm_[v0 * hidden_]);
+      mmWeight.End();
+    }
+    // The vector core reads the products back from GM.
+    PipeBarrier<PIPE_ALL>();
+    const int64_t piece = td_->ubChunkBytes / 4;
+    for (int64_t c0 = 0; c0 < hidden_; c0 += piece) {
+      const uint32_t len = static_cast<uint32_t>(Min64(piece, hidden_ - c0));
+      FixInputRows(r0, r1, c0, len);
+      FixWeightRows(v0, v1, c0, len);
+    }
+  }
+
+  // X'[r] = grad[r] X[r] for this block's rows [r0, r1) and, with label smoothing, this block's
+  // partial sums of X' over those rows and of W over its vocabulary rows [v0, v1), column piece by
+  // column piece (H may exceed a UB buffer).
+  __aicore__ inline void ScaleRows(int64_t r0, int64_t r1, int64_t v0, int64_t v1) {
+    const bool smooth = td_->smoothPerClass != 0.0f;
+    const int64_t piece = td_->ubChunkBytes / 4;
+    const LocalTensor<float> grad = gradBuf_.Get<float>(), acc = accBuf_.Get<float>();
+    for (int64_t c0 = 0; c0 < hidden_; c0 += piece) {
+      const uint32_t len = static_cast<uint32_t>(Min64(piece, hidden_ - c0));
+      if (smooth) StartSum(acc, len);
+      for (int64_t m0 = r0; m0 < r1; m0 += mt_) {
+        const int32_t n = static_cast<int32_t>(Min64(mt_, r1 - m0));
+        LoadRowData(m0, n);
+        for (int32_t i = 0; i < n; ++i) {
+          LocalTensor<float> in = inQ_.template AllocTensor<float>();
+          CopyIn(in, xGm_[(m0 + i) * hidden_ + c0], len);
+          inQ_.EnQue(in);
+          in = inQ_.template DeQue<float>();
+          LocalTensor<float> out = outQ_.template AllocTensor<float>();
+          Muls(out, in, grad.GetValue(i), len);
+          if (smooth) Add(acc, acc, out, len);
+          inQ_.FreeTensor(in);
+          outQ_.EnQue(out);
+          out = outQ_.template DeQue<float>();
+          CopyOut(scaledGm_[(m0 + i) * hidden_ + c0], out, len);
+          outQ_.FreeTensor(out);
+        }
+      }
+      if (!smooth) continue;
+      EndSum(acc, partGm_[(block_ * 2) * hidden_ + c0], len);
+      StartSum(acc, len);
+      for (int64_t v = v0; v < v1; ++v) {
+        LocalTensor<float> in = inQ_.template AllocTensor<float>();
+        CopyIn(in, wGm_[v * hidden_ + c0], len);
+        inQ_.EnQue(in);
+        in = inQ_.template DeQue<float>();
+        Add(acc, acc, in, len);
+        inQ_.FreeTensor(in);
+      }
+      EndSum(acc, partGm_[(block_ * 2 + 1) * hidden_ + c0], len);
+    }
+  }
+
+  // acc[0, len) = 0, once its previous contents have left for GM.
+  __aicore__ inline void StartSum(const LocalTensor<float> &acc, uint32_t len) {
+    OrderPipes<HardEvent::MTE3_V>(&pipe);
+    Duplicate(acc, 0.0f, static_cast<int32_t>(len));
+  }
+
+  __aicore__ inline void EndSum(const LocalTensor<float> &acc, const GlobalTensor<float> &dst, uint32_t len) {
+    OrderPipes<HardEvent::V_MTE3>(&pipe);
+    CopyOut(dst, acc, len);
+  }
+
+  // acc[0, len) = the sum in block order of the blocks' partial sums `which` (0: X', 1: W) of the
+  // column piece at c0.
+  __aicore__ inline void GatherSums(const LocalTensor<float> &acc, int64_t which, int64_t c0, uint32_t len) {
+    StartSum(acc, len);
+    for (int64_t b = 0; b < blocks_; ++b) {
+      LocalTensor<float> in = inQ_.template AllocTensor<float>();
+      CopyIn(in, partGm_[(b * 2 + which) * hidden_ + c0], len);
+      inQ_.EnQue(in);
+      in = inQ_.template DeQue<float>();
+      Add(acc, acc, in, len);
+      inQ_.FreeTensor(in);
+    }
+  }
+
+  // Whether row i of the loaded chunk has its target in this shard; its local index in j.
+  __aicore__ inline bool TargetHere(int32_t i, int64_t &j) {
+    const int32_t bit = maskShift_ + i;
+    if ((maskBuf_.Get<uint8_t>().GetValue(bit / 8) >> (bit % 8)) & 1) return false;
+    j = static_cast<int64_t>(targetBuf_.Get<TI>().GetValue(i));
+    return j >= 0 && j < vocab_;
+  }
+
+  // input_grad rows [r0, r1), columns [c0, c0 + len): grad[r] (p W)[r] - s grad[r] colsum(W) -
+  // (1 - a) grad[r] W[t_r].
+  __aicore__ inline void FixInputRows(int64_t r0, int64_t r1, int64_t c0, uint32_t len) {
+    const float smooth = td_->smoothPerClass, targetWeight = td_->targetWeight;
+    const LocalTensor<float> grad = gradBuf_.Get<float>(), colSum = accBuf_.Get<float>();
+    if (smooth != 0.0f) GatherSums(colSum, 1, c0, len);
+    for (int64_t m0 = r0; m0 < r1; m0 += mt_) {
+      const int32_t n = static_cast<int32_t>(Min64(mt_, r1 - m0));
+      LoadRowData(m0, n);
+      for (int32_t i = 0; i < n; ++i) {
+        const float g = grad.GetValue(i);
+        int64_t j = 0;
+        const bool target = TargetHere(i, j);
+        LocalTensor<float> in = inQ_.template AllocTensor<float>();
+        CopyIn(in, inputGradGm_[(m0 + i) * hidden_ + c0], len);
+        LocalTensor<float> row;
+        if (target) {
+          row = inQ_.template AllocTensor<float>();
+          CopyIn(row, wGm_[j * hidden_ + c0], len);
+          inQ_.EnQue(row);
+        }
+        inQ_.EnQue(in);
+        if (target) row = inQ_.template DeQue<float>();
+        in = inQ_.template DeQue<float>();
+        LocalTensor<float> out = outQ_.template AllocTensor<float>();
+        Muls(out, in, g, len);
+        if (smooth != 0.0f) Axpy(out, colSum, -smooth * g, len);
+        if (target) {
+          Axpy(out, row, -targetWeight * g, len);
+          inQ_.FreeTensor(row);
+        }
+        inQ_.FreeTensor(in);
+        outQ_.EnQue(out);
+        out = outQ_.template DeQue<float>();
+        CopyOut(inputGradGm_[(m0 + i) * hidden_ + c0], out, len);
+        outQ_.FreeTensor(out);
+      }
+    }
+  }
+
+  // weight_grad rows [v0, v1), columns [c0, c0 + len): minus s times the sum of X', then minus
+  // (1 - a) X'[r] into row t_r for every unmasked row r whose target is here, in row order.
+  __aicore__ inline void FixWeightRows(int64_t v0, int64_t v1, int64_t c0, uint32_t len) {
+    const float smooth = td_->smoothPerClass, targetWeight = td_->targetWeight;
+    if (smooth != 0.0f) {
+      const LocalTensor<float> sum = accBuf_.Get<float>();
+      GatherSums(sum, 0, c0, len);
+      for (int64_t v = v0; v < v1; ++v) AddRow(weightGradGm_[v * hidden_ + c0], sum, -smooth, len);
+    }
+    for (int64_t m0 = 0; m0 < rows_; m0 += mt_) {
+      const int32_t n = static_cast<int32_t>(Min64(mt_, rows_ - m0));
+      LoadRowData(m0, n);
+      for (int32_t i = 0; i < n; ++i) {
+        int64_t j = 0;
+        if (!TargetHere(i, j) || j < v0 || j >= v1) continue;
+        LocalTensor<float> x = inQ_.template AllocTensor<float>();
+        CopyIn(x, scaledGm_[(m0 + i) * hidden_ + c0], len);
+        inQ_.EnQue(x);
+        x = inQ_.template DeQue<float>();
+        AddRow(weightGradGm_[j * hidden_ + c0], x, -targetWeight, len);
+        inQ_.FreeTensor(x);
+      }
+    }
+  }
+
+  // dst[0, len) += alpha * src (UB), read after any earlier write to the same row has landed.
+  __aicore__ inline void AddRow(const GlobalTensor<float> &dst, const LocalTensor<float> &src, float alpha,
+                                uint32_t len) {
+    OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
+    LocalTensor<float> in = inQ_.template AllocTensor<float>();
+    CopyIn(in, dst, len);
+    inQ_.EnQue(in);
+    in = inQ_.template DeQue<float>();
+    LocalTensor<float> out = outQ_.template AllocTensor<float>();
+    Muls(out, src, alpha, len);
+    Add(out, out, in, len);
+    inQ_.FreeTensor(in);
+    outQ_.EnQue(out);
+    out = outQ_.template DeQue<float>();
+    CopyOut(dst, out, len);
+    outQ_.FreeTensor(out);
+  }
+
   __aicore__ inline void BlockRows(int64_t total, int64_t &r0, int64_t &r1) const {
     BlockShare(total, block_, blocks_, r0, r1);
   }
@@ -189,15 +402,18 @@ class FlceGradKernel {
 
   // Chunk rows [m0, m0 + rows): grad, logits_max, sum_exp_logits, masked_target and mask bits in UB
   // for the scalar unit.
+  // Row i's mask bit is bit maskShift_ + i of the loaded bytes.
   __aicore__ inline void LoadRowData(int64_t m0, int32_t rows) {
+    // The scalar unit is done with the previous chunk's values.
+    OrderPipes<HardEvent::S_MTE2>(&pipe);
     CopyIn(gradBuf_.Get<float>(), gradGm_[m0], rows);
     if constexpr (!kSoftmax) {
       CopyIn(maxBuf_.Get<float>(), maxGm_[m0], rows);
       CopyIn(sumBuf_.Get<float>(), sumGm_[m0], rows);
     }
     CopyIn(targetBuf_.Get<TI>(), targetGm_[m0], rows);
-    // mt is a multiple of 16, so the chunk starts on a mask byte.
-    CopyIn(maskBuf_.Get<uint8_t>(), maskGm_[m0 / 8], (rows + 7) / 8);
+    maskShift_ = static_cast<int32_t>(m0 % 8);
+    CopyIn(maskBuf_.Get<uint8_t>(), maskGm_[m0 / 8], static_cast<uint32_t>((maskShift_ + rows + 7) / 8));
     OrderPipes<HardEvent::MTE2_S>(&pipe);
   }
 
@@ -264,15 +480,17 @@ class FlceGradKernel {
 
   TQue<QuePosition::VECIN, 2> inQ_;
   TQue<QuePosition::VECOUT, 2> outQ_;
-  TBuf<TPosition::VECCALC> gradBuf_, maxBuf_, sumBuf_, targetBuf_, maskBuf_;
+  TBuf<TPosition::VECCALC> gradBuf_, maxBuf_, sumBuf_, targetBuf_, maskBuf_, accBuf_;
 
   GlobalTensor<float> gradGm_, maxGm_, sumGm_, softmaxGm_, inputAccGm_, weightAccGm_, logitsGm_;
+  GlobalTensor<float> scaledGm_, partGm_;  // ProcessDirect: X' [BT, H]; per block [2, H] partial sums
   GlobalTensor<T> xGm_, wGm_, inputGradGm_, weightGradGm_, gGm_;
   GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<TI> targetGm_;
 
   const FusedLinearCrossEntropyLossGradTilingData *td_ = nullptr;
   int64_t rows_ = 0, hidden_ = 0, vocab_ = 0, mt_ = 0, nt_ = 0, block_ = 0, blocks_ = 1;
+  int32_t maskShift_ = 0;
 };
 
 template <typename T, typename TI, bool kSoftmax>
