@@ -158,7 +158,10 @@ class FlceGradKernel {
     int64_t r0, r1, v0, v1;
     BlockRows(rows_, r0, r1);
     BlockRows(vocab_, v0, v1);
-    ScaleRows(r0, r1, v0, v1);
+    // Column pieces: H may exceed a UB buffer.
+    const int64_t piece = td_->ubChunkBytes / 4;
+    for (int64_t c0 = 0; c0 < hidden_; c0 += piece)
+      ScaleRows(r0, r1, v0, v1, c0, static_cast<uint32_t>(Min64(piece, hidden_ - c0)));
     // X' and every block's partial sums are complete.
     SyncAll();
     const int32_t h = static_cast<int32_t>(hidden_);
@@ -180,7 +183,6 @@ class FlceGradKernel {
     }
     // The vector core reads the products back from GM.
     PipeBarrier<PIPE_ALL>();
-    const int64_t piece = td_->ubChunkBytes / 4;
     for (int64_t c0 = 0; c0 < hidden_; c0 += piece) {
       const uint32_t len = static_cast<uint32_t>(Min64(piece, hidden_ - c0));
       FixInputRows(r0, r1, c0, len);
@@ -188,47 +190,52 @@ class FlceGradKernel {
     }
   }
 
-  // X'[r] = grad[r] X[r] for this block's rows [r0, r1) and, with label smoothing, this block's
-  // partial sums of X' over those rows and of W over its vocabulary rows [v0, v1), column piece by
-  // column piece (H may exceed a UB buffer).
-  __aicore__ inline void ScaleRows(int64_t r0, int64_t r1, int64_t v0, int64_t v1) {
+  // Columns [c0, c0 + len) of X'[r] = grad[r] X[r] for this block's rows [r0, r1) and, with label
+  // smoothing, of this block's partial sums of X' over those rows and of W over its vocabulary rows
+  // [v0, v1).
+  __aicore__ inline void ScaleRows(int64_t r0, int64_t r1, int64_t v0, int64_t v1, int64_t c0, uint32_t len) {
     const bool smooth = td_->smoothPerClass != 0.0f;
-    const int64_t piece = td_->ubChunkBytes / 4;
     const LocalTensor<float> grad = gradBuf_.Get<float>(), acc = accBuf_.Get<float>();
-    for (int64_t c0 = 0; c0 < hidden_; c0 += piece) {
-      const uint32_t len = static_cast<uint32_t>(Min64(piece, hidden_ - c0));
-      if (smooth) StartSum(acc, len);
-      for (int64_t m0 = r0; m0 < r1; m0 += mt_) {
-        const int32_t n = static_cast<int32_t>(Min64(mt_, r1 - m0));
-        LoadRowData(m0, n);
-        for (int32_t i = 0; i < n; ++i) {
-          LocalTensor<float> in = inQ_.template AllocTensor<float>();
-          CopyIn(in, xGm_[(m0 + i) * hidden_ + c0], len);
-          inQ_.EnQue(in);
-          in = inQ_.template DeQue<float>();
-          LocalTensor<float> out = outQ_.template AllocTensor<float>();
-          Muls(out, in, grad.GetValue(i), len);
-          if (smooth) Add(acc, acc, out, len);
-          inQ_.FreeTensor(in);
-          outQ_.EnQue(out);
-          out = outQ_.template DeQue<float>();
-          CopyOut(scaledGm_[(m0 + i) * hidden_ + c0], out, len);
-          outQ_.FreeTensor(out);
-        }
-      }
-      if (!smooth) continue;
-      EndSum(acc, partGm_[(block_ * 2) * hidden_ + c0], len);
-      StartSum(acc, len);
-      for (int64_t v = v0; v < v1; ++v) {
-        LocalTensor<float> in = inQ_.template AllocTensor<float>();
-        CopyIn(in, wGm_[v * hidden_ + c0], len);
-        inQ_.EnQue(in);
-        in = inQ_.template DeQue<float>();
-        Add(acc, acc, in, len);
+    if (smooth) StartSum(acc, len);
+    for (int64_t m0 = r0; m0 < r1; m0 += mt_) {
+      const int32_t n = static_cast<int32_t>(Min64(mt_, r1 - m0));
+      LoadRowData(m0, n);
+      for (int32_t i = 0; i < n; ++i) {
+        LocalTensor<float> in = LoadRow(xGm_[(m0 + i) * hidden_ + c0], len);
+        const LocalTensor<float> out = outQ_.template AllocTensor<float>();
+        Muls(out, in, grad.GetValue(i), len);
+        if (smooth) Add(acc, acc, out, len);
         inQ_.FreeTensor(in);
+        StoreRow(scaledGm_[(m0 + i) * hidden_ + c0], out, len);
       }
-      EndSum(acc, partGm_[(block_ * 2 + 1) * hidden_ + c0], len);
     }
+    if (!smooth) return;
+    EndSum(acc, partGm_[(block_ * 2) * hidden_ + c0], len);
+    StartSum(acc, len);
+    for (int64_t v = v0; v < v1; ++v) AddToSum(acc, wGm_[v * hidden_ + c0], len);
+    EndSum(acc, partGm_[(block_ * 2 + 1) * hidden_ + c0], len);
+  }
+
+  // A GM row piece into an inQ_ tensor, ready for the vector unit (the caller frees it).
+  __aicore__ inline LocalTensor<float> LoadRow(const GlobalTensor<float> &src, uint32_t len) {
+    LocalTensor<float> in = inQ_.template AllocTensor<float>();
+    CopyIn(in, src, len);
+    inQ_.EnQue(in);
+    return inQ_.template DeQue<float>();
+  }
+
+  // An outQ_ tensor the vector unit filled out to a GM row piece, and freed.
+  __aicore__ inline void StoreRow(const GlobalTensor<float> &dst, LocalTensor<float> out, uint32_t len) {
+    outQ_.EnQue(out);
+    out = outQ_.template DeQue<float>();
+    CopyOut(dst, out, len);
+    outQ_.FreeTensor(out);
+  }
+
+  __aicore__ inline void AddToSum(const LocalTensor<float> &acc, const GlobalTensor<float> &src, uint32_t len) {
+    LocalTensor<float> in = LoadRow(src, len);
+    Add(acc, acc, in, len);
+    inQ_.FreeTensor(in);
   }
 
   // acc[0, len) = 0, once its previous contents have left for GM.
@@ -246,14 +253,7 @@ class FlceGradKernel {
   // column piece at c0.
   __aicore__ inline void GatherSums(const LocalTensor<float> &acc, int64_t which, int64_t c0, uint32_t len) {
     StartSum(acc, len);
-    for (int64_t b = 0; b < blocks_; ++b) {
-      LocalTensor<float> in = inQ_.template AllocTensor<float>();
-      CopyIn(in, partGm_[(b * 2 + which) * hidden_ + c0], len);
-      inQ_.EnQue(in);
-      in = inQ_.template DeQue<float>();
-      Add(acc, acc, in, len);
-      inQ_.FreeTensor(in);
-    }
+    for (int64_t b = 0; b < blocks_; ++b) AddToSum(acc, partGm_[(b * 2 + which) * hidden_ + c0], len);
   }
 
   // Whether row i of the loaded chunk has its target in this shard; its local index in j.
@@ -276,30 +276,17 @@ class FlceGradKernel {
       for (int32_t i = 0; i < n; ++i) {
         const float g = grad.GetValue(i);
         int64_t j = 0;
-        const bool target = TargetHere(i, j);
-        LocalTensor<float> in = inQ_.template AllocTensor<float>();
-        CopyIn(in, inputGradGm_[(m0 + i) * hidden_ + c0], len);
-        LocalTensor<float> row;
-        if (target) {
-          row = inQ_.template AllocTensor<float>();
-          CopyIn(row, wGm_[j * hidden_ + c0], len);
-          inQ_.EnQue(row);
-        }
-        inQ_.EnQue(in);
-        if (target) row = inQ_.template DeQue<float>();
-        in = inQ_.template DeQue<float>();
-        LocalTensor<float> out = outQ_.template AllocTensor<float>();
+        LocalTensor<float> in = LoadRow(inputGradGm_[(m0 + i) * hidden_ + c0], len);
+        const LocalTensor<float> out = outQ_.template AllocTensor<float>();
         Muls(out, in, g, len);
+        inQ_.FreeTensor(in);
         if (smooth != 0.0f) Axpy(out, colSum, -smooth * g, len);
-        if (target) {
+        if (TargetHere(i, j)) {
+          LocalTensor<float> row = LoadRow(wGm_[j * hidden_ + c0], len);
           Axpy(out, row, -targetWeight * g, len);
           inQ_.FreeTensor(row);
         }
-        inQ_.FreeTensor(in);
-        outQ_.EnQue(out);
-        out = outQ_.template DeQue<float>();
-        CopyOut(inputGradGm_[(m0 + i) * hidden_ + c0], out, len);
-        outQ_.FreeTensor(out);
+        StoreRow(inputGradGm_[(m0 + i) * hidden_ + c0], out, len);
       }
     }
   }
@@ -319,10 +306,7 @@ class FlceGradKernel {
       for (int32_t i = 0; i < n; ++i) {
         int64_t j = 0;
         if (!TargetHere(i, j) || j < v0 || j >= v1) continue;
-        LocalTensor<float> x = inQ_.template AllocTensor<float>();
-        CopyIn(x, scaledGm_[(m0 + i) * hidden_ + c0], len);
-        inQ_.EnQue(x);
-        x = inQ_.template DeQue<float>();
+        LocalTensor<float> x = LoadRow(scaledGm_[(m0 + i) * hidden_ + c0], len);
         AddRow(weightGradGm_[j * hidden_ + c0], x, -targetWeight, len);
         inQ_.FreeTensor(x);
       }
@@ -333,18 +317,12 @@ class FlceGradKernel {
   __aicore__ inline void AddRow(const GlobalTensor<float> &dst, const LocalTensor<float> &src, float alpha,
                                 uint32_t len) {
     OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
-    LocalTensor<float> in = inQ_.template AllocTensor<float>();
-    CopyIn(in, dst, len);
-    inQ_.EnQue(in);
-    in = inQ_.template DeQue<float>();
-    LocalTensor<float> out = outQ_.template AllocTensor<float>();
+    LocalTensor<float> in = LoadRow(dst, len);
+    const LocalTensor<float> out = outQ_.template AllocTensor<float>();
     Muls(out, src, alpha, len);
     Add(out, out, in, len);
     inQ_.FreeTensor(in);
-    outQ_.EnQue(out);
-    out = outQ_.template DeQue<float>();
-    CopyOut(dst, out, len);
-    outQ_.FreeTensor(out);
+    StoreRow(dst, out, len);
   }
 
   __aicore__ inline void BlockRows(int64_t total, int64_t &r0, int64_t &r1) const {
@@ -422,8 +400,6 @@ class FlceGradKernel {
   __aicore__ inline void BuildG(int64_t n0, int32_t cols, int64_t m0, int32_t rows) {
     LoadRowData(m0, rows);
     const LocalTensor<float> grad = gradBuf_.Get<float>();
-    const LocalTensor<TI> target = targetBuf_.Get<TI>();
-    const LocalTensor<uint8_t> mask = maskBuf_.Get<uint8_t>();
     const uint32_t inPitch = UbBytes(cols, 4) / 4, outPitch = UbBytes(cols, sizeof(T)) / sizeof(T);
     const uint64_t ld = kSoftmax ? uint64_t(vocab_) : uint64_t(cols);
     const float smooth = td_->smoothPerClass, targetWeight = td_->targetWeight;
@@ -460,10 +436,9 @@ class FlceGradKernel {
       OrderPipes<HardEvent::V_S>(&pipe);
       for (int32_t i = 0; i < nb; ++i) {
         const int32_t r = r0 + i;
-        if ((mask.GetValue(r / 8) >> (r % 8)) & 1) continue;
-        const int64_t j = static_cast<int64_t>(target.GetValue(r)) - n0;
-        if (j < 0 || j >= cols) continue;
-        const uint32_t at = i * inPitch + uint32_t(j);
+        int64_t j = 0;
+        if (!TargetHere(r, j) || j < n0 || j >= n0 + cols) continue;
+        const uint32_t at = i * inPitch + uint32_t(j - n0);
         g.SetValue(at, g.GetValue(at) - targetWeight * grad.GetValue(r));
       }
       OrderPipes<HardEvent::S_V>(&pipe);
