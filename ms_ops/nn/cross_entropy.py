@@ -36,7 +36,7 @@ class FusedLinearCrossEntropyLoss(RecoveringCell):
             otherwise; in GRAPH mode a compiled scalar loss takes grad_in_forward, so an
             inference-only Cell there should pass ``mode="memory_saving"``.
         block_bytes (int, optional): grad_in_forward's budget of one token block's float32
-            logits. Default ``ms_ops.ops.cross_entropy.default_block_bytes``: ``V * min(H - 384, 2048)``
+            logits. Default ``ms_ops.ops.cross_entropy.default_block_bytes``: ``V * min(H - 512, 2048)``
             bytes, at least 16 MiB.
         weight_init: initializer of the weight. Default ``Normal(0.02)``.
         dtype (mindspore.dtype): weight dtype (float32/float16/bfloat16); the hidden states must

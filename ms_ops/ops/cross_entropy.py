@@ -27,7 +27,7 @@ MIN_DEFAULT_BLOCK_BYTES = 16 << 20
 # The kernel's largest row chunk: beyond it a larger default block would only add memory.
 MAX_DEFAULT_BLOCK_ROWS = 512
 # Rows the default block leaves to the step's fixed extra memory (see default_block_bytes).
-DEFAULT_BLOCK_ROWS_OFF = 96
+DEFAULT_BLOCK_ROWS_OFF = 128
 # MindSpore's CPU collectives run only on this group (the world group of init() under msrun).
 CPU_WORLD_GROUP = "mccl_world_group"
 
@@ -97,15 +97,16 @@ def _function(op, vocab_local, group, vocab_start_index, ignore_index, label_smo
 
 
 def default_block_bytes(vocab_local, hidden):
-    """grad_in_forward's default token block budget: float32 logits of ``H / 4 - 96`` rows (at
-    most 512), i.e. ``V_local * (H - 384)`` bytes, and at least 16 MiB (``hidden`` None, unknown
+    """grad_in_forward's default token block budget: float32 logits of ``H / 4 - 128`` rows (at
+    most 512), i.e. ``V_local * (H - 512)`` bytes, and at least 16 MiB (``hidden`` None, unknown
     at compile time: 16 MiB). Each token block passes over the whole weight and weight gradient,
-    so larger blocks take fewer passes; the step's extra memory is the block plus about 20 MB that
+    so larger blocks take fewer passes; the step's extra memory is the block plus about 45 MB that
     do not depend on it (the kernel's other workspaces, its threads' stacks and BLAS buffers).
-    Measured at N = 4096, V = 32000 on the CPU twin: 160 rows at H = 1024 take the CPU time of 192
-    (3 H / 16, the earlier default; 128 take a quarter more) with 0.21x instead of 0.26x of the
-    extra memory of PyTorch's chunked ``linear_cross_entropy``; 416 rows at H = 2048 make 10
-    token blocks instead of 11 (384 rows) at 0.22x of PyTorch's."""
+    Measured at N = 4096, V = 32000 on the CPU twin (one run each, Zen 4): at H = 1024 the 16 MiB
+    floor (131 rows) took 5.21 s with 0.060 GiB of extra memory, 160 rows (the earlier default)
+    5.01 s with 0.064 GiB, against PyTorch's chunked ``linear_cross_entropy`` at 6.65 s and
+    0.250 GiB: the floor keeps the extra memory under a quarter of PyTorch's; at H = 2048, 384
+    rows took 8.67 s with 0.090 GiB against PyTorch's 10.96 s and 0.377 GiB."""
     if hidden is None:
         return MIN_DEFAULT_BLOCK_BYTES
     rows = min(max(hidden // 4 - DEFAULT_BLOCK_ROWS_OFF, 0), MAX_DEFAULT_BLOCK_ROWS)
@@ -236,9 +237,9 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
         block_bytes (int, optional): grad_in_forward's budget of one token block's float32
             logits, in bytes; a block has at least one row (without a group: one chunk of 16 to
             512 rows, as many as the budget holds) whatever the budget. Default
-            :func:`default_block_bytes`: ``V_local * min(H - 384, 2048)`` bytes, at least 16 MiB
-            (``H / 4 - 96`` rows: 160 at H = 1024, 416 at H = 2048), so that the step's extra
-            memory stays near a fifth of PyTorch's. Each token block passes
+            :func:`default_block_bytes`: ``V_local * min(H - 512, 2048)`` bytes, at least 16 MiB
+            (``H / 4 - 128`` rows: 131 at H = 1024 and V = 32000, 384 at H = 2048), so that the
+            step's extra memory stays under a quarter of PyTorch's. Each token block passes
             over the whole weight and its gradient: larger blocks are faster. The results depend
             on it through the chunk size only.
 
