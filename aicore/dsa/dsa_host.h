@@ -38,14 +38,15 @@ inline void DsaCheckLengths(const Arg &a, int64_t count, int64_t limit, bool cum
   const auto *v = reinterpret_cast<const int64_t *>(a.data);
   int64_t prev = 0;
   for (int64_t b = 0; b < count; ++b) {
+    // Per entry the message is built only for a bad one (Require would build it every time).
     if (cumulative) {
-      Require(v[b] >= prev, a.name, "must be non-decreasing cumulative lengths, entry " + std::to_string(b) + " is " +
-                                        std::to_string(v[b]) + " after " + std::to_string(prev));
+      if (v[b] < prev)
+        Reject(a.name, "must be non-decreasing cumulative lengths, entry " + std::to_string(b) + " is " +
+                           std::to_string(v[b]) + " after " + std::to_string(prev));
       prev = v[b];
-    } else {
-      Require(v[b] >= 0 && v[b] <= limit, a.name,
-              "entry " + std::to_string(b) + " is " + std::to_string(v[b]) + ", outside [0, " +
-                  std::to_string(limit) + "]");
+    } else if (v[b] < 0 || v[b] > limit) {
+      Reject(a.name, "entry " + std::to_string(b) + " is " + std::to_string(v[b]) + ", outside [0, " +
+                         std::to_string(limit) + "]");
     }
   }
   if (cumulative)
@@ -72,9 +73,9 @@ inline void DsaCheckPaged(DsaIndexerShape &s, const Arg &k, const Arg &kLen, con
                 " keys cannot hold batch " + std::to_string(b) + "'s " + std::to_string(len[b]) + " keys");
     for (int64_t j = 0; j * s.blockSize < len[b]; ++j) {
       const int32_t v = t[b * s.maxBlocks + j];
-      Require(v >= 0 && v < k.shape[0], table.name, "entry [" + std::to_string(b) + ", " + std::to_string(j) + "] is " +
-                                                        std::to_string(v) + ", outside [0, " +
-                                                        std::to_string(k.shape[0]) + ")");
+      if (v < 0 || v >= k.shape[0])
+        Reject(table.name, "entry [" + std::to_string(b) + ", " + std::to_string(j) + "] is " + std::to_string(v) +
+                               ", outside [0, " + std::to_string(k.shape[0]) + ")");
     }
   }
 }
@@ -194,10 +195,12 @@ inline void DsaCheckIndices(const Arg &idx, const DsaIndexerShape &s, const Arg 
         for (int64_t j = 0; j < k; ++j) {
           const int64_t x = v[(r * s.n2 + n) * k + j];
           if (x == -1) continue;
-          Require(x >= 0 && x < b.keys, idx.name, "entry " + std::to_string(x) + " at token " + std::to_string(r) +
-                                                      " is outside [-1, " + std::to_string(b.keys) + ")");
-          Require(seen[x] != stamp, idx.name, "key " + std::to_string(x) + " is selected twice at token " +
-                                                  std::to_string(r));
+          // T x k entries: a message is built only for a bad one.
+          if (x < 0 || x >= b.keys)
+            Reject(idx.name, "entry " + std::to_string(x) + " at token " + std::to_string(r) + " is outside [-1, " +
+                                 std::to_string(b.keys) + ")");
+          if (seen[x] == stamp)
+            Reject(idx.name, "key " + std::to_string(x) + " is selected twice at token " + std::to_string(r));
           seen[x] = stamp;
         }
       }

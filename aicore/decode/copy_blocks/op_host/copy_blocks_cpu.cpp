@@ -27,22 +27,24 @@ void CheckMapping(const int32_t *m, int64_t pairs, int64_t numBlocks) {
   for (int64_t i = 0; i < pairs; ++i)
     for (int k = 0; k < 2; ++k) {
       const int32_t b = m[2 * i + k];
-      Require(b >= 0 && b < numBlocks, "block_mapping",
-              std::string("row ") + std::to_string(i) + (k == 0 ? " src " : " dst ") + std::to_string(b) +
-                  " is outside the pool of " + std::to_string(numBlocks) + " blocks");
+      // Messages are built only for a bad row (Require would build one per row).
+      if (b < 0 || b >= numBlocks)
+        Reject("block_mapping", std::string("row ") + std::to_string(i) + (k == 0 ? " src " : " dst ") +
+                                    std::to_string(b) + " is outside the pool of " + std::to_string(numBlocks) +
+                                    " blocks");
     }
   for (int64_t i = 0; i < pairs; ++i) {
     const auto seen = dsts.emplace(m[2 * i + 1], i);
-    Require(seen.second, "block_mapping",
-            "rows " + std::to_string(seen.first->second) + " and " + std::to_string(i) + " both copy into block " +
-                std::to_string(m[2 * i + 1]));
+    if (!seen.second)
+      Reject("block_mapping", "rows " + std::to_string(seen.first->second) + " and " + std::to_string(i) +
+                                  " both copy into block " + std::to_string(m[2 * i + 1]));
   }
   for (int64_t i = 0; i < pairs; ++i) {
     const auto hit = dsts.find(m[2 * i]);
-    Require(hit == dsts.end() || hit->second == i, "block_mapping",
-            "row " + std::to_string(i) + " reads block " + std::to_string(m[2 * i]) + ", which row " +
-                std::to_string(hit == dsts.end() ? 0 : hit->second) +
-                " overwrites: the result would depend on the copies' order");
+    if (hit != dsts.end() && hit->second != i)
+      Reject("block_mapping", "row " + std::to_string(i) + " reads block " + std::to_string(m[2 * i]) + ", which row " +
+                                  std::to_string(hit->second) +
+                                  " overwrites: the result would depend on the copies' order");
   }
 }
 
