@@ -43,6 +43,9 @@ CXXFLAGS = [
     # MindSpore 2.10 is built with the old libstdc++ ABI; AotExtra passes std::string by value.
     "-D_GLIBCXX_USE_CXX11_ABI=0",
     "-fvisibility=hidden",
+    # TLS descriptors: the twin reads its running block from a __thread on every UB and scalar
+    # access (aicore/twin/twin_runtime.h).
+    "-mtls-dialect=gnu2",
     "-Wall", "-Wextra", "-Wno-unused-parameter",
 ]
 

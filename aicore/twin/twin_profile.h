@@ -43,7 +43,7 @@ struct Counters {
 };
 
 // The counters of the block running on this thread, null when its launch is not profiled.
-extern __thread __attribute__((visibility("hidden"), tls_model("initial-exec"))) Counters *tlsProfile;
+extern __thread __attribute__((visibility("hidden"))) Counters *tlsProfile;
 // Profiled launches running in the process.
 extern std::atomic<int> gProfiledLaunches __attribute__((visibility("hidden")));
 

@@ -80,11 +80,13 @@ struct Block {
 };
 
 // Hidden and without a constructor (as twin_profile.h's tlsProfile): read directly, with no TLS
-// wrapper call, since Current() runs on every UB access. Initial-exec: an offset from the thread
-// pointer instead of a __tls_get_addr call per access (2% of the sparse attention gradient's
-// samples, most of them from the scalar unit's GetValue / SetValue); the eight bytes come from
-// the static TLS surplus glibc keeps for libraries loaded by dlopen.
-extern __thread __attribute__((visibility("hidden"), tls_model("initial-exec"))) Block *tlsBlock;
+// wrapper call, since Current() runs on every UB access. The library is built with TLS
+// descriptors (-mtls-dialect=gnu2, ms_ops/_build.py), so a read is a short call that returns the
+// variable's offset, not a __tls_get_addr call (which cost the sparse attention gradient a sixth
+// of its time, most of it in the scalar unit's GetValue / SetValue). The initial-exec model would
+// be cheaper still but can fail to load: a library opened late may find glibc's static TLS
+// surplus used up ("cannot allocate memory in static TLS block").
+extern __thread __attribute__((visibility("hidden"))) Block *tlsBlock;
 
 [[noreturn]] void OutsideLaunch();
 
