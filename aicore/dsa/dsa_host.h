@@ -38,7 +38,6 @@ inline void DsaCheckLengths(const Arg &a, int64_t count, int64_t limit, bool cum
   const auto *v = reinterpret_cast<const int64_t *>(a.data);
   int64_t prev = 0;
   for (int64_t b = 0; b < count; ++b) {
-    // Per entry the message is built only for a bad one (Require would build it every time).
     if (cumulative) {
       if (v[b] < prev)
         Reject(a.name, "must be non-decreasing cumulative lengths, entry " + std::to_string(b) + " is " +
@@ -195,7 +194,6 @@ inline void DsaCheckIndices(const Arg &idx, const DsaIndexerShape &s, const Arg 
         for (int64_t j = 0; j < k; ++j) {
           const int64_t x = v[(r * s.n2 + n) * k + j];
           if (x == -1) continue;
-          // T x k entries: a message is built only for a bad one.
           if (x < 0 || x >= b.keys)
             Reject(idx.name, "entry " + std::to_string(x) + " at token " + std::to_string(r) + " is outside [-1, " +
                                  std::to_string(b.keys) + ")");

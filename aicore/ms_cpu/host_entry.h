@@ -51,6 +51,8 @@ struct ArgError : std::exception {
 
 [[noreturn]] inline void Reject(const std::string &arg, const std::string &msg) { throw ArgError(arg, msg); }
 
+// The message is built before the test: a check per entry of a tensor's data (indices, block
+// tables) tests the entry itself and builds its message only for a bad one, through Reject.
 inline void Require(bool ok, const std::string &arg, const std::string &msg) {
   if (!ok) Reject(arg, msg);
 }

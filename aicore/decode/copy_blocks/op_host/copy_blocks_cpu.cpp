@@ -27,7 +27,6 @@ void CheckMapping(const int32_t *m, int64_t pairs, int64_t numBlocks) {
   for (int64_t i = 0; i < pairs; ++i)
     for (int k = 0; k < 2; ++k) {
       const int32_t b = m[2 * i + k];
-      // Messages are built only for a bad row (Require would build one per row).
       if (b < 0 || b >= numBlocks)
         Reject("block_mapping", std::string("row ") + std::to_string(i) + (k == 0 ? " src " : " dst ") +
                                     std::to_string(b) + " is outside the pool of " + std::to_string(numBlocks) +

@@ -47,7 +47,6 @@ void CheckValues(const PagedAttentionProblem &p, const int32_t *tables, const in
     }
     for (int64_t k = 0; k * p.blockSize < c; ++k) {
       const int64_t block = tables[b * p.maxBlocks + k];
-      // Every decode step checks every used entry: the message is built only for a bad one.
       if (block < 0 || block >= p.numBlocks)
         Reject("block_tables", "entry [" + Str(b) + ", " + Str(k) + "] is block " + Str(block) +
                                    ", outside the pool of " + Str(p.numBlocks) + " blocks (sequence " + Str(b) +
