@@ -49,8 +49,8 @@ def attention_step(block, x, cos, sin):
     k, v = ops.split(att.wkv(h).reshape(b, s, 2 * att.kv_heads, att.head_dim), att.kv_heads, axis=2)
     k = apply_rope(k, cos, sin)
     scale = 1.0 / math.sqrt(att.head_dim)
-    out, row_max, row_sum = ms_ops.flash_attention_score(q, k, v, att.heads, scalar_value=scale,
-                                                         input_layout="BSND", sparse_mode=3,
+    out, row_max, row_sum = ms_ops.flash_attention_score(q, k, v, att.heads, attn_mask=att.causal_mask,
+                                                         scalar_value=scale, input_layout="BSND", sparse_mode=3,
                                                          return_softmax_lse=True)
     stats("query (after RoPE)", q)
     stats("key (after RoPE)", k)

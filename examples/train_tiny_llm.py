@@ -138,6 +138,8 @@ class Attention(nn.Cell):
         self.wkv = nn.Dense(hidden, 2 * kv_heads * self.head_dim, has_bias=False)
         self.wo = nn.Dense(heads * self.head_dim, hidden, has_bias=False)
         self.dtype = dtype
+        # sparse_mode 3 (causal) takes CANN's compressed mask; without a mask the op attends to every key.
+        self.causal_mask = ms.Tensor(np.triu(np.ones((2048, 2048), np.bool_), 1))
 
     def construct(self, x, cos, sin):
         b, s, _ = x.shape
@@ -145,8 +147,9 @@ class Attention(nn.Cell):
         k, v = ops.split(self.wkv(x).reshape(b, s, 2 * self.kv_heads, self.head_dim), self.kv_heads, axis=2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         out = ms_ops.flash_attention_score(q.astype(self.dtype), k.astype(self.dtype), v.astype(self.dtype),
-                                           self.heads, scalar_value=1.0 / math.sqrt(self.head_dim),
-                                           input_layout="BSND", sparse_mode=3)
+                                           self.heads, attn_mask=self.causal_mask,
+                                           scalar_value=1.0 / math.sqrt(self.head_dim), input_layout="BSND",
+                                           sparse_mode=3)
         return self.wo(out.astype(ms.float32).reshape(b, s, self.heads * self.head_dim))
 
 

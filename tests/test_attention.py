@@ -1,13 +1,15 @@
 """flash_attention_score and its gradient against the float64 reference (ms_ops.reference.attention),
 in every supported layout, GQA, causal and band masks, several head dims, three dtypes, GRAPH (through
 a Cell) and PYNATIVE mode; dynamic S, determinism, and the errors for what this slice does not support."""
+import re
+
 import mindspore as ms
 import numpy as np
 import pytest
 
 import ms_ops
 from ms_ops.reference.attention import flash_attention, flash_attention_grad, visible_offsets
-from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Call, VjpLoss, assert_close, mode_mask, representable, rounding, to_ms, to_np, with_mode_mask
 
 
 def to_layout(x, layout):
@@ -39,7 +41,8 @@ def run(q, k, v, dout, n1, layout, dtype, mode, **kwargs):
     n2 = k.shape[1]
     args = [to_ms(to_layout(a, layout), dtype) for a in (q, k, v)]
     w = ms.Tensor(to_layout(dout, layout).astype(np.float32))
-    attention = Call(ms_ops.flash_attention_score, head_num=n1, input_layout=layout, **kwargs)
+    attention = Call(ms_ops.flash_attention_score, head_num=n1, input_layout=layout,
+                     **with_mode_mask(kwargs, q.shape[2], k.shape[2]))
     if mode == "pynative":
         out = attention(*args)
         grads = ms.grad(lambda a, b, c: VjpLoss(attention)(a, b, c, w), grad_position=(0, 1, 2))(*args)
@@ -104,7 +107,8 @@ def test_half_band_bsh():
 def test_dynamic_seq_graph():
     ms.set_context(mode=ms.GRAPH_MODE)
     b, n, d = 1, 2, 64
-    attention = Call(ms_ops.flash_attention_score, head_num=n, input_layout="BSH", scalar_value=0.2, sparse_mode=3)
+    attention = Call(ms_ops.flash_attention_score, head_num=n, input_layout="BSH", scalar_value=0.2, sparse_mode=3,
+                     attn_mask=mode_mask(3))
     attention.set_inputs(*(ms.Tensor(shape=[b, None, n * d], dtype=ms.float32) for _ in range(3)))
     for s1, s2 in ((17, 30), (40, 21)):
         q, k, v = (representable((b, n, s, d), "fp32") for s in (s1, s2, s2))
@@ -122,6 +126,33 @@ def test_deterministic():
     second = run(q, k[:, :2], v[:, :2], dout, 4, "BNSD", "fp32", "pynative", scalar_value=0.1)
     for a, b in zip(first, second):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("kwargs", [dict(sparse_mode=2), dict(sparse_mode=3), dict(sparse_mode=4, pre_tokens=1),
+                                    dict(pre_tokens=-2147483649, next_tokens=65536), dict(pre_tokens=2, next_tokens=-1),
+                                    dict(sparse_mode=5, prefix=[3])])
+def test_no_mask_is_full_attention(mode, kwargs):
+    # As CANN (and its test cases with such arguments): without attn_mask, sparse_mode,
+    # pre/next_tokens and prefix take no effect; every key is seen, in the output and gradients.
+    q, k, v, dout = (representable((1, 2, s, 16), "fp32") for s in (12, 20, 20, 12))
+    got = run(q, k, v, dout, 2, "BNSD", "fp32", mode, scalar_value=0.3, attn_mask=None, **kwargs)
+    full = run(q, k, v, dout, 2, "BNSD", "fp32", mode, scalar_value=0.3)
+    for a, b in zip(got, full):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("pre,nxt,why", [(-5, -5, "both negative"), (-6, 5, "next_tokens must be >= |pre_tokens|"),
+                                         (-8, 9, "|pre_tokens| < S2=8"), (3, -4, "pre_tokens must be >= |next_tokens|"),
+                                         (7, -6, "|next_tokens| < S1=6")])
+@pytest.mark.parametrize("sparse_mode", [0, 4])
+def test_empty_band(sparse_mode, pre, nxt, why):
+    # With a mask, sparse_mode 0 and 4 use the band, which MindSpore does not allow to be empty.
+    q, k, v = _qkv((1, 6, 32), (1, 8, 32))
+    mask = mode_mask(4) if sparse_mode == 4 else ms.Tensor(np.zeros((6, 8), np.bool_))
+    with pytest.raises(ValueError, match=rf"flash_attention_score: 'pre_tokens' {pre} and 'next_tokens' {nxt} leave "
+                                         rf"no key to attend to \(.*{re.escape(why)}"):
+        ms_ops.flash_attention_score(q, k, v, 2, attn_mask=mask, pre_tokens=pre, next_tokens=nxt,
+                                     sparse_mode=sparse_mode)
 
 
 def _qkv(shape_q=(1, 8, 64), shape_k=(1, 8, 64), dtype=ms.float32):
@@ -167,7 +198,7 @@ def test_return_softmax_lse(mode):
     max) over them; GQA, causal."""
     q, k, v = (representable(shape, "fp32") for shape in ((1, 4, 37, 32), (1, 2, 37, 32), (1, 2, 37, 32)))
     call = Call(ms_ops.flash_attention_score, head_num=4, input_layout="BNSD", scalar_value=0.3, sparse_mode=2,
-                return_softmax_lse=True)
+                attn_mask=mode_mask(2), return_softmax_lse=True)
     out, row_max, row_sum = call(*(ms.Tensor(a.astype(np.float32)) for a in (q, k, v)))
     logits = 0.3 * np.einsum("bnid,bnjd->bnij", q, np.repeat(k, 2, 1))
     logits = np.where(np.tril(np.ones((37, 37), bool)), logits, -np.inf)

@@ -12,7 +12,7 @@ import ms_ops
 from ms_ops.reference.attention import (dropout_keep, flash_attention_grad_pse, flash_attention_masked,
                                         pack_drop_mask, philox4x32_10, unpack_drop_mask, visibility)
 from tests.test_attention import from_layout, to_layout
-from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Call, VjpLoss, assert_close, mode_mask, representable, rounding, to_ms, to_np, with_mode_mask
 
 
 class Dropped(nn.Cell):
@@ -38,6 +38,7 @@ def run(q, k, v, dout, n1, layout, dtype, mode, drop_mask=None, **kwargs):
     n2 = k.shape[1]
     args = [to_ms(to_layout(a, layout), dtype) for a in (q, k, v)]
     w = ms.Tensor(to_layout(dout, layout).astype(np.float32))
+    kwargs = with_mode_mask(kwargs, q.shape[2], k.shape[2])
     if drop_mask is None:
         attention, extra = Call(ms_ops.flash_attention_score, head_num=n1, input_layout=layout, **kwargs), ()
         loss = VjpLoss(attention)
@@ -118,7 +119,8 @@ def test_packed_generated_bits():
     dout = representable((sum(lens_q), n1, d), "fp32")
     keep = dropout_keep(seed, 0, (3, n1, max(lens_q), max(lens_kv)), kp)
     attention = Call(ms_ops.flash_attention_score, head_num=n1, input_layout="TND", actual_seq_qlen=cq,
-                     actual_seq_kvlen=ckv, scalar_value=scale, sparse_mode=3, keep_prob=kp, seed=seed, offset=0)
+                     actual_seq_kvlen=ckv, scalar_value=scale, sparse_mode=3, attn_mask=mode_mask(3), keep_prob=kp,
+                     seed=seed, offset=0)
     args = [to_ms(a, "fp32") for a in (q, k, v)]
     out = attention(*args)
     grads = ms.grad(VjpLoss(attention), grad_position=(0, 1, 2))(*args, ms.Tensor(dout.astype(np.float32)))

@@ -34,7 +34,8 @@ class Loss(nn.Cell):
 
 
 def check(b, n1, n2, s1, s2, d, mask, layout, dtype, mode, sparse=0, pre=BIG, nxt=BIG, prefix=None, scale=0.15):
-    """mask: numpy bool array (1 = masked out) in the shape given to the op, or None."""
+    """mask: numpy bool array (1 = masked out) in the shape given to the op, or None (then, as in
+    CANN, sparse_mode, pre/next and prefix take no effect: the reference sees every key)."""
     q = representable((b, n1, s1, d), dtype)
     k = representable((b, n2, s2, d), dtype)
     v = representable((b, n2, s2, d), dtype)
@@ -56,6 +57,8 @@ def check(b, n1, n2, s1, s2, d, mask, layout, dtype, mode, sparse=0, pre=BIG, nx
                                                                                           else mask.shape[1], s1, s2))
     vis = np.stack([visibility(s1, s2, sparse, pre, nxt, 0 if prefix is None else prefix[i],
                                None if full is None else full[i]) * np.ones((1, s1, s2), bool) for i in range(b)])
+    if mask is None:
+        vis = np.ones((b, 1, s1, s2), bool)
     rnd, dout_t = rounding(dtype), rounding(dtype)(dout)
     ref = (flash_attention_masked(q, k, v, scale, vis),) + flash_attention_grad_masked(q, k, v, dout_t, scale, vis)
     naive = (flash_attention_masked(q, k, v, scale, vis, rnd),) + flash_attention_grad_masked(q, k, v, dout_t, scale,
@@ -115,7 +118,7 @@ def test_prefix_mode6_compressed(mode):
     check(3, 2, 1, 33, 20, 32, mask, "BSND", "fp32", mode, sparse=6, prefix=[0, 20, 9])
 
 
-def test_prefix_modes_without_mask():
+def test_prefix_mode_without_mask_is_full_attention():
     check(2, 2, 2, 20, 50, 64, None, "BSH", "bf16", "pynative", sparse=5, prefix=[31, 50])
 
 
@@ -133,9 +136,12 @@ def _qkv():
     ({"attn_mask": np.zeros((2048, 2048), np.uint8), "sparse_mode": 6, "prefix": [1, 1]}, ValueError,
      r"'attn_mask' must be the compressed \(3072, 2048\)"),
     ({"attn_mask": np.zeros((8, 8), np.float32)}, TypeError, "'attn_mask' must be bool or uint8"),
-    ({"sparse_mode": 5}, ValueError, "'prefix' is required by sparse_mode 5"),
-    ({"sparse_mode": 5, "prefix": [1]}, ValueError, r"'prefix' must have one entry per batch \(2\)"),
-    ({"sparse_mode": 6, "prefix": [1, 9]}, ValueError, r"'prefix' entries must be in \[0, S2=8\]"),
+    ({"attn_mask": np.zeros((2, 1, 8, 8), np.uint8), "sparse_mode": 5}, ValueError,
+     "'prefix' is required by sparse_mode 5"),
+    ({"attn_mask": np.zeros((2, 1, 8, 8), np.uint8), "sparse_mode": 5, "prefix": [1]}, ValueError,
+     r"'prefix' must have one entry per batch \(2\)"),
+    ({"attn_mask": np.zeros((3072, 2048), np.uint8), "sparse_mode": 6, "prefix": [1, 9]}, ValueError,
+     r"'prefix' entries must be in \[0, S2=8\]"),
     ({"prefix": [1, 1]}, ValueError, "'prefix' is only used by sparse_mode 5 and 6"),
 ])
 def test_bad_masks(kwargs, error, match):

@@ -10,7 +10,7 @@ import ms_ops
 from ms_ops import attn_bias as ab
 from ms_ops.reference.attention import (FAR, flash_attention, flash_attention_grad, flash_attention_grad_pse,
                                         flash_attention_masked)
-from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Call, VjpLoss, assert_close, mode_mask, representable, rounding, to_ms, to_np
 
 
 
@@ -64,7 +64,7 @@ def test_agrees_with_flash_attention_score(mode, causal):
     bias = ab.LowerTriangularMask() if causal else None
     got = run(Call(ms_ops.memory_efficient_attention, attn_bias=bias), q, key, value, dout, "fp32")
     same = run(Call(ms_ops.flash_attention_score, head_num=hq, scalar_value=1 / 8, input_layout="BSND",
-                    sparse_mode=2 if causal else 0),
+                    sparse_mode=2 if causal else 0, attn_mask=mode_mask(2) if causal else None),
                q, key, value, dout, "fp32")
     for a, s in zip(got, same):
         assert np.array_equal(a, s)

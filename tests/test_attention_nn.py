@@ -11,7 +11,7 @@ from mindspore import nn
 import ms_ops
 from ms_ops.reference.attention import (flash_attention, flash_attention_grad, flash_attention_grad_masked,
                                         flash_attention_grad_pse, flash_attention_masked, varlen, visible_offsets)
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import assert_close, mode_mask, representable, rounding, to_ms, to_np
 
 
 def to_bsh(x):
@@ -65,13 +65,15 @@ def test_bsh_gqa_default_scale(mode, dtype):
 
 
 def test_bnsd_band(mode):
-    """The default scale_value is 1.0 (MindSpore's); pre/next_tokens give a band."""
+    """The default scale_value is 1.0 (MindSpore's); pre/next_tokens give a band, with the mask
+    that agrees with it (as in CANN, sparse_mode 0 needs the mask for the band to act)."""
     b, n, s, d = 1, 2, 40, 32
     q, k, v, dout = (representable((b, n, s, d), "fp32", 0.3) for _ in range(4))
     cell = ms_ops.nn.FlashAttention(n, pre_tokens=5, next_tokens=2, input_layout="BNSD")
     args = [to_ms(a, "fp32") for a in (q, k, v)]
-    out = cell(*args)
-    grads = ms.grad(Loss(cell), grad_position=(0, 1, 2))(*args, ms.Tensor(dout.astype(np.float32)))
+    mask = mode_mask(0, 5, 2, s, s)
+    out = cell(*args, mask)
+    grads = ms.grad(MaskedLoss(cell), grad_position=(0, 1, 2))(*args, mask, ms.Tensor(dout.astype(np.float32)))
     ref, naive = expected(q, k, v, dout, 1.0, visible_offsets(s, s, 5, 2, 0), "fp32")
     for name, g, r, nv in zip(("out", "dq", "dk", "dv"), (out,) + tuple(grads), ref, naive):
         assert_close(name, to_np(g), r, nv, "fp32")

@@ -9,7 +9,7 @@ from mindspore import nn
 import ms_ops
 from ms_ops.reference.attention import alibi, flash_attention_grad_pse, flash_attention_masked, visibility
 from tests.test_attention import from_layout, to_layout
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import assert_close, representable, rounding, to_ms, to_np, with_mode_mask
 
 
 class Shifted(nn.Cell):
@@ -32,7 +32,7 @@ class Loss(nn.Cell):
 
 def run(q, k, v, pse, dout, n1, layout, dtype, mode, pse_dtype, **kwargs):
     """(out, dq, dk, dv, d real_shift) as float64, [B, N, S, D] for the first four."""
-    attention = Shifted(head_num=n1, input_layout=layout, **kwargs)
+    attention = Shifted(head_num=n1, input_layout=layout, **with_mode_mask(kwargs, q.shape[2], k.shape[2]))
     args = [to_ms(to_layout(a, layout), dtype) for a in (q, k, v)] + [to_ms(pse, pse_dtype)]
     w = ms.Tensor(to_layout(dout, layout).astype(np.float32))
     out = attention(*args)

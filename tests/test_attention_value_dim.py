@@ -9,7 +9,7 @@ import ms_ops
 from ms_ops.reference.attention import (dropout_keep, flash_attention_grad_pse, flash_attention_masked, varlen,
                                         visibility)
 from tests.test_attention import run
-from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Call, VjpLoss, assert_close, mode_mask, representable, rounding, to_ms, to_np
 
 
 def check(layout, dtype, mode, d=64, dv=40, sparse=0, keep_prob=1.0, **kwargs):
@@ -50,7 +50,7 @@ def test_packed():
     q, k = representable((cq[-1], n1, d), "fp32"), representable((ckv[-1], n2, d), "fp32")
     v, dout = representable((ckv[-1], n2, dv), "fp32"), representable((cq[-1], n1, dv), "fp32")
     attention = Call(ms_ops.flash_attention_score, head_num=n1, input_layout="TND", actual_seq_qlen=cq,
-                     actual_seq_kvlen=ckv, scalar_value=scale, sparse_mode=2)
+                     actual_seq_kvlen=ckv, scalar_value=scale, sparse_mode=2, attn_mask=mode_mask(2))
     args = [to_ms(a, "fp32") for a in (q, k, v)]
     out = attention(*args)
     grads = ms.grad(VjpLoss(attention), grad_position=(0, 1, 2))(*args, ms.Tensor(dout.astype(np.float32)))

@@ -12,7 +12,7 @@ from ms_ops._custom import custom_op
 from ms_ops.bprop.attention import make_flash_attention_score_bprop
 from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
 from ms_ops.reference.attention import varlen
-from tests.utils import assert_close, representable, rounding, to_ms, to_np
+from tests.utils import assert_close, mode_mask, representable, rounding, to_ms, to_np, with_mode_mask
 
 
 class Packed(nn.Cell):
@@ -46,8 +46,9 @@ def check(lens_q, lens_kv, n1, n2, d, dtype, mode, scale=0.2, sparse=0, pre=2147
     dout = representable((t1, n1, d), "fp32")
     cq, ckv = cumulative(lens_q), cumulative(lens_kv)
     seq_q, seq_kv = (ms.Tensor(np.array(c, np.int64)) for c in (cq, ckv)) if tensors else (cq, ckv)
+    kwargs = dict(sparse_mode=sparse, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
     attention = Packed(head_num=n1, actual_seq_qlen=seq_q, actual_seq_kvlen=seq_kv, scalar_value=scale,
-                       sparse_mode=sparse, pre_tokens=pre, next_tokens=nxt, prefix=prefix)
+                       **with_mode_mask(kwargs, max(lens_q), max(lens_kv)))
     args = [to_ms(a, dtype) for a in (q, k, v)]
     w = ms.Tensor(dout.astype(np.float32))
     out = attention(*args)
@@ -136,7 +137,8 @@ def _tnd(t1=8, t2=8):
     ({"actual_seq_qlen": [], "actual_seq_kvlen": []}, ValueError, "'actual_seq_qlen' must list at least one"),
     ({"actual_seq_qlen": [8], "actual_seq_kvlen": [8], "sparse_mode": 5, "prefix": [1]}, ValueError,
      "'sparse_mode' 5 is not defined for input_layout 'TND'"),
-    ({"actual_seq_qlen": [8], "actual_seq_kvlen": [8], "sparse_mode": 6}, ValueError, "'prefix' is required"),
+    ({"actual_seq_qlen": [8], "actual_seq_kvlen": [8], "sparse_mode": 6, "attn_mask": mode_mask(6)}, ValueError,
+     "'prefix' is required"),
 ])
 def test_bad_lengths(kwargs, error, match):
     with pytest.raises(error, match=rf"flash_attention_score: {match}"):
@@ -160,9 +162,14 @@ def test_lengths_need_tnd_and_tensor_values_checked_by_kernel():
 
 
 class DynamicPacked(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.mask = mode_mask(3)
+
     def construct(self, q, k, v, seq_q, seq_kv):
-        return ms_ops.flash_attention_score(q, k, v, 2, actual_seq_qlen=seq_q, actual_seq_kvlen=seq_kv,
-                                            scalar_value=0.3, input_layout="TND", sparse_mode=3)
+        return ms_ops.flash_attention_score(q, k, v, 2, attn_mask=self.mask, actual_seq_qlen=seq_q,
+                                            actual_seq_kvlen=seq_kv, scalar_value=0.3, input_layout="TND",
+                                            sparse_mode=3)
 
 
 def test_dynamic_packed_graph():

@@ -10,7 +10,7 @@ from mindspore import nn
 import ms_ops
 from ms_ops.reference.attention import dropout_keep, flash_attention_grad_pse, flash_attention_masked, pack_drop_mask, \
     visibility
-from tests.utils import Call, VjpLoss, assert_close, representable, rounding, to_ms, to_np
+from tests.utils import Call, VjpLoss, assert_close, mode_mask, representable, rounding, to_ms, to_np, with_mode_mask
 
 LENS_Q, LENS_KV, N1, N2, D = [20, 0, 33, 5], [40, 7, 25, 0], 4, 2, 32
 CQ, CKV = [int(x) for x in np.cumsum(LENS_Q)], [int(x) for x in np.cumsum(LENS_KV)]
@@ -34,7 +34,7 @@ def data(dtype):
 
 def run_mask(q, k, v, dout, mask, dtype, **kwargs):
     """(out, dq, dk, dv) as float64 TND arrays, the keep bits from ``mask``."""
-    kwargs.update(input_layout="TND", actual_seq_qlen=CQ, actual_seq_kvlen=CKV)
+    kwargs = with_mode_mask(dict(kwargs, input_layout="TND", actual_seq_qlen=CQ, actual_seq_kvlen=CKV))
     args = [to_ms(a, dtype) for a in (q, k, v)] + [ms.Tensor(mask)]
     w = ms.Tensor(dout.astype(np.float32))
     out = ms_ops.flash_attention_score(*args[:3], N1, drop_mask=args[3], **kwargs)
@@ -77,7 +77,8 @@ def test_generated_bits_as_mask():
     keep = dropout_keep(seed, offset, (len(LENS_Q), N1, max(LENS_Q), max(LENS_KV)), kp)
     by_mask = run_mask(q, k, v, dout, pack_drop_mask(keep), "fp32", keep_prob=kp, sparse_mode=2)
     attention = Call(ms_ops.flash_attention_score, head_num=N1, input_layout="TND", actual_seq_qlen=CQ,
-                     actual_seq_kvlen=CKV, keep_prob=kp, sparse_mode=2, seed=seed, offset=offset)
+                     actual_seq_kvlen=CKV, keep_prob=kp, sparse_mode=2, attn_mask=mode_mask(2), seed=seed,
+                     offset=offset)
     args = [to_ms(a, "fp32") for a in (q, k, v)]
     grads = ms.grad(VjpLoss(attention), grad_position=(0, 1, 2))(*args, ms.Tensor(dout.astype(np.float32)))
     for name, a, b in zip(("attention_out", "dq", "dk", "dv"), by_mask, [attention(*args)] + list(grads)):

@@ -11,6 +11,7 @@ import pytest
 from mindspore import nn, ops
 
 import ms_ops
+from tests.utils import mode_mask
 
 H, N, D, DR, DV, NI, DI, DIR, K = 32, 2, 16, 8, 16, 2, 16, 4, 8
 
@@ -51,7 +52,7 @@ def composed(cell, x, dense_warmup, dtype=ms.float32):
     if dense_warmup:
         out, mx, sm = ms_ops.flash_attention_score(ops.concat((q, qr), -1), ops.concat((k, kr), -1), v, N,
                                                    scalar_value=scale, input_layout="BSND", sparse_mode=3,
-                                                   return_softmax_lse=True)
+                                                   attn_mask=mode_mask(3), return_softmax_lse=True)
         mx, sm = (t[..., 0].transpose(0, 2, 1).reshape(b, 1, s, N) for t in (mx, sm))
         loss = ms_ops.dense_lightning_indexer_kl_loss(ops.concat((q, qr), -1), ops.concat((k, kr), -1), qi, ki, w,
                                                       mx, sm, scale)

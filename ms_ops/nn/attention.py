@@ -2,6 +2,7 @@
 import math
 
 from ms_ops._graph import RecoveringCell
+from ms_ops.ops._attention_args import COMPRESSED_MASKS, compressed_mask
 from ms_ops.ops._validation import check_choice, check_int, check_tensor, known
 from ms_ops.ops.attention import flash_attention_score
 
@@ -24,14 +25,18 @@ class FlashAttention(RecoveringCell):
             ``i - pre_tokens <= j <= i + next_tokens``. Default 2147483647 (every key).
         input_layout (str): "BSH" (default), "SBH", "BSND", "BNSD" or "TND".
         sparse_mode (int): CANN's sparse mode (0 band, 2 causal from the top left, 3 causal from
-            the bottom right, ...; see :func:`ms_ops.flash_attention_score`). Default 0.
+            the bottom right, ...; see :func:`ms_ops.flash_attention_score`). Default 0. Modes
+            2, 3, 4, 6, 7 and 8 need no mask from the caller: without ``attn_mask`` the Cell
+            passes the mode's compressed mask (the function itself computes full attention
+            without one, as CANN does).
         use_alibi_mask (bool): whether ``construct`` takes an ALiBi (or any position) bias
             ``alibi_mask``; it becomes ``flash_attention_score``'s ``real_shift`` (with its default
             ``pse_type=1``, MindSpore's: added before the scaling). Default False.
 
     Inputs:
         query, key, value (Tensor): in ``input_layout``, as :func:`ms_ops.flash_attention_score`.
-        attn_mask (Tensor, optional): bool/uint8, 1 = masked out, as ``flash_attention_score``.
+        attn_mask (Tensor, optional): bool/uint8, 1 = masked out, as ``flash_attention_score``;
+            for the modes with a compressed mask the Cell supplies it when None.
         alibi_mask (Tensor, optional): with ``use_alibi_mask`` only, and then required: the bias
             ``real_shift`` (``[B, N1, S1, S2]``, ``[1, N1, S1, S2]``, ``[B, N1, 1, S2]`` or the
             ALiBi-compressed ``[B or 1, N1, 1024, S2]``; see :func:`ms_ops.flash_attention_score`).
@@ -68,6 +73,7 @@ class FlashAttention(RecoveringCell):
         self.input_layout = input_layout
         self.sparse_mode = sparse_mode
         self.use_alibi_mask = use_alibi_mask
+        self.mode_mask = compressed_mask(sparse_mode) if sparse_mode in COMPRESSED_MASKS else None
 
     def _scale(self, query):
         if self.scale_value is not None:
@@ -86,6 +92,8 @@ class FlashAttention(RecoveringCell):
             raise ValueError(f"{_NAME}: 'alibi_mask' is required with use_alibi_mask=True")
         if not self.use_alibi_mask and alibi_mask is not None:
             raise ValueError(f"{_NAME}: 'alibi_mask' is given but use_alibi_mask is False")
+        if attn_mask is None:
+            attn_mask = self.mode_mask
         return flash_attention_score(query, key, value, self.head_num, real_shift=alibi_mask,
                                      padding_mask=padding_mask, attn_mask=attn_mask, prefix=prefix,
                                      actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen,

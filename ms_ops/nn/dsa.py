@@ -8,6 +8,7 @@ import numpy as np
 from mindspore import nn, ops
 
 from ms_ops._graph import RecoveringCell
+from ms_ops.ops._attention_args import compressed_mask
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dim, check_int, check_rank
 from ms_ops.ops.attention import flash_attention_score
 from ms_ops.ops.dsa import (MAX_SPARSE_COUNT, dense_lightning_indexer_kl_loss, lightning_indexer,
@@ -209,6 +210,7 @@ class DSAttention(RecoveringCell):
         self.dense_warmup = dense_warmup
         self.dtype = dtype
         self.scale = 1.0 / math.sqrt(head_dim + rope_head_dim)
+        self.causal_mask = compressed_mask(3)  # the dense warm-up's: causal needs the mask, as in CANN
         self.q_width = head_dim + rope_head_dim
         self.kv_widths = (head_dim, rope_head_dim, v_head_dim) if rope_head_dim else (head_dim, v_head_dim)
         self.wq = nn.Dense(hidden_size, num_heads * self.q_width, has_bias=False)
@@ -237,8 +239,9 @@ class DSAttention(RecoveringCell):
     def _dense(self, q, k, v, qr, kr, qi, ki, w):
         if qr is not None:
             q, k = ops.concat((q, qr), axis=-1), ops.concat((k, kr), axis=-1)
-        out, mx, sm = flash_attention_score(q, k, v, self.num_heads, scalar_value=self.scale, input_layout="BSND",
-                                            sparse_mode=3, return_softmax_lse=True)
+        out, mx, sm = flash_attention_score(q, k, v, self.num_heads, attn_mask=self.causal_mask,
+                                            scalar_value=self.scale, input_layout="BSND", sparse_mode=3,
+                                            return_softmax_lse=True)
         # flash attention's statistics [B, N, S, 8] (8 equal copies) -> the loss's [B, 1, S, N].
         mx = ops.stop_gradient(mx[..., 0].swapaxes(1, 2).expand_dims(1))
         sm = ops.stop_gradient(sm[..., 0].swapaxes(1, 2).expand_dims(1))

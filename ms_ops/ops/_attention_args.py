@@ -39,6 +39,35 @@ def _int64_tensor(values):
     return ms.Tensor(np.array(values, dtype=np.int64))
 
 
+@functools.lru_cache(maxsize=None)
+def compressed_mask(sparse_mode):
+    """CANN's compressed attn_mask of sparse_mode 2, 3, 4, 7 and 8 (bool [2048, 2048], 1 above the
+    diagonal) or 6 ([3072, 2048]: that triangle over a 1024-row block whose right half is 1), for
+    callers that want a mode's visible keys: without attn_mask the op computes full attention. A
+    constant in GRAPH mode."""
+    rows, cols = COMPRESSED_MASKS[sparse_mode]
+    mask = np.zeros((rows, cols), np.bool_)
+    mask[:cols] = np.triu(np.ones((cols, cols), np.bool_), 1)
+    mask[cols:, cols // 2:] = True
+    return ms.Tensor(mask)
+
+
+def check_band(pre_tokens, next_tokens, s1, s2):
+    """pre_tokens / next_tokens of sparse_mode 0 and 4 leave a non-empty band (the combinations
+    MindSpore's flash_attention_score lists as not allowed raise). s1, s2: query / key lengths
+    (TND: the longest ones)."""
+    def fail(why):
+        raise ValueError(f"{_OP}: 'pre_tokens' {pre_tokens} and 'next_tokens' {next_tokens} leave no key to attend "
+                         f"to ({why})")
+
+    if pre_tokens < 0 and next_tokens < 0:
+        fail("both negative")
+    if pre_tokens < 0 and (next_tokens < -pre_tokens or (known(s2) and -pre_tokens >= s2)):
+        fail(f"with pre_tokens < 0, next_tokens must be >= |pre_tokens| and |pre_tokens| < S2={s2}")
+    if next_tokens < 0 and (-next_tokens > pre_tokens or (known(s1) and -next_tokens >= s1)):
+        fail(f"with next_tokens < 0, pre_tokens must be >= |next_tokens| and |next_tokens| < S1={s1}")
+
+
 def placeholder(dtype):
     """The [1] tensor standing in for an absent optional input (the kernel never reads it)."""
     return ops.zeros((1,), dtype)
@@ -144,6 +173,7 @@ def check_mask(attn_mask, sparse_mode, layout, b, n1, s1, s2):
     wanted = [(b, n1, s1, s2), (b, 1, s1, s2)]
     if sparse_mode != 5:
         wanted += [(1, 1, s1, s2), (s1, s2)]
+    wanted = list(dict.fromkeys(wanted))  # B or N1 of 1 repeats a form
     if not any(len(w) == len(shape) and all(not known(x) or not known(y) or x == y for x, y in zip(w, shape))
                for w in wanted):
         raise ValueError(f"{_OP}: 'attn_mask' shape {shape} does not fit sparse_mode {sparse_mode}: "

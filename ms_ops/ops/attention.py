@@ -6,12 +6,13 @@ respect to query, key and value. Signature and defaults are MindSpore's
 from ms_ops._custom import custom_op
 from ms_ops.bprop.attention import make_flash_attention_score_bprop
 from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
-from ms_ops.ops._attention_args import (check_dropout, check_mask, check_prefix, check_pse, fresh_dropout_seed,
-                                        longest, sequences)
+from ms_ops.ops._attention_args import (check_band, check_dropout, check_mask, check_prefix, check_pse,
+                                        fresh_dropout_seed, longest, sequences)
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _OP = "flash_attention_score"
 _LAYOUTS = {"BSH": 3, "SBH": 3, "BSND": 4, "BNSD": 4, "TND": 3}
+_FAR = 2147483647  # pre_tokens / next_tokens reaching every key
 
 
 def _unsupported(name, what):
@@ -110,7 +111,10 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
             padded to the longest one, ``[B, N1, S1, S2]`` with S1, S2 the longest query / key
             lengths (sequence b's query i and key j read element (b, n1, i, j)) or ``[B, N1, 1,
             S2]`` / ``[1, N1, S1, S2]``, not differentiated.
-        attn_mask (Tensor, optional): bool or uint8, 1 = masked out. sparse_mode 0 and 1:
+        attn_mask (Tensor, optional): bool or uint8, 1 = masked out. None (the default): full
+            attention, every key of the sequence; as in CANN, sparse_mode, pre_tokens,
+            next_tokens and prefix then take no effect (a causal call passes the compressed
+            mask, e.g. ``Tensor(np.triu(np.ones((2048, 2048), np.bool_), 1))``). sparse_mode 0 and 1:
             ``[B, N1, S1, S2]``, ``[B, 1, S1, S2]``, ``[1, 1, S1, S2]`` or ``[S1, S2]``, applied
             on top of the mode's visible keys (TND: per sequence, S1 and S2 the longest query /
             key lengths, as real_shift); sparse_mode 5: ``[B, N1, S1, S2]``
@@ -125,10 +129,14 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         scalar_value (float): the scale of the scores.
         pre_tokens, next_tokens (int): the band of sparse_mode 0 (``i - pre_tokens <= j <=
             i + next_tokens``), 4, 7 and 8 (the same band anchored at the bottom-right corner:
-            ``i + S2 - S1 - pre_tokens <= j <= i + S2 - S1 + next_tokens``).
+            ``i + S2 - S1 - pre_tokens <= j <= i + S2 - S1 + next_tokens``). With attn_mask in
+            sparse_mode 0 and 4 the band must not be empty; the combinations MindSpore lists as
+            not allowed raise ValueError: both negative; pre_tokens < 0 with next_tokens <
+            |pre_tokens| or |pre_tokens| >= S2; next_tokens < 0 with |next_tokens| > pre_tokens or
+            |next_tokens| >= S1.
         input_layout (str): "BSH", "SBH", "BSND", "BNSD" or "TND".
-        sparse_mode (int): the keys query i of a sequence (S1 queries, S2 keys) sees, before
-            attn_mask: 0 the band of pre/next_tokens (the defaults: every key); 1 every key;
+        sparse_mode (int): with attn_mask given, the keys query i of a sequence (S1 queries,
+            S2 keys) sees, before the mask: 0 the band of pre/next_tokens (the defaults: every key); 1 every key;
             2 ``j <= i`` (causal from the top left); 3 ``j <= i + S2 - S1`` (causal from the
             bottom right); 4 the bottom-right band; 5 and 6 (prefix) mode 3's keys plus the
             first ``prefix[b]`` keys; 7 (TND) mode 3 for every sequence but the last one with
@@ -209,6 +217,16 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         raise TypeError(f"{_OP}: 'return_softmax_lse' must be a bool, got {type(return_softmax_lse).__name__}")
     batch, s1, s2 = _check_shapes(query, key, value, head_num, input_layout)
     packed_batch, seq_q, seq_kv = sequences(input_layout, actual_seq_qlen, actual_seq_kvlen, s1, s2)
+    if attn_mask is None:
+        # As CANN: without attn_mask, sparse_mode and pre/next_tokens take no effect (full attention),
+        # nor does prefix; a prefix with a mode that has none is still a wrong call.
+        if prefix is not None and sparse_mode not in (5, 6):
+            check_prefix(prefix, sparse_mode, batch, s2)
+        sparse_mode, pre_tokens, next_tokens, prefix = 0, _FAR, _FAR, None
+    elif sparse_mode in (0, 4):
+        packed = input_layout == "TND"
+        check_band(pre_tokens, next_tokens, longest(actual_seq_qlen) if packed else s1,
+                   longest(actual_seq_kvlen) if packed else s2)
     pre = check_prefix(prefix, sparse_mode, packed_batch if input_layout == "TND" else batch,
                        None if input_layout == "TND" else s2)
     if input_layout == "TND":

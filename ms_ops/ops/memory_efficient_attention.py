@@ -7,6 +7,7 @@ import mindspore as ms
 from mindspore import ops
 
 from ms_ops.ops import attn_bias as ab
+from ms_ops.ops._attention_args import compressed_mask
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_same_dtype, check_tensor, known
 from ms_ops.ops.attention import flash_attention_score
 
@@ -128,6 +129,7 @@ def _block_diagonal(q, k, v, bias, heads, scale, sparse_mode, keep_prob):
             raise ValueError(f"{_OP}: '{name}' has {t.shape[1]} rows but 'attn_bias' packs {info.total} "
                              f"(lengths {info.seqlen_py})")
     out = flash_attention_score(_packed(q), _packed(k), _packed(v), heads,
+                                attn_mask=compressed_mask(sparse_mode) if sparse_mode else None,
                                 actual_seq_qlen=list(bias.q_seqinfo.seqstart_py[1:]),
                                 actual_seq_kvlen=list(bias.k_seqinfo.seqstart_py[1:]), scalar_value=scale,
                                 input_layout="TND", sparse_mode=sparse_mode, keep_prob=keep_prob)
@@ -187,8 +189,8 @@ def memory_efficient_attention(query, key, value, attn_bias=None, p=0.0, scale=N
         sparse_mode = 2 if isinstance(attn_bias, ab.BlockDiagonalCausalMask) else 0
         out = _block_diagonal(q, k, v, attn_bias, heads, float(scale), sparse_mode, keep_prob)
     elif isinstance(attn_bias, ab.LowerTriangularMask):
-        out = flash_attention_score(q, k, v, heads, scalar_value=float(scale), input_layout="BSND", sparse_mode=2,
-                                    keep_prob=keep_prob)
+        out = flash_attention_score(q, k, v, heads, attn_mask=compressed_mask(2), scalar_value=float(scale),
+                                    input_layout="BSND", sparse_mode=2, keep_prob=keep_prob)
     elif isinstance(attn_bias, ms.Tensor):
         out = flash_attention_score(q, k, v, heads, real_shift=_dense_bias(attn_bias, query, key),
                                     scalar_value=float(scale), input_layout="BSND", pse_type=0, keep_prob=keep_prob)

@@ -55,7 +55,8 @@ inline void SfaCheckTable(const SparseFlashAttentionProblem &p, const Arg &table
 }
 
 // Every list entry is -1 or a block of its sequence's keys (< ceil(S2 / sparse_block_size)), and
-// no block appears twice in one list.
+// no block appears twice in one list. With BSND query lengths, the padding rows past a batch's
+// length are never read (the kernels skip them, as CANN's do), so their lists may hold anything.
 inline void SfaCheckIndices(const SparseFlashAttentionProblem &p, const Arg &idx) {
   const int32_t *v = reinterpret_cast<const int32_t *>(idx.data);
   const int64_t rows = p.packed ? p.seq1 : p.batch * p.seq1;
@@ -73,6 +74,7 @@ inline void SfaCheckIndices(const SparseFlashAttentionProblem &p, const Arg &idx
       while (p.cumQ[b] <= t) ++b;
     } else {
       b = t / p.seq1;
+      if (p.lengthsQ && t % p.seq1 >= p.lenQ[b]) continue;
     }
     for (int64_t n = 0; n < p.heads2; ++n) {
       const int64_t list = t * p.heads2 + n;
@@ -174,7 +176,7 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
       p.seq2 = p.pageSize * p.maxPages;
       p.keyRows = k.shape[0] * k.shape[1];
     }
-    if (p.lengthsQ) SfaPerBatch(*in.cumQ, p.batch, p.seq1);
+    if (p.lengthsQ) p.lenQ = SfaPerBatch(*in.cumQ, p.batch, p.seq1);
     // Paged: the block table bounds the lengths (SfaCheckTable names it when too short).
     const int64_t kvLimit = p.paged ? std::numeric_limits<int64_t>::max() : p.seq2;
     if (p.lengthsKv) p.lenKv = SfaPerBatch(*in.cumKv, p.batch, kvLimit);

@@ -66,7 +66,7 @@ struct SparseFlashAttentionProblem {
   int64_t preTokens = kSfaFar, nextTokens = kSfaFar;
   bool valueIsKey = false;  // key and value are one tensor
   std::vector<int64_t> cumQ, cumKv;  // TND only
-  std::vector<int64_t> lenKv;        // BSND per-batch key lengths (host checks only)
+  std::vector<int64_t> lenQ, lenKv;  // BSND per-batch query and key lengths (host checks only)
   SfaFloat dataType = SfaFloat::kF32;
   float scale = 1.0f;
 };
