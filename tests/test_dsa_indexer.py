@@ -220,6 +220,27 @@ def test_paged_keys(mode):
     np.testing.assert_array_equal(prob.tok(to_np(val)), rval)
 
 
+def test_paged_keys_packed_queries():
+    """TND queries with PA_BSND keys (key lengths per sequence, as a list or a Tensor) select as the
+    same keys packed in TND."""
+    lens_k = [6, 8]
+    q, w = ints((5, 4, 6)), ints((5, 4))
+    k = ints((14, 1, 6))
+    blocks = np.zeros((4, 4, 1, 6), np.float32)
+    blocks[0, :4], blocks[1, :2] = k[:4], k[4:6]
+    blocks[2, :4], blocks[3, :4] = k[6:10], k[10:14]
+    table = ms.Tensor(np.array([[0, 1], [2, 3]], np.int32))
+    args = (to_ms(q, "fp32"), to_ms(blocks, "fp32"), to_ms(w, "fp32"))
+    want = ms_ops.lightning_indexer(args[0], to_ms(k, "fp32"), args[2], actual_seq_lengths_query=[2, 5],
+                                    actual_seq_lengths_key=[6, 14], layout_query="TND", layout_key="TND",
+                                    sparse_count=5)
+    for lengths in (lens_k, ms.Tensor(np.array(lens_k, np.int64))):
+        got = ms_ops.lightning_indexer(*args, actual_seq_lengths_query=[2, 5], actual_seq_lengths_key=lengths,
+                                       layout_query="TND", layout_key="PA_BSND", block_table=table, sparse_count=5)
+        for g, r in zip(got, want):
+            np.testing.assert_array_equal(to_np(g), to_np(r))
+
+
 def test_paged_errors():
     q, k, w = _args()
     blocks = ms.Tensor(np.random.randn(3, 4, 2, 8).astype(np.float32))

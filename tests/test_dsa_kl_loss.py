@@ -7,7 +7,7 @@ bands (sparse and dense); the errors."""
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import nn
+from mindspore import nn, ops
 
 import ms_ops
 from ms_ops.reference import dsa as ref
@@ -152,6 +152,13 @@ def test_errors():
         op(*a[:5], ms.Tensor(a[5].astype(np.int64)), *a[6:])
     with pytest.raises(TypeError, match="sparse_lightning_indexer_kl_loss: 'key'"):
         op(a[0], a[1].astype(ms.float16), *a[2:5], ms.Tensor(a[5]), *a[6:])
+    # The index tensors are named as the caller passes them.
+    with pytest.raises(TypeError, match="sparse_lightning_indexer_kl_loss: 'weights' must have the dtype of "
+                                        "'query_index'"):
+        op(*a[:4], a[4].astype(ms.float16), ms.Tensor(a[5]), *a[6:])
+    with pytest.raises(ValueError, match=r"sparse_lightning_indexer_kl_loss: 'key_index' heads \(2\) must divide "
+                                         r"query_index's heads \(3\)"):
+        op(*a[:3], ops.tile(a[3], (1, 1, 2, 1)), *a[4:5], ms.Tensor(a[5]), *a[6:])
     repeated = a[5].copy()
     repeated[0, 2, 0, 1] = repeated[0, 2, 0, 0]
     with pytest.raises(RuntimeError, match="sparse_lightning_indexer_kl_loss: 'sparse_indices'.*twice"):
@@ -242,6 +249,11 @@ def test_dense_errors():
     q, k, qi, ki, w, _, stats, _ = _inputs()
     with pytest.raises(ValueError, match="dense_lightning_indexer_kl_loss: 'key_rope'"):
         op(q, k, qi, ki, w, stats, stats, key_rope=k)
+    # A main attention with more key heads than the indexer's (multi-head, as CANN's own dense op
+    # takes) is refused before any kernel runs, naming the argument.
+    with pytest.raises(ValueError, match=r"dense_lightning_indexer_kl_loss: 'key' heads \(2\) must equal "
+                                         r"key_index's \(1\)"):
+        op(q, ops.tile(k, (1, 1, 2, 1)), qi, ki, w, stats, stats)
     bad = ms.Tensor(np.ones((1, 1, 4, 2), np.float32))
     with pytest.raises(RuntimeError, match="dense_lightning_indexer_kl_loss: 'softmax_max'"):
         op(q, k, qi, ki, w, bad, stats).asnumpy()

@@ -429,6 +429,26 @@ def test_paged_forward(mode, dtype):
             ms.grad(lambda *a: loss(*a, wt), grad_position=(0,))(*args)
 
 
+def test_paged_packed_queries(mode):
+    # TND queries with PA_BSND keys (MindSpore: layout_kv PA_BSND need not match layout_query): each
+    # packed sequence's rows equal the same rows of the padded BSND call, bitwise.
+    lens_q, lens_kv = [7, 0, 5], [30, 9, 17]
+    q, k, v, idx = bsnd_lengths(lens_q, lens_kv, 7, 30, 4, 1, 32, 12, "fp32")
+    (kc, vc), table = page(k, v, lens_kv, 8)
+    kw = dict(block_table=ms.Tensor(table), layout_kv="PA_BSND", actual_seq_lengths_kv=lens_kv)
+    pad = [to_np(x) for x in Attention(scale_value=0.2, actual_seq_lengths_query=lens_q, **kw)(
+        to_ms(q, "fp32"), to_ms(kc, "fp32"), to_ms(vc, "fp32"), ms.Tensor(idx), None, None)]
+    rows = [(b, i) for b, n in enumerate(lens_q) for i in range(n)]
+    packed_q = np.stack([q[b, i] for b, i in rows])
+    packed_idx = np.stack([idx[b, i] for b, i in rows])
+    got = [to_np(x) for x in Attention(scale_value=0.2, layout_query="TND", actual_seq_lengths_query=[7, 7, 12],
+                                       **kw)(to_ms(packed_q, "fp32"), to_ms(kc, "fp32"), to_ms(vc, "fp32"),
+                                             ms.Tensor(packed_idx), None, None)]
+    for t, (b, i) in enumerate(rows):
+        assert np.array_equal(got[0][t], pad[0][b, i])
+        assert np.array_equal(got[1][:, t], pad[1][b, :, i]) and np.array_equal(got[2][:, t], pad[2][b, :, i])
+
+
 @pytest.mark.parametrize("table,lens,message", [
     ([[0, 1]], [17], "'block_table': is too short: 2 blocks of 8 keys cannot hold batch 0's 17 keys"),
     ([[0, 3]], [9], "'block_table': entry [0, 1] is 3, outside [0, 3) (key's blocks)"),

@@ -132,7 +132,9 @@ def sequence_lengths(op, query, key, layout, lengths_query, lengths_key, *, key_
         if lengths_key is None:
             raise ValueError(f"{op}: '{key_name}' is required with {layout_key_name} 'PA_BSND' "
                              f"(per-batch key lengths)")
-        klen, has_k = lengths_arg(op, key_name, lengths_key, "BSND", query.shape[0], None)
+        # One length per sequence: TND's count is that of the cumulative query lengths.
+        batch = (len(lengths_query) if isinstance(lengths_query, (list, tuple)) else None) if tnd else query.shape[0]
+        klen, has_k = lengths_arg(op, key_name, lengths_key, "BSND", batch, None)
         return qlen, klen, has_q, has_k
     klen, has_k = lengths_arg(op, key_name, lengths_key, layout, None if tnd else key.shape[0],
                               key.shape[0] if tnd else key.shape[1])

@@ -173,7 +173,7 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         return_softmax_lse (bool, keyword-only): also return the kernel's softmax statistics.
 
     Not supported yet (a ValueError names the argument): padding_mask and inner_precise other
-    than 0 or 1.
+    than 0, 1 or 2 (2, CANN's handling of rows that see no key, is what ms_ops always does).
 
     Returns:
         Tensor: attention_out, query's shape (with value's head dim D_v) and dtype. A query row
@@ -206,8 +206,9 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
     if sparse_mode == 5 and input_layout == "TND":
         raise ValueError(f"{_OP}: 'sparse_mode' 5 is not defined for input_layout 'TND' (use 6)")
     check_int(_OP, "inner_precise", inner_precise)
-    if inner_precise not in (0, 1):
-        _unsupported("inner_precise", f"{inner_precise} (only 0 and 1)")
+    # 2 is CANN's handling of rows without a visible key, which ms_ops always does (zero output).
+    if inner_precise not in (0, 1, 2):
+        _unsupported("inner_precise", f"{inner_precise} (only 0, 1 and 2)")
     check_int(_OP, "head_num", head_num, low=1)
     check_int(_OP, "pre_tokens", pre_tokens)
     check_int(_OP, "next_tokens", next_tokens)

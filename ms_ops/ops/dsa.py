@@ -40,25 +40,27 @@ def _check_indexer(query, key, weights, layout_query, layout_key, sparse_count, 
         if v != _FAR and op == _LI:
             raise ValueError(f"{op}: '{name}' accepts only the default 2**63-1, got {v}")
     rank = 3 if layout_query == "TND" else 4
-    for name, t in (("query", query), ("key", key), ("weights", weights)):
+    # The KL losses check their index tensors here: name them as their callers do.
+    qn, kn = ("query", "key") if op == _LI else ("query_index", "key_index")
+    for name, t in ((qn, query), (kn, key), ("weights", weights)):
         check_tensor(op, name, t)
-        want = rank - 1 if name == "weights" else 4 if name == "key" and paged else rank
+        want = rank - 1 if name == "weights" else 4 if name == kn and paged else rank
         if t.ndim != want:
             raise ValueError(f"{op}: '{name}' must be {want}-D for layout {layout_query!r}, got shape {t.shape}")
-    check_dtype(op, "query", query, FLOAT_DTYPES)
-    check_same_dtype(op, "key", key, "query", query)
-    check_same_dtype(op, "weights", weights, "query", query)
+    check_dtype(op, qn, query, FLOAT_DTYPES)
+    check_same_dtype(op, kn, key, qn, query)
+    check_same_dtype(op, "weights", weights, qn, query)
     n1, d, n2 = query.shape[-2], query.shape[-1], key.shape[-2]
     if known(d) and known(key.shape[-1]) and d != key.shape[-1]:
-        raise ValueError(f"{op}: 'key' head dim must equal query's ({d}), got shape {key.shape}")
+        raise ValueError(f"{op}: '{kn}' head dim must equal {qn}'s ({d}), got shape {key.shape}")
     if known(n1) and known(n2) and (n2 < 1 or n1 % n2 != 0):
-        raise ValueError(f"{op}: 'key' heads ({n2}) must divide query's heads ({n1})")
+        raise ValueError(f"{op}: '{kn}' heads ({n2}) must divide {qn}'s heads ({n1})")
     for axis in range(rank - 1):
         a, b = query.shape[axis], weights.shape[axis]
         if known(a) and known(b) and a != b:
-            raise ValueError(f"{op}: 'weights' must have query's leading dims {query.shape[:-1]}, got {weights.shape}")
+            raise ValueError(f"{op}: 'weights' must have {qn}'s leading dims {query.shape[:-1]}, got {weights.shape}")
     if rank == 4 and not paged and known(query.shape[0]) and known(key.shape[0]) and query.shape[0] != key.shape[0]:
-        raise ValueError(f"{op}: 'key' batch must equal query's ({query.shape[0]}), got shape {key.shape}")
+        raise ValueError(f"{op}: '{kn}' batch must equal {qn}'s ({query.shape[0]}), got shape {key.shape}")
 
 
 def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, actual_seq_lengths_key=None,
@@ -117,7 +119,7 @@ def lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None, act
     return out[0], out[1]
 
 
-def _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
+def _check_kl(query, key, query_index, key_index, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
               key_rope, layout, op=_KL):
     rank = query_index.ndim
     for name, t in (("query", query), ("key", key), ("softmax_max", softmax_max), ("softmax_sum", softmax_sum)):
@@ -145,6 +147,10 @@ def _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, sof
     n1, n2 = query.shape[-2], key.shape[-2]
     if known(n1) and known(n2) and (n2 < 1 or n1 % n2 != 0):
         raise ValueError(f"{op}: 'key' heads ({n2}) must divide query's heads ({n1})")
+    ni2 = key_index.shape[-2]
+    if known(n2) and known(ni2) and n2 != ni2:
+        raise ValueError(f"{op}: 'key' heads ({n2}) must equal key_index's ({ni2}): the loss pairs each main "
+                         f"key head with the index key head of the same number")
     if sparse_indices is not None and known(sparse_indices.shape[-2]) and known(n2) \
             and sparse_indices.shape[-2] != n2:
         raise ValueError(f"{op}: 'sparse_indices' must select per key head of 'key' ({n2}), got shape "
@@ -217,7 +223,7 @@ def sparse_lightning_indexer_kl_loss(query, key, query_index, key_index, weights
     """
     _check_indexer(query_index, key_index, weights, layout, layout, 1, sparse_mode, pre_tokens, next_tokens, None,
                    op=_KL)
-    _check_kl(query, key, query_index, weights, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
+    _check_kl(query, key, query_index, key_index, sparse_indices, softmax_max, softmax_sum, scale_value, query_rope,
               key_rope, layout)
     return _kl_loss(_KL, (query, key, query_index, key_index, weights, sparse_indices, softmax_max, softmax_sum),
                     scale_value, query_rope, key_rope, actual_seq_qlen, actual_seq_klen, layout, sparse_mode,
@@ -241,7 +247,7 @@ def dense_lightning_indexer_kl_loss(query, key, query_index, key_index, weights,
     """
     _check_indexer(query_index, key_index, weights, layout, layout, 1, sparse_mode, pre_tokens, next_tokens, None,
                    op=_DENSE)
-    _check_kl(query, key, query_index, weights, None, softmax_max, softmax_sum, scale_value, query_rope, key_rope,
+    _check_kl(query, key, query_index, key_index, None, softmax_max, softmax_sum, scale_value, query_rope, key_rope,
               layout, op=_DENSE)
     return _kl_loss(_DENSE, (query, key, query_index, key_index, weights, softmax_max, softmax_sum), scale_value,
                     query_rope, key_rope, actual_seq_qlen, actual_seq_klen, layout, sparse_mode, pre_tokens,

@@ -27,21 +27,26 @@ def _check_dim(name, t, axis, want, what):
 
 
 def _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layout, paged):
+    # Query and sparse_indices in the query layout; key and value 4-D [blocks, block_size, N2, D]
+    # when paged, whatever the query layout.
     rank = _LAYOUTS[layout]
-    for name, t in (("query", query), ("key", key), ("value", value), ("sparse_indices", sparse_indices)):
+    krank = 4 if paged else rank
+    for name, t, want in (("query", query, rank), ("key", key, krank), ("value", value, krank),
+                          ("sparse_indices", sparse_indices, rank)):
         check_tensor(_OP, name, t)
-        if t.ndim != rank:
-            raise ValueError(f"{_OP}: '{name}' must be {rank}-D for layout '{layout}', got shape {t.shape}")
+        if t.ndim != want:
+            what = "layout_kv 'PA_BSND'" if want != rank else f"layout '{layout}'"
+            raise ValueError(f"{_OP}: '{name}' must be {want}-D for {what}, got shape {t.shape}")
     check_dtype(_OP, "query", query, FLOAT_DTYPES)
     check_same_dtype(_OP, "key", key, "query", query)
     check_same_dtype(_OP, "value", value, "query", query)
     check_dtype(_OP, "sparse_indices", sparse_indices, (ms.int32,))
     n, d = rank - 2, rank - 1
-    n1, n2 = query.shape[n], key.shape[n]
+    n1, n2 = query.shape[n], key.shape[-2]
     if known(n1) and known(n2) and (n2 < 1 or n1 % n2 != 0):
         raise ValueError(f"{_OP}: 'key' has {n2} heads, which must divide query's {n1} (GQA/MQA)")
-    _check_dim("key", key, d, query.shape[d], "query's head dim")
-    for axis in range(rank - 1):
+    _check_dim("key", key, krank - 1, query.shape[d], "query's head dim")
+    for axis in range(krank - 1):
         _check_dim("value", value, axis, key.shape[axis], "key's")
     for axis in range(rank - 2):
         _check_dim("sparse_indices", sparse_indices, axis, query.shape[axis], "query's")
@@ -56,11 +61,11 @@ def _check_tensors(query, key, value, sparse_indices, query_rope, key_rope, layo
     for name, t, ref in (("query_rope", query_rope, query), ("key_rope", key_rope, key)):
         check_tensor(_OP, name, t)
         check_same_dtype(_OP, name, t, "query", query)
-        if t.ndim != rank:
-            raise ValueError(f"{_OP}: '{name}' must be {rank}-D for layout '{layout}', got shape {t.shape}")
-        for axis in range(rank - 1):
+        if t.ndim != ref.ndim:
+            raise ValueError(f"{_OP}: '{name}' must be {ref.ndim}-D as its tensor, got shape {t.shape}")
+        for axis in range(ref.ndim - 1):
             _check_dim(name, t, axis, ref.shape[axis], "the matching tensor's")
-    _check_dim("key_rope", key_rope, d, query_rope.shape[d], "query_rope's head dim")
+    _check_dim("key_rope", key_rope, krank - 1, query_rope.shape[d], "query_rope's head dim")
 
 
 def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, block_table=None,
@@ -95,13 +100,14 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
         actual_seq_lengths_query, actual_seq_lengths_kv (list of int or int Tensor): with TND
             required: cumulative lengths, one per sequence, the last one T1 / T2 (lengths 0
             allowed). With BSND optional: one length per batch, in [0, S1] / [0, S2] (query rows
-            past their length output 0 and get no gradient; keys past it are never seen);
-            actual_seq_lengths_kv is required with PA_BSND.
+            past their length output 0 and get no gradient; keys past it are never seen; their
+            rows' index lists are not read). With PA_BSND, actual_seq_lengths_kv is required and
+            per sequence (one per batch, or per TND query sequence), not cumulative.
         query_rope, key_rope (Tensor, optional): together or not at all: query's / key's shape
             with the rope head dim Dr (the MLA layout, e.g. D = 512 + Dr = 64).
         sparse_block_size (int): keys per index entry, >= 1.
-        layout_query, layout_kv (str): "BSND" or "TND", the same for both, or BSND queries with
-            "PA_BSND" keys (block_table).
+        layout_query, layout_kv (str): "BSND" or "TND", the same for both, or "PA_BSND" keys
+            (block_table) with either query layout, as MindSpore allows.
         sparse_mode (int): 3 (default, causal from the bottom-right) or 0 (every selected key).
         pre_tokens, next_tokens (int): a band on the selected keys, anchored like sparse_mode 3 at
             the bottom-right: query i of a sequence with S1 queries and S2 keys sees key p only if
@@ -123,9 +129,9 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
     if layout_query not in _LAYOUTS:
         raise ValueError(f"{_OP}: 'layout_query' must be 'BSND' or 'TND', got {layout_query!r}")
     paged = layout_kv == "PA_BSND"
-    if layout_kv != layout_query and not (paged and layout_query == "BSND"):
+    if layout_kv != layout_query and not paged:
         raise ValueError(f"{_OP}: 'layout_kv' {layout_kv!r} must equal 'layout_query' {layout_query!r} "
-                         f"(or be 'PA_BSND' with 'BSND' queries)")
+                         f"(or be 'PA_BSND')")
     check_block_table(_OP, block_table, paged, "layout_kv", layout_kv)
     check_int(_OP, "sparse_mode", sparse_mode, allowed=(0, 3))
     check_int(_OP, "sparse_block_size", sparse_block_size, low=1)
@@ -146,6 +152,7 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
     table = block_table if paged else _placeholder(ms.int32)
     prim = custom_op(SPARSE_FLASH_ATTENTION, make_sparse_flash_attention_bprop, scale_value=float(scale_value),
                      sparse_block_size=sparse_block_size, layout=layout_query, sparse_mode=sparse_mode,
-                     layout_kv=layout_kv, has_lengths_query=has_q and not tnd, has_lengths_kv=has_kv and not tnd,
+                     layout_kv=layout_kv, has_lengths_query=has_q and not tnd,
+                     has_lengths_kv=has_kv and (paged or not tnd),
                      pre_tokens=pre_tokens, next_tokens=next_tokens)
     return prim(query, key, value, sparse_indices, query_rope, key_rope, seq_q, seq_kv, table)

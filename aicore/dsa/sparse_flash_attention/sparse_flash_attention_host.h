@@ -63,7 +63,8 @@ inline void SfaCheckIndices(const SparseFlashAttentionProblem &p, const Arg &idx
   int64_t maxBlocks = 0;
   std::vector<int64_t> blocksOf(size_t(p.batch > 0 ? p.batch : 0));
   for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t s2 = p.packed ? p.cumKv[b] - (b ? p.cumKv[b - 1] : 0) : p.lengthsKv ? p.lenKv[b] : p.seq2;
+    const int64_t s2 = p.paged || (!p.packed && p.lengthsKv) ? p.lenKv[b]
+                       : p.packed ? p.cumKv[b] - (b ? p.cumKv[b - 1] : 0) : p.seq2;
     blocksOf[b] = (s2 + p.blockSize - 1) / p.blockSize;
     maxBlocks = blocksOf[b] > maxBlocks ? blocksOf[b] : maxBlocks;
   }
@@ -114,10 +115,9 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
   Require(p.sparseMode == 0 || p.sparseMode == 3, "sparse_mode", "must be 0 or 3, got " + std::to_string(p.sparseMode));
   p.packed = layout == "TND";
   p.paged = layoutKv == "PA_BSND";
-  Require(layoutKv == layout || (p.paged && layout == "BSND" && in.table != nullptr), "layout_kv",
+  Require(layoutKv == layout || (p.paged && in.table != nullptr), "layout_kv",
           "must equal layout_query (" + layout + ")" +
-              (in.table != nullptr ? std::string(" or be PA_BSND with BSND queries")
-                                   : std::string(" (paged keys have no gradient)")) +
+              (in.table != nullptr ? std::string(" or be PA_BSND") : std::string(" (paged keys have no gradient)")) +
               ", got " + layoutKv);
   Require(!p.paged || p.lengthsKv, "actual_seq_lengths_kv", "is required with layout_kv PA_BSND (per-batch lengths)");
   const Arg &q = *in.q, &k = *in.k, &v = *in.v, &idx = *in.idx;
@@ -125,26 +125,31 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
   for (const Arg *a : {in.k, in.v})
     Require(a->dtype == q.dtype, a->name, std::string("dtype must be query's ") + q.dtypeName + ", got " + a->dtypeName);
   RequireDType(idx, DType::kI32, "int32");
-  const size_t rank = p.packed ? 3 : 4;
-  for (const Arg *a : {in.q, in.k, in.v, in.idx})
+  // Query and sparse_indices in the query layout; key and value in layout_kv: paged keys are 4-D
+  // [blocks, block_size, N2, D] whatever the query layout.
+  const size_t rank = p.packed ? 3 : 4, krank = p.paged ? 4 : rank;
+  for (const Arg *a : {in.q, in.idx})
     Require(a->shape.size() == rank, a->name,
             "must be " + std::to_string(rank) + "-D for layout " + layout + ", got " + ShapeStr(a->shape));
-  const size_t n = rank - 2, d = rank - 1;
+  for (const Arg *a : {in.k, in.v})
+    Require(a->shape.size() == krank, a->name,
+            "must be " + std::to_string(krank) + "-D for layout_kv " + layoutKv + ", got " + ShapeStr(a->shape));
+  const size_t n = rank - 2, d = rank - 1, kn = krank - 2, kd = krank - 1;
   p.heads1 = q.shape[n];
-  p.heads2 = k.shape[n];
+  p.heads2 = k.shape[kn];
   p.dim = q.shape[d];
-  p.vDim = v.shape[d];
+  p.vDim = v.shape[kd];
   p.topK = idx.shape[d];
   p.seq1 = q.shape[rank - 3];
-  p.seq2 = k.shape[rank - 3];
+  p.seq2 = k.shape[krank - 3];
   p.batch = p.packed ? 0 : q.shape[0];
   Require(p.heads2 >= 1 && p.heads1 % p.heads2 == 0, "key",
           "heads " + std::to_string(p.heads2) + " must divide query's " + std::to_string(p.heads1) + " (GQA/MQA)");
-  Require(p.dim >= 1 && k.shape[d] == p.dim, "key",
+  Require(p.dim >= 1 && k.shape[kd] == p.dim, "key",
           "head dim must be query's " + std::to_string(p.dim) + ", got shape " + ShapeStr(k.shape));
   Require(p.packed || p.paged || k.shape[0] == p.batch, "key", "batch differs from query's " + std::to_string(p.batch));
   Shape vWant = k.shape;
-  vWant[d] = p.vDim;
+  vWant[kd] = p.vDim;
   Require(p.vDim >= 1 && v.shape == vWant, "value", "must have key's shape but the head dim, got " + ShapeStr(v.shape));
   Shape iWant = q.shape;
   iWant[n] = p.heads2;
@@ -158,29 +163,33 @@ inline SparseFlashAttentionProblem SfaReadProblem(mindspore::AotExtra *extra, co
       Require(a->dtype == q.dtype, a->name, std::string("dtype must be query's ") + q.dtypeName + ", got " + a->dtypeName);
     p.ropeDim = in.qRope->shape.back();
     Shape qWant = q.shape, kWant = k.shape;
-    qWant[d] = kWant[d] = p.ropeDim;
+    qWant[d] = kWant[kd] = p.ropeDim;
     Require(p.ropeDim >= 1 && in.qRope->shape == qWant, "query_rope",
             "must be query's shape but the head dim, got " + ShapeStr(in.qRope->shape));
     Require(in.kRope->shape == kWant, "key_rope",
             "must be " + ShapeStr(kWant) + " (key's shape with query_rope's head dim), got " + ShapeStr(in.kRope->shape));
   }
   p.dataType = q.dtype == DType::kF32 ? SfaFloat::kF32 : q.dtype == DType::kF16 ? SfaFloat::kF16 : SfaFloat::kBF16;
+  if (p.paged) {
+    p.pageSize = k.shape[1];
+    p.maxPages = in.table->shape.size() == 2 ? in.table->shape[1] : 0;
+    p.seq2 = p.pageSize * p.maxPages;
+    p.keyRows = k.shape[0] * k.shape[1];
+  }
   if (p.packed) {
     p.cumQ = RequireCumulative(*in.cumQ, -1, p.seq1);
-    p.cumKv = RequireCumulative(*in.cumKv, int64_t(p.cumQ.size()), p.seq2);
     p.batch = int64_t(p.cumQ.size());
-  } else {
-    if (p.paged) {
-      p.pageSize = k.shape[1];
-      p.maxPages = in.table->shape.size() == 2 ? in.table->shape[1] : 0;
-      p.seq2 = p.pageSize * p.maxPages;
-      p.keyRows = k.shape[0] * k.shape[1];
-    }
-    if (p.lengthsQ) p.lenQ = SfaPerBatch(*in.cumQ, p.batch, p.seq1);
-    // Paged: the block table bounds the lengths (SfaCheckTable names it when too short).
-    const int64_t kvLimit = p.paged ? std::numeric_limits<int64_t>::max() : p.seq2;
-    if (p.lengthsKv) p.lenKv = SfaPerBatch(*in.cumKv, p.batch, kvLimit);
-    if (p.paged) SfaCheckTable(p, *in.table, k.shape[0]);
+    if (!p.paged) p.cumKv = RequireCumulative(*in.cumKv, p.batch, p.seq2);
+  } else if (p.lengthsQ) {
+    p.lenQ = SfaPerBatch(*in.cumQ, p.batch, p.seq1);
+  }
+  // Paged keys: per-sequence lengths, which the block table bounds (SfaCheckTable names it when too
+  // short).
+  if (p.paged) {
+    p.lenKv = SfaPerBatch(*in.cumKv, p.batch, std::numeric_limits<int64_t>::max());
+    SfaCheckTable(p, *in.table, k.shape[0]);
+  } else if (!p.packed && p.lengthsKv) {
+    p.lenKv = SfaPerBatch(*in.cumKv, p.batch, p.seq2);
   }
   SfaCheckIndices(p, idx);
   return p;

@@ -26,9 +26,10 @@ __aicore__ inline SfaSeq SfaSequence(const SparseFlashAttentionTilingData &td, c
   s.b = b;
   if (td.packed) {
     s.qStart = b > 0 ? cumQ.GetValue(b - 1) : 0;
-    s.kStart = b > 0 ? cumKv.GetValue(b - 1) : 0;
     s.s1 = cumQ.GetValue(b) - s.qStart;
-    s.s2 = cumKv.GetValue(b) - s.kStart;
+    // Paged keys: per-sequence lengths and rows through the block table (no kStart).
+    s.kStart = td.paged ? 0 : b > 0 ? cumKv.GetValue(b - 1) : 0;
+    s.s2 = td.paged ? cumKv.GetValue(b) : cumKv.GetValue(b) - s.kStart;
   } else {
     // The padded layout's rows stay where they are; only the lengths shrink (paged keys have no
     // kStart: their rows come from the block table).

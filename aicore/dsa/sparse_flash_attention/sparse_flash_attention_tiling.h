@@ -65,7 +65,7 @@ struct SparseFlashAttentionProblem {
   int64_t pageSize = 0, maxPages = 0, keyRows = 0;  // paged: block size, table width, blocks * block size
   int64_t preTokens = kSfaFar, nextTokens = kSfaFar;
   bool valueIsKey = false;  // key and value are one tensor
-  std::vector<int64_t> cumQ, cumKv;  // TND only
+  std::vector<int64_t> cumQ, cumKv;  // TND only (cumKv not with paged keys: lenKv holds their lengths)
   std::vector<int64_t> lenQ, lenKv;  // BSND per-batch query and key lengths (host checks only)
   SfaFloat dataType = SfaFloat::kF32;
   float scale = 1.0f;
@@ -189,7 +189,7 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.gatherRows = fit < uint64_t(kSfaGatherRows) ? int64_t(fit) : kSfaGatherRows;
   uint64_t kTiles = 0;
   for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t len = p.packed ? p.cumKv[b] - (b ? p.cumKv[b - 1] : 0) : p.seq2;
+    const int64_t len = !p.packed ? p.seq2 : p.paged ? p.lenKv[b] : p.cumKv[b] - (b ? p.cumKv[b - 1] : 0);
     kTiles += CeilDiv(uint64_t(len), uint64_t(d.keyTile));
   }
   d.kTiles = int64_t(kTiles);
