@@ -1,8 +1,6 @@
 """flash_attention_score and its gradient against the float64 reference (ms_ops.reference.attention),
 in every supported layout, GQA, causal and band masks, several head dims, three dtypes, GRAPH (through
 a Cell) and PYNATIVE mode; dynamic S, determinism, and the errors for what this slice does not support."""
-import re
-
 import mindspore as ms
 import numpy as np
 import pytest
@@ -141,18 +139,12 @@ def test_no_mask_is_full_attention(mode, kwargs):
         assert np.array_equal(a, b)
 
 
-@pytest.mark.parametrize("pre,nxt,why", [(-5, -5, "both negative"), (-6, 5, "next_tokens must be >= |pre_tokens|"),
-                                         (-8, 9, "|pre_tokens| < S2=8"), (3, -4, "pre_tokens must be >= |next_tokens|"),
-                                         (7, -6, "|next_tokens| < S1=6")])
-@pytest.mark.parametrize("sparse_mode", [0, 4])
-def test_empty_band(sparse_mode, pre, nxt, why):
-    # With a mask, sparse_mode 0 and 4 use the band, which MindSpore does not allow to be empty.
-    q, k, v = _qkv((1, 6, 32), (1, 8, 32))
-    mask = mode_mask(4) if sparse_mode == 4 else ms.Tensor(np.zeros((6, 8), np.bool_))
-    with pytest.raises(ValueError, match=rf"flash_attention_score: 'pre_tokens' {pre} and 'next_tokens' {nxt} leave "
-                                         rf"no key to attend to \(.*{re.escape(why)}"):
-        ms_ops.flash_attention_score(q, k, v, 2, attn_mask=mask, pre_tokens=pre, next_tokens=nxt,
-                                     sparse_mode=sparse_mode)
+@pytest.mark.parametrize("sparse,pre,nxt", [(0, -5, -5), (0, -200, 50), (0, 50, -200)])
+def test_empty_band(mode, sparse, pre, nxt):
+    # Bands MindSpore's docstring calls not allowed, which CANN's own test cases run: the rows
+    # without a key output 0 and get no gradient.
+    got, _ = check(1, 2, 2, 6, 8, 32, "BNSD", "fp32", mode, pre=pre, nxt=nxt, sparse=sparse)
+    assert all(np.all(g == 0) for g in got)
 
 
 def _qkv(shape_q=(1, 8, 64), shape_k=(1, 8, 64), dtype=ms.float32):

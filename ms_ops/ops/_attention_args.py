@@ -52,22 +52,6 @@ def compressed_mask(sparse_mode):
     return ms.Tensor(mask)
 
 
-def check_band(pre_tokens, next_tokens, s1, s2):
-    """pre_tokens / next_tokens of sparse_mode 0 and 4 leave a non-empty band (the combinations
-    MindSpore's flash_attention_score lists as not allowed raise). s1, s2: query / key lengths
-    (TND: the longest ones)."""
-    def fail(why):
-        raise ValueError(f"{_OP}: 'pre_tokens' {pre_tokens} and 'next_tokens' {next_tokens} leave no key to attend "
-                         f"to ({why})")
-
-    if pre_tokens < 0 and next_tokens < 0:
-        fail("both negative")
-    if pre_tokens < 0 and (next_tokens < -pre_tokens or (known(s2) and -pre_tokens >= s2)):
-        fail(f"with pre_tokens < 0, next_tokens must be >= |pre_tokens| and |pre_tokens| < S2={s2}")
-    if next_tokens < 0 and (-next_tokens > pre_tokens or (known(s1) and -next_tokens >= s1)):
-        fail(f"with next_tokens < 0, pre_tokens must be >= |next_tokens| and |next_tokens| < S1={s1}")
-
-
 def placeholder(dtype):
     """The [1] tensor standing in for an absent optional input (the kernel never reads it)."""
     return ops.zeros((1,), dtype)

@@ -6,8 +6,8 @@ respect to query, key and value. Signature and defaults are MindSpore's
 from ms_ops._custom import custom_op
 from ms_ops.bprop.attention import make_flash_attention_score_bprop
 from ms_ops.kernels.attention import FLASH_ATTENTION_SCORE
-from ms_ops.ops._attention_args import (check_band, check_dropout, check_mask, check_prefix, check_pse,
-                                        fresh_dropout_seed, longest, sequences)
+from ms_ops.ops._attention_args import (check_dropout, check_mask, check_prefix, check_pse, fresh_dropout_seed,
+                                        longest, sequences)
 from ms_ops.ops._validation import FLOAT_DTYPES, check_dtype, check_int, check_same_dtype, check_tensor, known
 
 _OP = "flash_attention_score"
@@ -129,11 +129,9 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         scalar_value (float): the scale of the scores.
         pre_tokens, next_tokens (int): the band of sparse_mode 0 (``i - pre_tokens <= j <=
             i + next_tokens``), 4, 7 and 8 (the same band anchored at the bottom-right corner:
-            ``i + S2 - S1 - pre_tokens <= j <= i + S2 - S1 + next_tokens``). With attn_mask in
-            sparse_mode 0 and 4 the band must not be empty; the combinations MindSpore lists as
-            not allowed raise ValueError: both negative; pre_tokens < 0 with next_tokens <
-            |pre_tokens| or |pre_tokens| >= S2; next_tokens < 0 with |next_tokens| > pre_tokens or
-            |next_tokens| >= S1.
+            ``i + S2 - S1 - pre_tokens <= j <= i + S2 - S1 + next_tokens``). A band that leaves
+            a row no key (which MindSpore's docstring calls not allowed, and CANN's own test cases
+            run) gives that row 0.
         input_layout (str): "BSH", "SBH", "BSND", "BNSD" or "TND".
         sparse_mode (int): with attn_mask given, the keys query i of a sequence (S1 queries,
             S2 keys) sees, before the mask: 0 the band of pre/next_tokens (the defaults: every key); 1 every key;
@@ -224,10 +222,6 @@ def flash_attention_score(query, key, value, head_num, real_shift=None, drop_mas
         if prefix is not None and sparse_mode not in (5, 6):
             check_prefix(prefix, sparse_mode, batch, s2)
         sparse_mode, pre_tokens, next_tokens, prefix = 0, _FAR, _FAR, None
-    elif sparse_mode in (0, 4):
-        packed = input_layout == "TND"
-        check_band(pre_tokens, next_tokens, longest(actual_seq_qlen) if packed else s1,
-                   longest(actual_seq_kvlen) if packed else s2)
     pre = check_prefix(prefix, sparse_mode, packed_batch if input_layout == "TND" else batch,
                        None if input_layout == "TND" else s2)
     if input_layout == "TND":
