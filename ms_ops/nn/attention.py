@@ -21,8 +21,9 @@ class FlashAttention(RecoveringCell):
         scale_value (float, optional): the scale of ``Q K^T``. Default 1.0 (MindSpore's default:
             pass ``1 / sqrt(D)`` for the usual scaling); None takes ``1 / sqrt(D)`` from the
             query's head dim.
-        pre_tokens, next_tokens (int): with ``sparse_mode=0``, query i sees keys
-            ``i - pre_tokens <= j <= i + next_tokens``. Default 2147483647 (every key).
+        pre_tokens, next_tokens (int): with ``sparse_mode=0`` and an ``attn_mask`` (which the
+            band needs, as in CANN), query i sees keys ``i - pre_tokens <= j <= i + next_tokens``.
+            Default 2147483647 (every key).
         input_layout (str): "BSH" (default), "SBH", "BSND", "BNSD" or "TND".
         sparse_mode (int): CANN's sparse mode (0 band, 2 causal from the top left, 3 causal from
             the bottom right, ...; see :func:`ms_ops.flash_attention_score`). Default 0. Modes
