@@ -8,11 +8,10 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn
 
+from ms_ops.ops._attention_args import COMPRESSED_MASKS, compressed_mask
+
 MS_DTYPES = {"fp32": ms.float32, "fp16": ms.float16, "bf16": ms.bfloat16}
 FAR = 2147483647  # flash_attention_score's default pre_tokens / next_tokens: every key
-# sparse_mode -> the shape of CANN's compressed attn_mask.
-COMPRESSED_MASKS = {2: (2048, 2048), 3: (2048, 2048), 4: (2048, 2048), 6: (3072, 2048), 7: (2048, 2048),
-                    8: (2048, 2048)}
 
 
 def round_bf16(a):
@@ -110,15 +109,10 @@ class VjpLoss(nn.Cell):
 def mode_mask(sparse_mode=0, pre_tokens=FAR, next_tokens=FAR, s1=None, s2=None):
     """The attn_mask under which flash_attention_score applies sparse_mode and pre/next_tokens (as
     in CANN, without attn_mask it attends to every key): the mode's compressed mask for modes 2-4
-    and 6-8 (CANN's contents: 1 above the diagonal; mode 6's extra rows 1 on their right half);
-    for mode 0 with a band, the [S1, S2] mask of the keys outside it (CANN wants the two to
+    and 6-8 (the one ms_ops' own callers pass); for mode 0 with a band, the [S1, S2] mask of the keys outside it (CANN wants the two to
     agree); None otherwise."""
     if sparse_mode in COMPRESSED_MASKS:
-        rows, cols = COMPRESSED_MASKS[sparse_mode]
-        mask = np.zeros((rows, cols), np.bool_)
-        mask[:cols] = np.triu(np.ones((cols, cols), np.bool_), 1)
-        mask[cols:, cols // 2:] = True
-        return ms.Tensor(mask)
+        return compressed_mask(sparse_mode)
     if sparse_mode == 0 and (pre_tokens < FAR or next_tokens < FAR):
         i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
         return ms.Tensor((j < i - pre_tokens) | (j > i + next_tokens))
