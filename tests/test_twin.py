@@ -36,6 +36,7 @@ SIGNATURES = {
     "twin_matmul_atomic_f16": [V, V, V, I],
     "twin_matmul": [I, I, I, I, I, V, V, V, V, I, I, I, U, U, I],
     "twin_matmul_org_kc": [V, V, V, I, I, I, I, I],
+    "twin_matmul_local": [I, V, V, V, V, I, ctypes.c_float],
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_tiling_default": [V, V],
     "twin_sync_sum": [I, V, V, U, U, U],
@@ -744,6 +745,33 @@ def test_matmul_org_kc_sets_the_row_stride_of_c(lib, mode):
     assert lib.twin_matmul_org_kc(P(a), P(b), P(c), M, N, K, ldc, mode) == 0
     np.testing.assert_allclose(c[:, :N], c0[:, :N] + a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(c[:, N:], c0[:, N:])
+
+
+def test_matmul_operands_and_result_in_ub(lib):
+    """A, B and bias from VECOUT LocalTensors, C by IterateAll into a VECIN one (with the settings
+    and the asynchronous IterateAll + WaitIterateAll a CANN kernel uses), then a scalar A."""
+    n = 24
+    rng = np.random.default_rng(11)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    bias = rng.standard_normal(n).astype(np.float32)
+    c = np.full((n, n), np.nan, np.float32)
+    assert lib.twin_matmul_local(0, P(a), P(b), P(bias), P(c), n, 0.0) == 0
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b + bias, rtol=1e-5, atol=1e-5)
+    c[:] = np.nan
+    assert lib.twin_matmul_local(1, P(a), P(b), P(bias), P(c), n, -1.5) == 0
+    np.testing.assert_allclose(c, np.broadcast_to(-1.5 * b.astype(np.float64).sum(0), (n, n)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode,message", [
+    (2, "SetTensorA: a LocalTensor operand needs its MatmulType at VECIN, VECOUT, VECCALC or TSCM"),
+    (3, "Matmul::IterateAll: UB access out of range: elements up to 576 of a 552-element UB buffer"),
+    (4, "Matmul::IterateAll: only ND operands are modelled by the twin"),
+])
+def test_matmul_local_rules(lib, capfd, mode, message):
+    n = 24
+    a, b, c = (np.ones((n, n), np.float32) for _ in range(3))
+    assert lib.twin_matmul_local(mode, P(a), P(b), P(a), P(c), n, 0.0) == 1
+    assert f"ms_ops twin_matmul_local: block 0: {message}" in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("mode", [0, 1])

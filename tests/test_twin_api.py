@@ -555,7 +555,8 @@ def syntax_ok(tmp_path, code):
 
 def test_matmul_template_parameters_and_configs(tmp_path):
     # CANN's spellings: CubeFormat at global scope, matmul:: as AscendC, MatmulImpl, configs from
-    # GetNormalConfig / GetMDLConfig as template arguments, up to 7 template parameters.
+    # GetNormalConfig / GetMDLConfig / GetBasicConfig / GetSpecialMDLConfig / GetIBShareNormConfig
+    # and the CFG_ / MM_CFG_ constants as template arguments, up to 7 template parameters.
     code = '''#include "kernel_operator.h"
 #include "lib/matmul_intf.h"
 using namespace AscendC;
@@ -566,6 +567,14 @@ using C = matmul::MatmulType<TPosition::GM, CubeFormat::ND, float>;
 matmul::MatmulImpl<A, A, C, C, MDL> a;
 Matmul<A, A, C, C, NORM, MatmulCallBackFunc<nullptr, nullptr, nullptr>> b;
 static_assert(MDL.doMultiDataLoad && !MDL.doNorm && MDL.enUnitFlag && NORM.doNorm && CFG_NORM.doNorm, "");
+constexpr MatmulConfig BB = GetBasicConfig(64, 128, 32);
+constexpr MatmulConfig SMDL = GetSpecialMDLConfig(false, false, 1);
+constexpr MatmulConfig IBS = GetIBShareNormConfig(false, false, false, BatchMode::BATCH_LESS_THAN_L1, true);
+static_assert(BB.doBasicBlock && BB.basicM == 64 && BB.basicN == 128 && BB.basicK == 32 && !BB.doNorm, "");
+static_assert(SMDL.doSpecialMDL && SMDL.doMTE2Preload == 1 && IBS.doIBShareNorm && IBS.enableDoubleCache, "");
+static_assert(MM_CFG_BB.basicM == 128 && CFG_IBSHARE_NORM.doIBShareNorm && CFG_NORM.enableUBReuse, "");
+Matmul<A, A, C, C, BB> c;
+Matmul<A, A, C, C, CFG_IBSHARE_NORM> d;
 '''
     assert syntax_ok(tmp_path, code)
 

@@ -1,6 +1,7 @@
 // The configuration types of CANN's Matmul API: CubeFormat and LayoutMode (global scope, as CANN
-// declares them), MatmulConfig with its constructors GetNormalConfig / GetMDLConfig and the
-// CFG_NORM / CFG_MDL constants. The twin computes every configuration the same way (twin's
+// declares them), MatmulConfig with its constructors GetNormalConfig / GetMDLConfig /
+// GetSpecialMDLConfig / GetBasicConfig / GetIBShareNormConfig and the CFG_NORM / CFG_MDL / MM_CFG_BB /
+// CFG_IBSHARE_NORM constants. The twin computes every configuration the same way (twin's
 // lib/matmul_intf.h); the fields exist so that kernels name and pass them as on the NPU.
 #ifndef MS_OPS_TWIN_MATMUL_CONFIG_H_
 #define MS_OPS_TWIN_MATMUL_CONFIG_H_
@@ -63,6 +64,8 @@ struct MatmulConfig {
   bool isCO1Shared = false;
   uint32_t sharedCO1BufferSize = 0;
   BatchOutMode bmmOutMode = BatchOutMode::SINGLE_BATCH;
+  bool enableL1BankConflictOptimise = false;
+  bool enableRelu = false;
 };
 
 constexpr MatmulConfig GetNormalConfig(const bool intrinsicsLimit = false, const bool batchLoop = false,
@@ -80,6 +83,7 @@ constexpr MatmulConfig GetNormalConfig(const bool intrinsicsLimit = false, const
   c.enVecND2NZ = isVecND2NZ;
   c.batchMode = bmmMode;
   c.enableReuse = isMsgReuse;
+  c.enableUBReuse = true;
   c.iterateOrder = iterateOrder;
   c.scheduleType = scheduleType;
   c.enUnitFlag = enUnitFlag;
@@ -93,7 +97,8 @@ constexpr MatmulConfig GetMDLConfig(const bool intrinsicsLimit = false, const bo
                                     bool isPerTensor = false, bool hasAntiQuantOffset = false,
                                     const bool enUnitFlag = false, const bool isMsgReuse = true,
                                     const bool enableUBReuse = true, const bool enableL1CacheUB = false,
-                                    const bool enableMixDualMaster = false, const bool enableKdimReorderLoad = false) {
+                                    const bool enableMixDualMaster = false, const bool enableKdimReorderLoad = false,
+                                    const bool enableL1BankConflictOptimise = false) {
   MatmulConfig c;
   c.doMultiDataLoad = true;
   c.intrinsicsCheck = intrinsicsLimit;
@@ -108,11 +113,64 @@ constexpr MatmulConfig GetMDLConfig(const bool intrinsicsLimit = false, const bo
   c.enableL1CacheUB = enableL1CacheUB;
   c.enableMixDualMaster = enableMixDualMaster;
   c.enableKdimReorderLoad = enableKdimReorderLoad;
+  c.enableL1BankConflictOptimise = enableL1BankConflictOptimise;
+  return c;
+}
+
+constexpr MatmulConfig GetSpecialMDLConfig(const bool intrinsicsLimit = false, const bool batchLoop = false,
+                                           const uint32_t doMTE2Preload = 0, const bool isVecND2NZ = false,
+                                           bool isPerTensor = false, bool hasAntiQuantOffset = false) {
+  MatmulConfig c;
+  c.doSpecialMDL = true;
+  c.intrinsicsCheck = intrinsicsLimit;
+  c.isNBatch = batchLoop;
+  c.doMTE2Preload = doMTE2Preload;
+  c.enVecND2NZ = isVecND2NZ;
+  c.isPerTensor = isPerTensor;
+  c.hasAntiQuantOffset = hasAntiQuantOffset;
+  c.enUnitFlag = false;
+  c.enableUBReuse = true;
+  return c;
+}
+
+// basicM x basicN x basicK: the shape of one mmad on the NPU.
+constexpr MatmulConfig GetBasicConfig(const uint32_t basicM, const uint32_t basicN, const uint32_t basicK,
+                                      const bool intrinsicsLimit = false, const bool batchLoop = false,
+                                      const BatchMode bmmMode = BatchMode::BATCH_LESS_THAN_L1) {
+  MatmulConfig c;
+  c.doBasicBlock = true;
+  c.basicM = basicM;
+  c.basicN = basicN;
+  c.basicK = basicK;
+  c.intrinsicsCheck = intrinsicsLimit;
+  c.isNBatch = batchLoop;
+  c.batchMode = bmmMode;
+  c.enUnitFlag = false;
+  c.enableUBReuse = true;
+  return c;
+}
+
+// IBShare: the cores of a group share one copy of the operand MatmulType marks IBSHARE in L1.
+constexpr MatmulConfig GetIBShareNormConfig(const bool intrinsicsLimit = false, const bool batchLoop = false,
+                                            const bool isVecND2NZ = false,
+                                            const BatchMode bmmMode = BatchMode::BATCH_LESS_THAN_L1,
+                                            const bool isDoubleCache = false, const bool enUnitFlag = true) {
+  MatmulConfig c;
+  c.doIBShareNorm = true;
+  c.intrinsicsCheck = intrinsicsLimit;
+  c.isNBatch = batchLoop;
+  c.enVecND2NZ = isVecND2NZ;
+  c.batchMode = bmmMode;
+  c.enableDoubleCache = isDoubleCache;
+  c.enUnitFlag = enUnitFlag;
+  c.enableUBReuse = true;
   return c;
 }
 
 inline constexpr MatmulConfig CFG_NORM = GetNormalConfig();
 inline constexpr MatmulConfig CFG_MDL = GetMDLConfig();
+inline constexpr MatmulConfig MM_CFG_BB = GetBasicConfig(128, 128, 128);
+inline constexpr MatmulConfig CFG_IBSHARE_NORM = GetIBShareNormConfig();
 
 // The callback hooks of a Matmul (its sixth template parameter); the twin calls none of them.
 template <auto DataCopyOut = nullptr, auto CopyA1 = nullptr, auto CopyB1 = nullptr>

@@ -847,3 +847,92 @@ TWIN_EXPORT int twin_workspace(uint32_t bytes, uint32_t *stale) {
     for (uint32_t i = 0; i < bytes; ++i) g.SetValue(i, 0);
   });
 }
+
+// ---- Matmul with operands in UB (and a scalar A), C into UB ----
+
+// n x n x n fp32 (n a multiple of 8, so that every UB row block is 32-byte aligned). mode 0: A, B
+// and bias loaded into VECOUT, C by IterateAll into VECIN, with the settings a CANN kernel makes
+// (SetHF32, workspaces, SetSelfDefineData, the asynchronous IterateAll and WaitIterateAll); mode 1:
+// A the scalar s, B and C in GM; mode 2: A in UB through a MatmulType at GM (refused); mode 3: C
+// into a UB tensor one row short (refused); mode 4: an NZ B (refused).
+TWIN_EXPORT int twin_matmul_local(int mode, float *a, float *b, float *bias, float *c, int n, float s) {
+  const TCubeTiling t = SquareTiling(n);
+  return Run("twin_matmul_local", 1, [&] {
+    using Ub = MatmulType<TPosition::VECOUT, CubeFormat::ND, float>;
+    using UbC = MatmulType<TPosition::VECIN, CubeFormat::ND, float>;
+    const uint32_t nn = uint32_t(n) * n;
+    TPipe pipe;
+    TQue<QuePosition::VECOUT, 1> inA, inB, inBias;
+    TQue<QuePosition::VECIN, 1> outC;
+    TBuf<TPosition::VECCALC> work;
+    pipe.InitBuffer(inA, 1, nn * 4);
+    pipe.InitBuffer(inB, 1, nn * 4);
+    pipe.InitBuffer(inBias, 1, Bytes32(uint64_t(n) * 4));
+    pipe.InitBuffer(outC, 1, nn * 4);
+    pipe.InitBuffer(work, 1024);
+    // UB operands as a kernel makes them: in through MTE2, handed on by the vector unit.
+    auto load = [&](TQue<QuePosition::VECOUT, 1> &q, float *p, uint32_t count) {
+      LocalTensor<float> x = q.AllocTensor<float>();
+      Load(x, Gm<float>(p, count), count);
+      Order<HardEvent::MTE2_V>();
+      Adds(x, x, 0.0f, static_cast<int32_t>(count));
+      q.EnQue(x);
+      return q.DeQue<float>();
+    };
+    if (mode == 0) {
+      Matmul<Ub, Ub, UbC, Ub> mm;
+      REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+      LocalTensor<float> la = load(inA, a, nn), lb = load(inB, b, nn), lbias = load(inBias, bias, uint32_t(n));
+      mm.SetWorkspace(Gm<float>(c, nn));
+      mm.SetLocalWorkspace(work.Get<uint8_t>());
+      mm.SetHF32(true, 1);
+      mm.SetSelfDefineData(7);
+      mm.SetUserDefInfo(9);
+      mm.SetTensorA(la);
+      mm.SetTensorB(lb);
+      mm.SetBias(lbias);
+      LocalTensor<float> lc = outC.AllocTensor<float>();
+      mm.IterateAll<false>(lc);
+      mm.WaitIterateAll();
+      mm.End();
+      outC.EnQue(lc);
+      lc = outC.DeQue<float>();
+      Store(Gm<float>(c, nn), lc, nn);
+      outC.FreeTensor(lc);
+      inA.FreeTensor(la);
+      inB.FreeTensor(lb);
+      inBias.FreeTensor(lbias);
+    } else if (mode == 1) {
+      Matmul<F32, F32, F32> mm;
+      REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+      mm.SetTensorA(s);
+      mm.SetTensorB(Gm<float>(b, nn));
+      mm.IterateAll(Gm<float>(c, nn));
+      mm.End();
+    } else if (mode == 2) {
+      Matmul<F32, F32, F32> mm;
+      REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+      LocalTensor<float> la = load(inA, a, nn);
+      mm.SetTensorA(la);
+      inA.FreeTensor(la);
+    } else if (mode == 3) {
+      Matmul<Ub, Ub, UbC> mm;
+      REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+      LocalTensor<float> la = load(inA, a, nn), lb = load(inB, b, nn);
+      mm.SetTensorA(la);
+      mm.SetTensorB(lb);
+      LocalTensor<float> lc = outC.AllocTensor<float>();
+      mm.IterateAll(lc[n]);
+      outC.FreeTensor(lc);
+      inA.FreeTensor(la);
+      inB.FreeTensor(lb);
+    } else {
+      using Nz = MatmulType<TPosition::GM, CubeFormat::NZ, float>;
+      Matmul<F32, Nz, F32> mm;
+      REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, &t);
+      mm.SetTensorA(Gm<float>(a, nn));
+      mm.SetTensorB(Gm<float>(b, nn));
+      mm.IterateAll(Gm<float>(c, nn));
+    }
+  });
+}

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kernel_operator.h"
 #include "twin_bgemm.h"
@@ -63,6 +64,62 @@ inline const float *AsFloat(::ms_ops::twin::CubeUnit &unit, const T *p, int rows
     ldOut = cols;
     return f;
   }
+}
+
+// Where a Matmul's operand or bias lives: GM (SetTensorA/B(GlobalTensor)), a LocalTensor in UB or
+// L1 (VECIN/VECOUT/VECCALC/TSCM: the cube reads it where it is), or a scalar standing for a matrix
+// of that value (SetTensorA/B(scalar)).
+template <typename T>
+class CubeIn {
+ public:
+  void Set(const GlobalTensor<T> &g) {
+    gm_ = g;
+    local_ = nullptr;
+    scalar_ = false;
+  }
+  void Set(const LocalTensor<T> &t) {
+    local_ = t.TwinData();
+    cap_ = t.TwinCap();
+    scalar_ = false;
+  }
+  void SetScalar(T v) {
+    value_ = v;
+    scalar_ = true;
+    local_ = nullptr;
+  }
+  bool Ready() const { return scalar_ || local_ != nullptr || gm_.TwinData() != nullptr; }
+
+  // The first element of the rows x cols block at `off` (row stride ld), which must lie in the
+  // operand: GM extents as every GM access, a LocalTensor's elements, or a scalar's matrix.
+  const T *At(const char *call, uint64_t off, uint64_t rows, uint64_t cols, uint64_t ld) {
+    const uint64_t end = rows == 0 || cols == 0 ? off : off + (rows - 1) * ld + cols;
+    if (scalar_) {
+      filled_.assign(end, value_);
+      return filled_.data() + off;
+    }
+    if (local_ != nullptr) {
+      if (end > cap_) UbOutOfRange(call, end, cap_);
+      return local_ + off;
+    }
+    GmMatrix(call, gm_, off, rows, cols, ld);
+    return gm_.TwinData() + off;
+  }
+
+ private:
+  GlobalTensor<T> gm_;
+  const T *local_ = nullptr;
+  uint64_t cap_ = 0;
+  bool scalar_ = false;
+  T value_{};
+  std::vector<T> filled_;
+};
+
+// Positions a LocalTensor operand may come from, and where IterateAll may put C in UB.
+constexpr bool CubeLocalSource(TPosition p) {
+  return p == TPosition::VECIN || p == TPosition::VECOUT || p == TPosition::VECCALC || p == TPosition::TSCM;
+}
+constexpr bool UbPosition(TPosition p) {
+  return p == TPosition::VECIN || p == TPosition::VECOUT || p == TPosition::VECCALC;
 }
 
 }  // namespace twin_detail
@@ -118,19 +175,62 @@ class Matmul {
 
   void SetTensorA(const GlobalTensor<SrcAT> &gm, bool isTransposeA = false) {
     if (isTransposeA && !A_TYPE::isTrans) twin_detail::Fail("SetTensorA", "transposed A needs MatmulType ISTRANS=true");
-    a_ = gm;
+    a_.Set(gm);
     transA_ = isTransposeA;
+  }
+  // A in UB (VECIN/VECOUT/VECCALC) or L1 (TSCM), as the MatmulType's position says.
+  void SetTensorA(const LocalTensor<SrcAT> &local, bool isTransposeA = false) {
+    LocalSource<A_TYPE>("SetTensorA", local.TwinData());
+    SetTensorA(GlobalTensor<SrcAT>(), isTransposeA);
+    a_.Set(local);
+  }
+  // Every element of A is aScalar.
+  void SetTensorA(SrcAT aScalar) {
+    a_.SetScalar(aScalar);
+    transA_ = false;
   }
   void SetTensorB(const GlobalTensor<SrcBT> &gm, bool isTransposeB = false) {
     if (isTransposeB && !B_TYPE::isTrans) twin_detail::Fail("SetTensorB", "transposed B needs MatmulType ISTRANS=true");
-    b_ = gm;
+    b_.Set(gm);
     transB_ = isTransposeB;
   }
+  void SetTensorB(const LocalTensor<SrcBT> &local, bool isTransposeB = false) {
+    LocalSource<B_TYPE>("SetTensorB", local.TwinData());
+    SetTensorB(GlobalTensor<SrcBT>(), isTransposeB);
+    b_.Set(local);
+  }
+  void SetTensorB(SrcBT bScalar) {
+    b_.SetScalar(bScalar);
+    transB_ = false;
+  }
   void SetBias(const GlobalTensor<BiasT> &biasGlobal) {
-    bias_ = biasGlobal;
+    bias_.Set(biasGlobal);
+    hasBias_ = true;
+  }
+  void SetBias(const LocalTensor<BiasT> &biasLocal) {
+    LocalSource<BIAS_TYPE>("SetBias", biasLocal.TwinData());
+    bias_.Set(biasLocal);
     hasBias_ = true;
   }
   void DisableBias() { hasBias_ = false; }
+  void ClearBias() { DisableBias(); }  // the older name of DisableBias
+
+  // Workspaces and settings the NPU's client passes on to the cube core; the twin computes without
+  // them. HF32 (fp32 operands rounded to the cube's hf32 on the NPU, a precision loss) is not
+  // modelled: the twin's products stay fp32.
+  template <class T>
+  void SetWorkspace(const GlobalTensor<T> &) {}
+  template <class T>
+  void SetWorkspace(__gm__ const T *, int) {}
+  void SetLocalWorkspace(const LocalTensor<uint8_t> &) {}
+  void SetHF32(bool = false, int32_t transMode = 0) {
+    if (transMode != 0 && transMode != 1)
+      twin_detail::Fail("SetHF32", "transMode must be 0 (ties to even) or 1 (ties away from zero), got " +
+                                       twin_detail::Str(transMode));
+  }
+  // The data the NPU hands to the MatmulCallBackFunc callbacks, which the twin does not call.
+  void SetSelfDefineData(uint64_t) {}
+  void SetUserDefInfo(uint64_t) {}
   // Which AIV of the group a cube-side Matmul serves (a mixed kernel whose vector cores issue the
   // Matmul calls themselves). The twin runs a Matmul on the calling core: nothing to route.
   void SetSubBlockIdx(uint8_t) {}
@@ -159,6 +259,24 @@ class Matmul {
     Product(unit, call, 0, 0, m_, n_, acc, n_, false);
     Store(gm.TwinData(), ldc, acc, m_, n_, enAtomic);
   }
+
+  // C (singleM x singleN, row stride singleN) into UB, as the C MatmulType's position says.
+  template <bool sync = true>
+  void IterateAll(const LocalTensor<DstT> &ubCmatrix, uint8_t enAtomic = 0) {
+    const char *call = "Matmul::IterateAll";
+    Check(call, enAtomic);
+    if constexpr (!twin_detail::UbPosition(C_TYPE::pos))
+      twin_detail::Fail(call, "C into a LocalTensor needs the C MatmulType at VECIN, VECOUT or VECCALC");
+    twin_detail::UbAligned(call, ubCmatrix.TwinData());
+    if (uint64_t(ubCmatrix.TwinCap()) < uint64_t(m_) * n_)
+      twin_detail::UbOutOfRange(call, uint64_t(m_) * n_, ubCmatrix.TwinCap());
+    ::ms_ops::twin::CubeUnit unit;
+    float *acc = unit.Scratch(2, size_t(m_) * n_);
+    Product(unit, call, 0, 0, m_, n_, acc, n_, false);
+    Store(ubCmatrix.TwinData(), n_, acc, m_, n_, enAtomic);
+  }
+  // The twin's IterateAll is done when it returns, asynchronous (sync = false) or not.
+  void WaitIterateAll() {}
 
   // Computes the next baseM x baseN tile (iterateOrder 0: M index moves first); false when done.
   template <bool sync = true>
@@ -229,7 +347,11 @@ class Matmul {
       twin_detail::Fail(call, "Matmul used after the scope of its REGIST_MATMUL_OBJ ended: on the NPU the vector "
                               "core's registration is a local object whose destructor tells the cube core to stop "
                               "serving, so register at kernel scope, outside any braces, before any InitBuffer");
-    if (a_.TwinData() == nullptr || b_.TwinData() == nullptr) twin_detail::Fail(call, "SetTensorA/SetTensorB not called");
+    if (!a_.Ready() || !b_.Ready()) twin_detail::Fail(call, "SetTensorA/SetTensorB not called");
+    if constexpr (A_TYPE::format != CubeFormat::ND || B_TYPE::format != CubeFormat::ND ||
+                  C_TYPE::format != CubeFormat::ND)
+      twin_detail::Fail(call, "only ND operands are modelled by the twin (A, B and C MatmulTypes must be "
+                              "CubeFormat::ND, not NZ or ND_ALIGN)");
     CheckAtomic(call, enAtomic);
     if (m_ < 0 || n_ < 0 || k_ <= 0 || m_ > M_ || n_ > N_ || n_ > Kc_ || k_ > Ka_ || k_ > Kb_)
       twin_detail::Fail(call, "single shape " + twin_detail::Str(m_) + "x" + twin_detail::Str(n_) + "x" +
@@ -241,6 +363,14 @@ class Matmul {
     if (enAtomic > 3)
       twin_detail::Fail(call, "enAtomic must be 0 (overwrite), 1 (add), 2 (max) or 3 (min), got " +
                                   twin_detail::Str(int(enAtomic)));
+  }
+  // A LocalTensor operand needs its MatmulType at a local position, in UB 32-byte aligned.
+  template <class TYPE>
+  static void LocalSource(const char *call, const void *p) {
+    if constexpr (!twin_detail::CubeLocalSource(TYPE::pos))
+      twin_detail::Fail(call, "a LocalTensor operand needs its MatmulType at VECIN, VECOUT, VECCALC or TSCM (this "
+                              "one is at another position: pass a GlobalTensor)");
+    twin_detail::UbAligned(call, p);
   }
   void CheckTile(const char *call, uint8_t enAtomic) {
     if (!iterating_) twin_detail::Fail(call, "no current tile (GetTensorC without a successful Iterate)");
@@ -257,30 +387,29 @@ class Matmul {
     const uint64_t aOff = transA_ ? row0 : uint64_t(row0) * lda, bOff = transB_ ? uint64_t(col0) * ldb : col0;
     const int aRows = transA_ ? k_ : rows, aCols = transA_ ? rows : k_;
     const int bRows = transB_ ? cols : k_, bCols = transB_ ? k_ : cols;
-    twin_detail::GmMatrix(call, a_, aOff, aRows, aCols, lda);
-    twin_detail::GmMatrix(call, b_, bOff, bRows, bCols, ldb);
+    const SrcAT *a = a_.At(call, aOff, aRows, aCols, lda);
+    const SrcBT *b = b_.At(call, bOff, bRows, bCols, ldb);
     ::ms_ops::twin::ProfileCube(rows, cols, k_, sizeof(SrcAT), sizeof(SrcBT), sizeof(DstT));
     if constexpr (std::is_same_v<SrcAT, bfloat16_t> && ::ms_ops::twin::kBgemm) {
       // bf16 operands are read in place by the bf16 GEMM, packed into the unit's scratch.
       static_assert(sizeof(bfloat16_t) == sizeof(uint16_t) && sizeof(float) == sizeof(uint32_t));
-      ::ms_ops::twin::Bgemm(transA_, transB_, rows, cols, k_, reinterpret_cast<const uint16_t *>(a_.TwinData() + aOff),
-                            lda, reinterpret_cast<const uint16_t *>(b_.TwinData() + bOff), ldb, c, ldc, add,
+      ::ms_ops::twin::Bgemm(transA_, transB_, rows, cols, k_, reinterpret_cast<const uint16_t *>(a), lda,
+                            reinterpret_cast<const uint16_t *>(b), ldb, c, ldc, add,
                             reinterpret_cast<uint32_t *>(unit.Scratch(0, ::ms_ops::twin::kBgemmPackAWords)),
                             reinterpret_cast<uint32_t *>(unit.Scratch(1, ::ms_ops::twin::kBgemmPackBWords)));
     } else {
-      ProductWidened(unit, rows, cols, lda, ldb, aOff, bOff, c, ldc, add);
+      ProductWidened(unit, rows, cols, lda, ldb, a, b, c, ldc, add);
     }
     if (!hasBias_) return;
-    bias_.TwinCheck(call, col0, cols);
-    const BiasT *bias = bias_.TwinData() + col0;
+    const BiasT *bias = bias_.At(call, col0, 1, cols, cols);
     for (int r = 0; r < rows; ++r)
       for (int j = 0; j < cols; ++j) c[size_t(r) * ldc + j] += static_cast<float>(bias[j]);
   }
 
   // Product's fp32 path: fp32 operands are read in place by one sgemm; fp16/bf16 ones are widened
   // kWidenPanel columns of K at a time, so a unit's scratch stays (rows + cols) x kWidenPanel floats.
-  void ProductWidened(::ms_ops::twin::CubeUnit &unit, int rows, int cols, int lda, int ldb, uint64_t aOff, uint64_t bOff,
-                      float *c, int ldc, bool add) {
+  void ProductWidened(::ms_ops::twin::CubeUnit &unit, int rows, int cols, int lda, int ldb, const SrcAT *aAt,
+                      const SrcBT *bAt, float *c, int ldc, bool add) {
     const int panel = std::is_same_v<SrcAT, float> ? k_ : std::min(k_, twin_detail::kWidenPanel);
     for (int k0 = 0; k0 < k_; k0 += panel) {
       const int kk = std::min(panel, k_ - k0);
@@ -289,8 +418,8 @@ class Matmul {
       const int aR = transA_ ? kk : rows, aC = transA_ ? rows : kk;
       const int bR = transB_ ? cols : kk, bC = transB_ ? kk : cols;
       int la, lb;
-      const float *a = twin_detail::AsFloat(unit, a_.TwinData() + aOff + aK, aR, aC, lda, 0, la);
-      const float *b = twin_detail::AsFloat(unit, b_.TwinData() + bOff + bK, bR, bC, ldb, 1, lb);
+      const float *a = twin_detail::AsFloat(unit, aAt + aK, aR, aC, lda, 0, la);
+      const float *b = twin_detail::AsFloat(unit, bAt + bK, bR, bC, ldb, 1, lb);
       ::ms_ops::twin::Sgemm(transA_, transB_, rows, cols, kk, a, la, b, lb, c, ldc, k0 == 0 && !add ? 0.0f : 1.0f);
     }
   }
@@ -335,9 +464,9 @@ class Matmul {
   bool init_ = false, transA_ = false, transB_ = false, hasBias_ = false, iterating_ = false, clientEnded_ = false;
   int M_ = 0, N_ = 0, Ka_ = 0, Kb_ = 0, Kc_ = 0, m_ = 0, n_ = 0, k_ = 0;
   int tm_ = 0, tn_ = 0, tileM_ = 0, tileN_ = 0;
-  GlobalTensor<SrcAT> a_;
-  GlobalTensor<SrcBT> b_;
-  GlobalTensor<BiasT> bias_;
+  twin_detail::CubeIn<SrcAT> a_;
+  twin_detail::CubeIn<SrcBT> b_;
+  twin_detail::CubeIn<BiasT> bias_;
   ::ms_ops::twin::Pages tile_;  // the current tile (L0C on the NPU), page-backed: see twin_memory.h
 };
 
