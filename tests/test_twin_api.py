@@ -3,6 +3,7 @@ per-repeat reductions, Brcb / Gather / CreateVecIndex, store atomics across bloc
 TQueBind / TBuf extras, with the kernels of tests/twin/twin_api_cases.cpp. Values are checked
 against numpy models of the documented semantics; each rule has a failing case."""
 import ctypes
+import math
 import os
 import subprocess
 
@@ -310,6 +311,36 @@ def test_advanced_math(lib):
     np.testing.assert_array_equal(z, 2 + 0.5 * np.arange(n, dtype=np.float32))
 
 
+@pytest.mark.parametrize("which", [8, 9, 10, 11, 12, 13, 15, 16],
+                         ids=["tanh", "sign", "power", "power_scalar", "scalar_power", "floor", "erf", "atan"])
+def test_advanced_math_more(lib, which):
+    """Tanh, Sign, Power (tensor^tensor, tensor^scalar with scratch, scalar^tensor over the
+    tensor's size), Floor (with scratch), Erf, Atan against float64."""
+    rng = np.random.default_rng(9)
+    n = 512
+    x = rng.uniform(-4.0, 4.0, n).astype(np.float32)
+    x[:4] = [0.0, -0.0, 3.0, -2.5]
+    other = rng.uniform(-2.0, 2.0, n).astype(np.float32)
+    z = other.copy()
+    if which in (10, 11):
+        x = np.abs(x) + np.float32(0.5)  # real powers of positive bases
+    x64, o64 = x.astype(np.float64), other.astype(np.float64)
+    ref = {8: lambda: np.tanh(x64), 9: lambda: np.sign(x64), 10: lambda: x64 ** o64, 11: lambda: x64 ** 1.5,
+           12: lambda: 2.0 ** x64, 13: lambda: np.floor(x64), 15: lambda: np.array([math.erf(v) for v in x64]),
+           16: lambda: np.arctan(x64)}[which]()
+    assert lib.twin_adv(which, P(x), P(z), n) == 0
+    np.testing.assert_allclose(z, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_compares_is_compare_scalar(lib):
+    rng = np.random.default_rng(10)
+    n = 512
+    x = rng.uniform(0.0, 2.0, n).astype(np.float32)
+    z = np.zeros(n, np.float32)
+    assert lib.twin_adv(14, P(x), P(z), n) == 0
+    np.testing.assert_array_equal(np.unpackbits(z.view(np.uint8)[:n // 8], bitorder="little"), x > 1.0)
+
+
 def test_level0_copy(lib):
     x = np.arange(512, dtype=np.float32)
     z = np.full(512, -1, np.float32)
@@ -577,6 +608,33 @@ Matmul<A, A, C, C, BB> c;
 Matmul<A, A, C, C, CFG_IBSHARE_NORM> d;
 '''
     assert syntax_ok(tmp_path, code)
+
+
+STD_CODE = '''#include "kernel_operator_intf.h"
+#include "ascendc/host_api/tiling/template_argument.h"
+using namespace AscendC;
+template <typename T>
+__aicore__ inline int Pick(T x) {
+  if constexpr (IsSameType<T, float>::value) return unlikely(x > 0) ? 1 : 2;
+  else if constexpr (Std::is_same_v<T, half>) return 3;
+  else static_assert(Std::always_false_v<T>, "no such type");
+}
+static_assert(!AscendC::IsSameType<float, half>::value && Std::is_base_of_v<Std::false_type, Std::is_same<int, float>>, "");
+static_assert(Std::is_same_v<Std::remove_cvref_t<const int &>, int> && Std::is_tuple_v<Std::tuple<int, float>>, "");
+static_assert(Std::get<1>(Std::make_tuple(1, 2.5f)) == 2.5f && Std::min(3, 4) == 3 && Std::max(3, 4) == 4, "");
+static_assert(Std::tuple_size_v<Std::tuple<int, int>> == 2 && Std::is_same_v<Std::conditional_t<true, int, float>, int>, "");
+static_assert(C_DT_FLOAT == 0 && C_DT_FLOAT16 == 1 && C_DT_BF16 == 27 && C_DT_INT64 == 9, "");
+int Use() { return Pick(1.0f) + Pick(half(1.0f)) + (likely(true) ? 0 : 1); }
+%s
+'''
+
+
+@pytest.mark.parametrize("extra,ok", [("", True), ("static_assert(IsSameType<float, half>::value, \"\");", False),
+                                      ("int Bad() { return Pick(1); }", False)])
+def test_std_helpers_and_dtype_numbers(tmp_path, extra, ok):
+    # AscendC::IsSameType, AscendC::Std (type traits, tuple, min/max, always_false_v),
+    # likely/unlikely and the C_DT_* numbers of tiling-key templates, as CANN kernels spell them.
+    assert syntax_ok(tmp_path, STD_CODE % extra) == ok
 
 
 @pytest.mark.parametrize("token,ok", [("KERNEL_TYPE_MIX_AIC_1_2", True), ("KERNEL_TYPE_AIV_ONLY", True),

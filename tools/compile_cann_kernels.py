@@ -2,7 +2,7 @@
 """Compiles public CANN AscendC kernels, unchanged, against the CPU twin and runs their own kernel
 tests with their own golden data.
 
-Usage: tools/compile_cann_kernels.py OPS_NN_CHECKOUT [--work DIR] [--only NAME[,NAME...]]
+Usage: tools/compile_cann_kernels.py OPS_NN_CHECKOUT [--work DIR] [--only NAME[,NAME...] | --sweep]
 
 OPS_NN_CHECKOUT is a local checkout of CANN's ops-nn repository (this script fetches nothing). For
 each kernel of KERNELS it does what a CANN build and its kernel-UT harness do, with the twin in
@@ -425,17 +425,47 @@ def build_and_run_mix(k, checkout, work, twin, helpers):
                          "matched its golden data")
 
 
+def sweep(checkout, work):
+    """--sweep: every op of the checkout with an op_kernel/<op>.cpp entry, compiled syntax-only
+    (no test, no run) with the stand-ins above and fp16 DTYPE_* macros. Prints how many compile and,
+    for each first error, how many ops stop at it: a missing header (the include paths of a CANN
+    build or CANN-internal trees) or an API the twin lacks."""
+    ops = []
+    for dirpath, _, files in os.walk(checkout):
+        op_root = os.path.dirname(dirpath)
+        if os.path.basename(dirpath) == "op_kernel" and f"{os.path.basename(op_root)}.cpp" in files:
+            ops.append(os.path.relpath(op_root, checkout))
+    first = {}
+    for rel in sorted(ops):
+        k = Kernel(rel, "sweep")
+        kdir = fresh_dir(os.path.join(work, rel.replace(os.sep, "__")))
+        includes, forced = kernel_flags(k, checkout, kdir)
+        src = os.path.join(checkout, rel, "op_kernel", f"{k.name}.cpp")
+        rc, log = run([*CXX, *includes, *forced, *DEVICE, *dtype_macros(os.path.join(checkout, rel), k.name, "half"),
+                       "-fsyntax-only", "-fmax-errors=1", src])
+        if rc != 0:
+            m = re.search(r"(?:fatal )?error: (.*)", log)
+            first.setdefault(m.group(1).strip() if m else "failed", []).append(rel)
+    failed = sum(len(v) for v in first.values())
+    print(f"{len(ops) - failed} of {len(ops)} op kernels compile (syntax only)")
+    for why, rels in sorted(first.items(), key=lambda kv: -len(kv[1])):
+        print(f"{len(rels):4d}  {why[:150]}  (e.g. {rels[0]})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkout", help="local checkout of CANN's ops-nn")
     ap.add_argument("--work", help="scratch directory (default: a temporary one)")
     ap.add_argument("--only", help="comma-separated kernel names")
+    ap.add_argument("--sweep", action="store_true", help="compile every op's kernel entry, syntax only (see sweep)")
     args = ap.parse_args()
     checkout = os.path.abspath(args.checkout)
     if not os.path.isdir(os.path.join(checkout, "tests", "ut", "op_kernel")):
         sys.exit(f"{checkout} does not look like an ops-nn checkout (no tests/ut/op_kernel)")
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="cann_kernels_"))
     os.makedirs(work, exist_ok=True)
+    if args.sweep:
+        return sweep(checkout, work)
     twin = twin_objects(work)
     helpers = helper_objects(checkout, work)
     chosen = [k for k in KERNELS if not args.only or k.name in args.only.split(",")]

@@ -229,6 +229,23 @@ inline void CompareScalar(const LocalTensor<U> &dst, const LocalTensor<T> &src0,
   twin_detail::CompareScalar0(dst, src0, src1Scalar, cmpMode, repeatTime, repeatParams);
 }
 
+// Compares: CANN's newer name of CompareScalar, with its three forms (messages name CompareScalar).
+template <typename T, typename U>
+inline void Compares(const LocalTensor<U> &dst, const LocalTensor<T> &src0, const T src1Scalar, CMPMODE cmpMode,
+                     uint32_t count) {
+  CompareScalar(dst, src0, src1Scalar, cmpMode, count);
+}
+template <typename T, typename U, bool isSetMask = true>
+inline void Compares(const LocalTensor<U> &dst, const LocalTensor<T> &src0, const T src1Scalar, CMPMODE cmpMode,
+                     const uint64_t mask[], uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {
+  CompareScalar<T, U, isSetMask>(dst, src0, src1Scalar, cmpMode, mask, repeatTime, repeatParams);
+}
+template <typename T, typename U, bool isSetMask = true>
+inline void Compares(const LocalTensor<U> &dst, const LocalTensor<T> &src0, const T src1Scalar, CMPMODE cmpMode,
+                     const uint64_t mask, uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {
+  CompareScalar<T, U, isSetMask>(dst, src0, src1Scalar, cmpMode, mask, repeatTime, repeatParams);
+}
+
 // CMPMASK from / to the first 16 bytes of a UB tensor.
 template <typename T>
 inline void SetCmpMask(const LocalTensor<T> &src) {

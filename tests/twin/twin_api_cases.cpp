@@ -261,7 +261,9 @@ TWIN_EXPORT int twin_reserved_ub(uint32_t at, float *z) {
 // The advanced API and the remaining fills on float x (n elements) into z (z's old contents in):
 // 0 Log, 1 Log2, 2 Log10, 3 Sigmoid (with a scratch buffer), 4 Sum over rows of 16 (first 10
 // summed), 5 ArithProgression(2, 0.5), 6 level-0 Copy of lanes 0..31 (block strides 2 and 1,
-// repeat strides 16 and 8, 2 repeats), 7 ASSERT on n > 1000.
+// repeat strides 16 and 8, 2 repeats), 7 ASSERT on n > 1000, 8 Tanh, 9 Sign, 10 Power(x, z),
+// 11 Power(x, 1.5), 12 Power(2, x) (over x's size), 13 Floor (with a scratch buffer), 14
+// Compares(x > 1) into z's first n / 8 bytes, 15 Erf, 16 Atan.
 TWIN_EXPORT int twin_adv(int which, float *x, float *z, uint32_t n) {
   return Run("twin_adv", 1, [&] {
     TPipe pipe;
@@ -288,7 +290,21 @@ TWIN_EXPORT int twin_adv(int which, float *x, float *z, uint32_t n) {
         Copy(out, a, mask, 2, CopyRepeatParams(2, 1, 16, 8));
         break;
       }
-      default: ASSERT(n > 1000); break;
+      case 7: ASSERT(n > 1000); break;
+      case 8: Tanh(out, a, n); break;
+      case 9: Sign(out, a, n); break;
+      case 10: Power(out, a, old, n); break;
+      case 11: Power(out, a, 1.5f, tmp.Get<uint8_t>(), n); break;
+      case 12: {
+        LocalTensor<float> first = a;
+        first.SetSize(n);
+        Power(out, 2.0f, first);
+        break;
+      }
+      case 13: Floor(out, a, tmp.Get<uint8_t>(), n); break;
+      case 14: Compares(out.ReinterpretCast<uint8_t>(), a, 1.0f, CMPMODE::GT, n); break;
+      case 15: Erf(out, a, n); break;
+      default: Atan(out, a, n); break;
     }
     qx.FreeTensor(a);
     qz.FreeTensor(old);

@@ -52,6 +52,27 @@ constexpr uint32_t ASCENDC_TPL_KERNEL_TYPE = 4;
 constexpr uint32_t ASCENDC_TPL_DETERMINISTIC = 5;
 constexpr uint32_t ASCENDC_TPL_SHARED_KERNEL_TYPE = 6;
 
+// The dtypes a DTYPE parameter lists (ASCENDC_TPL_DATATYPE_DECL(x, C_DT_FLOAT, ...)): ge::DataType
+// numbers; a build may define them itself.
+#ifndef C_DT_FLOAT
+#define C_DT_FLOAT 0
+#define C_DT_FLOAT16 1
+#define C_DT_INT8 2
+#define C_DT_INT32 3
+#define C_DT_UINT8 4
+#define C_DT_INT16 6
+#define C_DT_UINT16 7
+#define C_DT_UINT32 8
+#define C_DT_INT64 9
+#define C_DT_UINT64 10
+#define C_DT_DOUBLE 11
+#define C_DT_BOOL 12
+#define C_DT_COMPLEX64 16
+#define C_DT_COMPLEX128 17
+#define C_DT_BF16 27
+#define C_DT_INT4 29
+#endif
+
 // A DTYPE/FORMAT value may name the dtype of an input or output instead of a fixed one.
 #define ASCENDC_TPL_INPUT_BIAS 100000000
 #define ASCENDC_TPL_OUTPUT_BIAS 900000000
