@@ -194,7 +194,7 @@ __aicore__ inline uint64_t FaMaskAt(const FlashAttentionTilingData &td, const Fa
 template <typename T>
 __aicore__ inline void FaNarrow(const AscendC::LocalTensor<T> &out, const AscendC::LocalTensor<float> &in,
                                 uint32_t len) {
-  if constexpr (IsSame<T, float>::value) {
+  if constexpr (AscendC::IsSameType<T, float>::value) {
     AscendC::Adds(out, in, 0.0f, len);
   } else {
     AscendC::Cast(out, in, AscendC::RoundMode::CAST_RINT, len);
@@ -393,7 +393,7 @@ __aicore__ inline void FaLogits(const FlashAttentionTilingData &td, FaPseBufs<T>
     CopyIn(raw, pb.tensor[FaPseAt(td, sg, n1, i, j0)], len);
     pb.inQ.EnQue(raw);
     raw = pb.inQ.template DeQue<T>();
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       AscendC::Adds(bias, raw, 0.0f, len);
     } else {
       AscendC::Cast(bias, raw, AscendC::RoundMode::CAST_NONE, len);

@@ -170,7 +170,7 @@ class LinearAttentionBase {
   // A fp32 UB row into a T row (a copy for float).
   __aicore__ inline void Narrow(const AscendC::LocalTensor<T> &out, const AscendC::LocalTensor<float> &in,
                                 uint32_t len) {
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       AscendC::Adds(out, in, 0.0f, len);
     } else {
       AscendC::Cast(out, in, AscendC::RoundMode::CAST_RINT, len);

@@ -8,16 +8,6 @@
 namespace ms_ops {
 namespace kernel {
 
-// Kernels have no <type_traits>.
-template <typename A, typename B>
-struct IsSame {
-  static constexpr bool value = false;
-};
-template <typename A>
-struct IsSame<A, A> {
-  static constexpr bool value = true;
-};
-
 constexpr uint32_t kUbAlign = 32;  // UB buffers start and end on 32-byte blocks
 
 // Bytes of a UB buffer holding `elems` elements of `elemBytes`, rounded up to whole blocks.
@@ -65,7 +55,7 @@ template <typename T>
 __aicore__ inline AscendC::LocalTensor<float> ToFloat(const AscendC::LocalTensor<T> &in,
                                                       AscendC::TBuf<AscendC::TPosition::VECCALC> &scratch,
                                                       uint32_t len) {
-  if constexpr (IsSame<T, float>::value) {
+  if constexpr (AscendC::IsSameType<T, float>::value) {
     return in;
   } else {
     AscendC::LocalTensor<float> f = scratch.template Get<float>();

@@ -219,7 +219,7 @@ class LightningIndexerGradBase {
                                    const AscendC::GlobalTensor<float> &dst, uint32_t dstLen) {
     using namespace AscendC;
     const uint32_t gap = (pitch * 4 - UbBytes(len, 4)) / kUbAlign;  // of a row of pitch floats
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       // fp32 rows need no widening: MTE3 takes them straight from the input tile (these gathers
       // are most of the KL loss's time), and the tile is not refilled before they have left.
       OrderPipes<HardEvent::MTE2_MTE3>(&pipe);
@@ -442,7 +442,7 @@ class LightningIndexerGradBase {
 
   __aicore__ inline void Narrow(const AscendC::LocalTensor<T> &out, const AscendC::LocalTensor<float> &in,
                                 uint32_t len) {
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       AscendC::Adds(out, in, 0.0f, static_cast<int32_t>(len));
     } else {
       AscendC::Cast(out, in, AscendC::RoundMode::CAST_RINT, len);

@@ -35,7 +35,7 @@ class MoeRoutingBatch {
     pipe.InitBuffer(idxQ_, 1, rowMajor ? UbBytes(entries, 4) : topK * UbBytes(batchRows, 4));
     if (hasScales) {
       pipe.InitBuffer(scalesQ_, 1, UbBytes(entries, sizeof(S)));
-      if constexpr (!IsSame<S, float>::value) pipe.InitBuffer(scalesF32_, UbBytes(entries, 4));
+      if constexpr (!AscendC::IsSameType<S, float>::value) pipe.InitBuffer(scalesF32_, UbBytes(entries, 4));
     }
     if (hasBias) pipe.InitBuffer(expertQ_, 1, UbBytes(entries, 4));
   }
@@ -79,7 +79,7 @@ class MoeRoutingBatch {
     idx_ = idxQ_.template DeQue<int32_t>();
     if (withScales) {
       scalesIn_ = scalesQ_.template DeQue<S>();
-      if constexpr (IsSame<S, float>::value) {
+      if constexpr (AscendC::IsSameType<S, float>::value) {
         scalesF_ = scalesIn_;
       } else {
         scalesF_ = scalesF32_.template Get<float>();
@@ -94,7 +94,7 @@ class MoeRoutingBatch {
 
   __aicore__ inline void Free() {
     idxQ_.FreeTensor(idx_);
-    if constexpr (IsSame<S, float>::value) {
+    if constexpr (AscendC::IsSameType<S, float>::value) {
       if (withScales_) scalesQ_.FreeTensor(scalesIn_);
     }
     if (withExperts_) expertQ_.FreeTensor(expert_);

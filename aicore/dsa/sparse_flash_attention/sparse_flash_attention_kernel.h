@@ -244,7 +244,7 @@ __aicore__ inline void SfaGatherRows(SfaGatherQue &que, uint32_t batch, const As
 template <typename T>
 __aicore__ inline void SfaNarrow(const AscendC::LocalTensor<T> &out, const AscendC::LocalTensor<float> &in,
                                  uint32_t len) {
-  if constexpr (IsSame<T, float>::value) {
+  if constexpr (AscendC::IsSameType<T, float>::value) {
     AscendC::Adds(out, in, 0.0f, len);
   } else {
     AscendC::Cast(out, in, AscendC::RoundMode::CAST_RINT, len);

@@ -203,7 +203,7 @@ class FlashAttentionScoreKernel {
       LocalTensor<T> p = pQ_.AllocTensor<T>();
       const int32_t count = static_cast<int32_t>(rows * pitch);
       // fp32 P is the exponential itself; fp16/bf16 P its cast.
-      const LocalTensor<float> e = IsSame<T, float>::value ? p.template ReinterpretCast<float>() : s;
+      const LocalTensor<float> e = AscendC::IsSameType<T, float>::value ? p.template ReinterpretCast<float>() : s;
       if (flash_ && !blind) {
         FlashChunk(e, s, r0, rows, nt);
       } else {
@@ -213,7 +213,7 @@ class FlashAttentionScoreKernel {
         FaDropKeep(pipe, drop_, td, sg, n1, q0 + r0, rows, k0, nt);
         for (uint32_t r = 0; r < rows; ++r) FaDropApply(drop_, td, e[r * pitch], e[r * pitch], r, nt);
       }
-      if constexpr (!IsSame<T, float>::value) Cast(p, s, RoundMode::CAST_RINT, count);
+      if constexpr (!AscendC::IsSameType<T, float>::value) Cast(p, s, RoundMode::CAST_RINT, count);
       sQ_.FreeTensor(s);
       pQ_.EnQue(p);
       p = pQ_.DeQue<T>();

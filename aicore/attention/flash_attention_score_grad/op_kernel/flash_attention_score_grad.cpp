@@ -101,7 +101,7 @@ class FlashAttentionScoreGradKernel {
     qElems_ = qElems;
     kElems_ = kElems;
     vElems_ = vElems;
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       accQ_.SetGlobalBuffer((__gm__ float *)a.dq, qElems);
       accK_.SetGlobalBuffer((__gm__ float *)a.dk, kElems);
       accV_.SetGlobalBuffer((__gm__ float *)a.dv, vElems);
@@ -125,7 +125,7 @@ class FlashAttentionScoreGradKernel {
                                       sizeof(T)));
     pipe.InitBuffer(aQ_, 1, aRows_ * dPitch_ * 4);
     pipe.InitBuffer(bQ_, 1, aRows_ * dPitch_ * 4);
-    if constexpr (!IsSame<T, float>::value) {
+    if constexpr (!AscendC::IsSameType<T, float>::value) {
       pipe.InitBuffer(wideA_, aRows_ * dPitch_ * 4);
       pipe.InitBuffer(wideB_, aRows_ * dPitch_ * 4);
     }
@@ -167,7 +167,7 @@ class FlashAttentionScoreGradKernel {
       PipeBarrier<PIPE_ALL>();
       SyncAll();
     }
-    if constexpr (!IsSame<T, float>::value) {
+    if constexpr (!AscendC::IsSameType<T, float>::value) {
       Narrow(dqGm_, accQ_, qElems_);
       Narrow(dkGm_, accK_, kElems_);
       Narrow(dvGm_, accV_, vElems_);
@@ -301,7 +301,7 @@ class FlashAttentionScoreGradKernel {
     const LocalTensor<float> shift = statMax_.Get<float>(), inv = statSum_.Get<float>(), dBlk = dBlk_.Get<float>();
     // fp32 P and dS (without d real_shift) are made in the output queue's tensor by their last
     // operation, so no copy into it is needed; otherwise Emit narrows them into it.
-    const bool direct = IsSame<T, float>::value && !td.pseGrad;
+    const bool direct = AscendC::IsSameType<T, float>::value && !td.pseGrad;
     for (uint32_t r0 = 0; r0 < mt; r0 += sRows_) {
       const uint32_t rows = mt - r0 < sRows_ ? mt - r0 : sRows_;
       const int32_t count = static_cast<int32_t>(rows * pitch);
@@ -427,7 +427,7 @@ class FlashAttentionScoreGradKernel {
       dy = aQ_.DeQue<T>();
       o = bQ_.DeQue<T>();
       const LocalTensor<float> a = ToFloat(dy, wideA_, rows * pitch), c = ToFloat(o, wideB_, rows * pitch);
-      const LocalTensor<float> prod = IsSame<T, float>::value ? a : c;
+      const LocalTensor<float> prod = AscendC::IsSameType<T, float>::value ? a : c;
       Mul(prod, a, c, static_cast<int32_t>(rows * pitch));
       FaRowReduce<false>(dr[r0], prod, fold_.Get<float>(), rows, pitch, d);
       aQ_.FreeTensor(dy);

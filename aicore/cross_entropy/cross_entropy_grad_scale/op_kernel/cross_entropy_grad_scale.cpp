@@ -31,7 +31,7 @@ constexpr float kNaN = __builtin_nanf("");
 // T: dtype of the gradients.
 template <typename T>
 class CrossEntropyGradScaleKernel {
-  static constexpr bool kF32 = IsSame<T, float>::value;
+  static constexpr bool kF32 = AscendC::IsSameType<T, float>::value;
 
  public:
   __aicore__ inline CrossEntropyGradScaleKernel() {}

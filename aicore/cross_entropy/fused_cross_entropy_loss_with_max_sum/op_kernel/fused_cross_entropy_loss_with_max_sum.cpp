@@ -111,7 +111,7 @@ class FusedCrossEntropyLossWithMaxSumKernel {
         for (uint32_t i = 0; i < tr; ++i) {
           const float m = stats.GetValue(kM * statRows_ + i0 + i);
           const float inv = 1.0f / stats.GetValue(kS * statRows_ + i0 + i);
-          if constexpr (IsSame<T, float>::value) {
+          if constexpr (AscendC::IsSameType<T, float>::value) {
             Adds(out[i * pitch], in[i * pitch], -m, tc);
           } else {
             Cast(out[i * pitch], in[i * inPitch], RoundMode::CAST_NONE, tc);

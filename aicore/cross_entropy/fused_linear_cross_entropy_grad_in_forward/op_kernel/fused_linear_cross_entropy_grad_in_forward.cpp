@@ -73,7 +73,7 @@ struct Part {
 // T: dtype of input, weight and the gradients; TI: dtype of target.
 template <typename T, typename TI>
 class FlceGifKernel {
-  static constexpr bool kF32 = IsSame<T, float>::value;
+  static constexpr bool kF32 = AscendC::IsSameType<T, float>::value;
   // T elements per float: G of a part starts at T offset offset * kGScale.
   static constexpr uint64_t kGScale = 4 / sizeof(T);
   using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;

@@ -46,7 +46,7 @@ struct FlceGradArgs {
 // high-performance mode (softmax given).
 template <typename T, typename TI, bool kSoftmax>
 class FlceGradKernel {
-  static constexpr bool kF32 = IsSame<T, float>::value;
+  static constexpr bool kF32 = AscendC::IsSameType<T, float>::value;
   using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
   using NDTrans = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;
   using Acc = MatmulType<TPosition::GM, CubeFormat::ND, float>;

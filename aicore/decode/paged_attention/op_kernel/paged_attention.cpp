@@ -32,7 +32,7 @@ constexpr float kNoMax = -3.0e38f;     // the running max before any score: exp(
 
 template <typename T>
 class PagedAttentionKernel {
-  static constexpr bool kF32 = IsSame<T, float>::value;
+  static constexpr bool kF32 = AscendC::IsSameType<T, float>::value;
 
  public:
   __aicore__ inline void Init(GM_ADDR query, GM_ADDR keyCache, GM_ADDR valueCache, GM_ADDR blockTables,

@@ -354,7 +354,7 @@ class LightningIndexerKernel {
     }
     PipeBarrier<PIPE_V>();
     LocalTensor<T> y = outT_.Get<T>();
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       Adds(y, outVal, 0.0f, static_cast<int32_t>(k));
     } else {
       Cast(y, outVal, RoundMode::CAST_RINT, k);

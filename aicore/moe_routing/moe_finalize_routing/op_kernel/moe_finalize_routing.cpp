@@ -47,7 +47,7 @@ class MoeFinalizeRoutingKernel {
     pipe_.InitBuffer(rowQ_, 2, chunkBytes);
     pipe_.InitBuffer(outQ_, 2, chunkBytes);
     if (hasBias_) pipe_.InitBuffer(biasQ_, 2, chunkBytes);
-    if constexpr (!IsSame<T, float>::value) {
+    if constexpr (!AscendC::IsSameType<T, float>::value) {
       pipe_.InitBuffer(accF32_, hChunk_ * 4);
       pipe_.InitBuffer(rowF32_, hChunk_ * 4);
       if (hasBias_) pipe_.InitBuffer(biasF32_, hChunk_ * 4);
@@ -74,7 +74,7 @@ class MoeFinalizeRoutingKernel {
   __aicore__ inline void CombineChunk(int64_t r, uint32_t i, int64_t h0, uint32_t len) {
     LocalTensor<T> outT = outQ_.AllocTensor<T>();
     LocalTensor<float> acc;
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       acc = outT;
     } else {
       acc = accF32_.Get<float>();
@@ -93,7 +93,7 @@ class MoeFinalizeRoutingKernel {
       Add(acc, acc, xf, len);
       rowQ_.FreeTensor(xin);
     }
-    if constexpr (!IsSame<T, float>::value) Cast(outT, acc, RoundMode::CAST_RINT, len);
+    if constexpr (!AscendC::IsSameType<T, float>::value) Cast(outT, acc, RoundMode::CAST_RINT, len);
     outQ_.EnQue(outT);
     outT = outQ_.DeQue<T>();
     CopyOut(outGm_[r * hidden_ + h0], outT, len);

@@ -97,7 +97,7 @@ class MoeFinalizeRoutingGradKernel {
     pipe_.InitBuffer(inQ_, 2, chunkBytes);
     pipe_.InitBuffer(outQ_, 2, chunkBytes);
     pipe_.InitBuffer(zeroBuf_, chunkBytes);
-    if constexpr (!IsSame<T, float>::value) {
+    if constexpr (!AscendC::IsSameType<T, float>::value) {
       pipe_.InitBuffer(f32A_, hChunk_ * 4);
       pipe_.InitBuffer(f32B_, hChunk_ * 4);
       pipe_.InitBuffer(f32C_, hChunk_ * 4);
@@ -125,7 +125,8 @@ class MoeFinalizeRoutingGradKernel {
       pipe_.InitBuffer(expertKeyBuf_, padded_ * 4);
       pipe_.InitBuffer(validBuf_, UbBytes(padded_ / 8, 1));
       pipe_.InitBuffer(biasAcc_, biasExperts_ * biasColsPad_ * 4);
-      if constexpr (!IsSame<T, float>::value) pipe_.InitBuffer(biasOut_, biasExperts_ * biasColsPad_ * sizeof(T));
+      if constexpr (!AscendC::IsSameType<T, float>::value)
+        pipe_.InitBuffer(biasOut_, biasExperts_ * biasColsPad_ * sizeof(T));
       pipe_.InitBuffer(biasTmp_, biasColsPad_ * 4);
     }
   }
@@ -181,7 +182,7 @@ class MoeFinalizeRoutingGradKernel {
         // Scalar writes above, vector cast below.
         PipeBarrier<PIPE_ALL>();
         LocalTensor<S> out = gradScalesQ_.AllocTensor<S>();
-        if constexpr (IsSame<S, float>::value) {
+        if constexpr (AscendC::IsSameType<S, float>::value) {
           Muls(out, dots, 1.0f, entries);
         } else {
           Cast(out, dots, RoundMode::CAST_RINT, entries);
@@ -210,7 +211,7 @@ class MoeFinalizeRoutingGradKernel {
       if (solePairGm_.GetValue(uint64_t(j)) == static_cast<int32_t>(r * topK_ + k)) {
         const float scale = hasScales_ ? batch_.Scale(i, k) : 1.0f;
         LocalTensor<T> out = outQ_.AllocTensor<T>();
-        if constexpr (IsSame<T, float>::value) {
+        if constexpr (AscendC::IsSameType<T, float>::value) {
           Muls(out, g, scale, len);
         } else {
           const LocalTensor<float> scaled = f32C_.Get<float>();
@@ -312,7 +313,7 @@ class MoeFinalizeRoutingGradKernel {
                                   uint32_t len) {
     LocalTensor<T> out = outQ_.AllocTensor<T>();
     LocalTensor<float> acc;
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       acc = out;
     } else {
       acc = f32C_.Get<float>();
@@ -333,7 +334,7 @@ class MoeFinalizeRoutingGradKernel {
       pair = nextGm_.GetValue(uint64_t(pair));
       scale = hasScales_ ? pairScaleGm_.GetValue(uint64_t(pair)) : 1.0f;
     }
-    if constexpr (!IsSame<T, float>::value) Cast(out, acc, RoundMode::CAST_RINT, len);
+    if constexpr (!AscendC::IsSameType<T, float>::value) Cast(out, acc, RoundMode::CAST_RINT, len);
     outQ_.EnQue(out);
     out = outQ_.DeQue<T>();
     CopyOut(gradXGm_[j * hidden_ + h0], out, len);
@@ -394,7 +395,7 @@ class MoeFinalizeRoutingGradKernel {
       batch_.Free();
     }
     LocalTensor<T> out;
-    if constexpr (IsSame<T, float>::value) {
+    if constexpr (AscendC::IsSameType<T, float>::value) {
       out = acc;
     } else {
       out = biasOut_.Get<T>();

@@ -15,7 +15,7 @@ namespace {
 template <typename T>
 class MoeInitRoutingGradKernel {
   // fp32 accumulates in the output buffer itself; fp16/bf16 need an fp32 accumulator and a cast.
-  static constexpr bool kFloat = IsSame<T, float>::value;
+  static constexpr bool kFloat = AscendC::IsSameType<T, float>::value;
 
  public:
   __aicore__ inline MoeInitRoutingGradKernel() {}
