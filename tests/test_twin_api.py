@@ -34,6 +34,7 @@ SIGNATURES = {
     "twin_gather_mask": [I, I, V, V, V, U, U, U, U, U, U, V],
     "twin_broadcast": [I, V, V, U, U],
     "twin_task_type": [I, V],
+    "twin_shift": [I, V, V, U, I32],
 }
 BUF = 16384  # bytes of each UB buffer of the test kernels
 ALL = (1 << 64) - 1
@@ -330,6 +331,46 @@ def test_advanced_math_more(lib, which):
            16: lambda: np.arctan(x64)}[which]()
     assert lib.twin_adv(which, P(x), P(z), n) == 0
     np.testing.assert_allclose(z, ref, rtol=1e-6, atol=1e-6)
+
+
+def shift_ref(x, s, left):
+    """CANN's shifts: unsigned logical; signed arithmetic, the sign bit kept (left: the bit below it
+    is dropped)."""
+    bits = 8 * x.dtype.itemsize
+    u = x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.uint64)
+    sign = np.uint64(1) << np.uint64(bits - 1)
+    if left:
+        body = (u << np.uint64(s)) & (sign - np.uint64(1))
+        return ((u & sign) | body).astype(np.dtype(f"u{x.dtype.itemsize}")).view(x.dtype)
+    return x >> s
+
+
+@pytest.mark.parametrize("which,dtype,s", [(0, np.int16, 3), (1, np.int16, 3), (3, np.int32, 5), (4, np.int32, 5),
+                                           (0, np.int16, 0), (4, np.int32, 31)])
+def test_shift_count(lib, which, dtype, s):
+    rng = np.random.default_rng(40 + which)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, 256, dtype=dtype)
+    x[:3] = [-1, info.min, info.max]
+    z = np.zeros_like(x)
+    assert lib.twin_shift(which, P(x), P(z), x.size, s) == 0
+    np.testing.assert_array_equal(z, shift_ref(x, s, left=which in (0, 3)))
+
+
+def test_not_and_level0_shift(lib, capfd):
+    rng = np.random.default_rng(44)
+    x = rng.integers(-2 ** 15, 2 ** 15 - 1, 256, dtype=np.int16)
+    z = np.zeros_like(x)
+    assert lib.twin_shift(2, P(x), P(z), x.size, 0) == 0
+    np.testing.assert_array_equal(z, ~x)
+    x32 = rng.integers(-2 ** 31, 2 ** 31 - 1, 256, dtype=np.int32)
+    z32 = np.full_like(x32, 7)
+    assert lib.twin_shift(5, P(x32), P(z32), x32.size, 4) == 0
+    ref = np.full_like(x32, 7).reshape(4, 64)
+    ref[:2, :40] = (x32.reshape(4, 64) >> 4)[:2, :40]
+    np.testing.assert_array_equal(z32.reshape(4, 64), ref)
+    assert lib.twin_shift(6, P(x32), P(z32), x32.size, 4) == 1
+    assert "ShiftRight: roundEn = true is not modelled by the twin" in capfd.readouterr().err
 
 
 def test_compares_is_compare_scalar(lib):

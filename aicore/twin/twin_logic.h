@@ -1,5 +1,6 @@
-// Bitwise And and Or on UB tensors (CANN's vec_binary family): the count form and the level-0
-// mask/repeat forms. Atlas A2 has them for 16-bit integers only.
+// Bitwise And, Or and Not and the shifts ShiftLeft / ShiftRight on UB tensors: the count form and
+// the level-0 mask/repeat forms. Atlas A2 has And/Or/Not for 16-bit integers, the shifts for 16-
+// and 32-bit ones.
 #ifndef MS_OPS_TWIN_LOGIC_H_
 #define MS_OPS_TWIN_LOGIC_H_
 
@@ -40,6 +41,103 @@ constexpr bool kLogicType = std::is_same_v<T, int16_t> || std::is_same_v<T, uint
 MS_OPS_TWIN_LOGIC(And, &)
 MS_OPS_TWIN_LOGIC(Or, |)
 #undef MS_OPS_TWIN_LOGIC
+
+template <typename T>
+inline void Not(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t &count) {
+  static_assert(twin_detail::kLogicType<T>, "Not: Atlas A2 supports int16_t and uint16_t");
+  twin_detail::Unary("Not", dst, src, count, [](auto x) { return ~x; });
+}
+template <typename T, bool isSetMask = true>
+inline void Not(const LocalTensor<T> &dst, const LocalTensor<T> &src, const uint64_t mask[], const uint8_t repeatTime,
+                const UnaryRepeatParams &repeatParams) {
+  static_assert(twin_detail::kLogicType<T>, "Not: Atlas A2 supports int16_t and uint16_t");
+  twin_detail::Unary0("Not", dst, src, twin_detail::MaskOf<T, isSetMask>("Not", mask, repeatTime), repeatParams,
+                      [](auto x) { return ~x; });
+}
+template <typename T, bool isSetMask = true>
+inline void Not(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint64_t mask, const uint8_t repeatTime,
+                const UnaryRepeatParams &repeatParams) {
+  static_assert(twin_detail::kLogicType<T>, "Not: Atlas A2 supports int16_t and uint16_t");
+  twin_detail::Unary0("Not", dst, src, twin_detail::MaskOf<T, isSetMask>("Not", mask, repeatTime), repeatParams,
+                      [](auto x) { return ~x; });
+}
+
+namespace twin_detail {
+
+template <typename T>
+constexpr bool kShiftType = std::is_same_v<T, int16_t> || std::is_same_v<T, uint16_t> ||
+                            std::is_same_v<T, int32_t> || std::is_same_v<T, uint32_t>;
+
+// x shifted by s bits as CANN documents it: unsigned types logically; signed ones arithmetically,
+// the sign bit kept (left: the bit below it is the one dropped; right: copies of it shift in).
+// Shifts past the width leave the sign's fill (or 0).
+template <bool left, typename T>
+inline T ShiftOf(const char *call, T x, T s) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int kBits = 8 * sizeof(T);
+  if (s < 0) Fail(call, "negative shift " + Str(int64_t(s)));
+  const int n = s >= kBits ? kBits : static_cast<int>(s);
+  if constexpr (std::is_signed_v<T>) {
+    const U sign = U(1) << (kBits - 1), u = static_cast<U>(x);
+    if constexpr (left) return static_cast<T>((u & sign) | (n >= kBits ? U(0) : U(u << n) & U(~sign)));
+    else return static_cast<T>(x >> (n >= kBits ? kBits - 1 : n));
+  } else {
+    if (n >= kBits) return T(0);
+    return static_cast<T>(left ? U(x << n) : U(x >> n));
+  }
+}
+
+}  // namespace twin_detail
+
+namespace twin_detail {
+
+template <bool left, typename T>
+inline void Shift(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &src, T s, int32_t count) {
+  static_assert(kShiftType<T>, "ShiftLeft/ShiftRight: Atlas A2 supports 16- and 32-bit integers");
+  Unary(call, dst, src, count, [call, s](auto x) { return ShiftOf<left, T>(call, T(x), s); });
+}
+template <bool left, bool isSetMask, typename T, typename M>
+inline void Shift0(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &src, T s, M mask,
+                   uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {
+  static_assert(kShiftType<T>, "ShiftLeft/ShiftRight: Atlas A2 supports 16- and 32-bit integers");
+  Unary0(call, dst, src, MaskOf<T, isSetMask>(call, mask, repeatTime), repeatParams,
+         [call, s](auto x) { return ShiftOf<left, T>(call, T(x), s); });
+}
+
+}  // namespace twin_detail
+
+template <typename T, bool isSetMask = true>
+inline void ShiftLeft(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue, const int32_t &count) {
+  twin_detail::Shift<true>("ShiftLeft", dst, src, scalarValue, count);
+}
+template <typename T, bool isSetMask = true>
+inline void ShiftLeft(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue, uint64_t mask[],
+                      const uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {
+  twin_detail::Shift0<true, isSetMask>("ShiftLeft", dst, src, scalarValue, mask, repeatTime, repeatParams);
+}
+template <typename T, bool isSetMask = true>
+inline void ShiftLeft(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue, uint64_t mask,
+                      const uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {
+  twin_detail::Shift0<true, isSetMask>("ShiftLeft", dst, src, scalarValue, mask, repeatTime, repeatParams);
+}
+template <typename T, bool isSetMask = true>
+inline void ShiftRight(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue,
+                       const int32_t &count) {
+  twin_detail::Shift<false>("ShiftRight", dst, src, scalarValue, count);
+}
+// The level-0 forms take roundEn; rounding the shifted-out bits is not modelled.
+template <typename T, bool isSetMask = true>
+inline void ShiftRight(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue, uint64_t mask[],
+                       const uint8_t repeatTime, const UnaryRepeatParams &repeatParams, bool roundEn = false) {
+  if (roundEn) twin_detail::Fail("ShiftRight", "roundEn = true is not modelled by the twin");
+  twin_detail::Shift0<false, isSetMask>("ShiftRight", dst, src, scalarValue, mask, repeatTime, repeatParams);
+}
+template <typename T, bool isSetMask = true>
+inline void ShiftRight(const LocalTensor<T> &dst, const LocalTensor<T> &src, const T &scalarValue, uint64_t mask,
+                       const uint8_t repeatTime, const UnaryRepeatParams &repeatParams, bool roundEn = false) {
+  if (roundEn) twin_detail::Fail("ShiftRight", "roundEn = true is not modelled by the twin");
+  twin_detail::Shift0<false, isSetMask>("ShiftRight", dst, src, scalarValue, mask, repeatTime, repeatParams);
+}
 
 }  // namespace AscendC
 

@@ -625,3 +625,37 @@ TWIN_EXPORT int twin_task_type(int aic, int32_t *out) {
     Gm<int32_t>(out, 2).SetValue(GetBlockIdx(), ASCEND_IS_AIC ? 1 : 0);
   });
 }
+
+// Shifts and Not on integer x (n elements) into z (z's old contents in), by s bits: 0 ShiftLeft,
+// 1 ShiftRight, 2 Not (int16_t); 3 ShiftLeft, 4 ShiftRight (int32_t); 5 level-0 ShiftRight of the
+// first 40 lanes of each of 2 repeats (int32_t, 64 lanes a repeat); 6 that with roundEn (refused).
+template <typename T>
+int ShiftCase(int which, void *x, void *z, uint32_t n, T s) {
+  return Run("twin_shift", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const GlobalTensor<T> zg = Gm<T>(z, n);
+    LocalTensor<T> a = LoadIn(qx, Gm<T>(x, n), n), old = LoadIn(qz, zg, n);
+    LocalTensor<T> out = qo.AllocTensor<T>();
+    DataCopy(out, old, n);
+    const int32_t count = static_cast<int32_t>(n);
+    if (which == 0 || which == 3) ShiftLeft(out, a, s, count);
+    if (which == 1 || which == 4) ShiftRight(out, a, s, count);
+    if constexpr (sizeof(T) == 2) {
+      if (which == 2) Not(out, a, count);
+    }
+    if (which >= 5) ShiftRight(out, a, s, uint64_t(40), 2, UnaryRepeatParams(1, 1, 8, 8), which == 6);
+    qx.FreeTensor(a);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, zg, n);
+  });
+}
+
+TWIN_EXPORT int twin_shift(int which, void *x, void *z, uint32_t n, int32_t s) {
+  if (which <= 2) return ShiftCase<int16_t>(which, x, z, n, static_cast<int16_t>(s));
+  return ShiftCase<int32_t>(which, x, z, n, s);
+}
