@@ -371,6 +371,8 @@ def test_not_and_level0_shift(lib, capfd):
     np.testing.assert_array_equal(z32.reshape(4, 64), ref)
     assert lib.twin_shift(6, P(x32), P(z32), x32.size, 4) == 1
     assert "ShiftRight: roundEn = true is not modelled by the twin" in capfd.readouterr().err
+    assert lib.twin_shift(1, P(x), P(z), x.size, -1) == 1
+    assert "ShiftRight: negative shift -1" in capfd.readouterr().err
 
 
 def test_compares_is_compare_scalar(lib):

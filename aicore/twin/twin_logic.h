@@ -68,15 +68,23 @@ template <typename T>
 constexpr bool kShiftType = std::is_same_v<T, int16_t> || std::is_same_v<T, uint16_t> ||
                             std::is_same_v<T, int32_t> || std::is_same_v<T, uint32_t>;
 
-// x shifted by s bits as CANN documents it: unsigned types logically; signed ones arithmetically,
-// the sign bit kept (left: the bit below it is the one dropped; right: copies of it shift in).
-// Shifts past the width leave the sign's fill (or 0).
+// The shift count s of a call, checked once: past the width it is the width.
+template <typename T>
+inline int ShiftBits(const char *call, T s) {
+  constexpr int kBits = 8 * sizeof(T);
+  if constexpr (std::is_signed_v<T>) {
+    if (s < 0) Fail(call, "negative shift " + std::to_string(int64_t(s)));
+  }
+  return s >= kBits ? kBits : static_cast<int>(s);
+}
+
+// x shifted by n bits (0 <= n <= its width) as CANN documents it: unsigned types logically; signed
+// ones arithmetically, the sign bit kept (left: the bit below it is the one dropped; right: copies
+// of it shift in). Shifts by the whole width leave the sign's fill (or 0).
 template <bool left, typename T>
-inline T ShiftOf(const char *call, T x, T s) {
+inline T ShiftOf(T x, int n) {
   using U = std::make_unsigned_t<T>;
   constexpr int kBits = 8 * sizeof(T);
-  if (s < 0) Fail(call, "negative shift " + Str(int64_t(s)));
-  const int n = s >= kBits ? kBits : static_cast<int>(s);
   if constexpr (std::is_signed_v<T>) {
     const U sign = U(1) << (kBits - 1), u = static_cast<U>(x);
     if constexpr (left) return static_cast<T>((u & sign) | (n >= kBits ? U(0) : U(u << n) & U(~sign)));
@@ -87,21 +95,19 @@ inline T ShiftOf(const char *call, T x, T s) {
   }
 }
 
-}  // namespace twin_detail
-
-namespace twin_detail {
-
 template <bool left, typename T>
 inline void Shift(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &src, T s, int32_t count) {
   static_assert(kShiftType<T>, "ShiftLeft/ShiftRight: Atlas A2 supports 16- and 32-bit integers");
-  Unary(call, dst, src, count, [call, s](auto x) { return ShiftOf<left, T>(call, T(x), s); });
+  const int n = ShiftBits(call, s);
+  Unary(call, dst, src, count, [n](auto x) { return ShiftOf<left, T>(T(x), n); });
 }
 template <bool left, bool isSetMask, typename T, typename M>
 inline void Shift0(const char *call, const LocalTensor<T> &dst, const LocalTensor<T> &src, T s, M mask,
                    uint8_t repeatTime, const UnaryRepeatParams &repeatParams) {
   static_assert(kShiftType<T>, "ShiftLeft/ShiftRight: Atlas A2 supports 16- and 32-bit integers");
+  const int n = ShiftBits(call, s);
   Unary0(call, dst, src, MaskOf<T, isSetMask>(call, mask, repeatTime), repeatParams,
-         [call, s](auto x) { return ShiftOf<left, T>(call, T(x), s); });
+         [n](auto x) { return ShiftOf<left, T>(T(x), n); });
 }
 
 }  // namespace twin_detail

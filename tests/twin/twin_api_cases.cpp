@@ -16,6 +16,31 @@ namespace {
 // Every UB buffer of these kernels: 16 KiB, room for the widest stride patterns the tests use.
 constexpr uint32_t kBuf = 16384;
 
+// One block, one source: x (n elements) and z's old contents (nz elements) into UB, then
+// op(out, a, old, scratch) on a copy of the old contents (lanes a call leaves alone keep them, for
+// the test to see), with a 1 KiB scratch buffer, and out back into z.
+template <typename T, class Op>
+int OverOld(const char *name, void *x, uint32_t n, void *z, uint32_t nz, Op op) {
+  return Run(name, 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    TBuf<TPosition::VECCALC> tmp;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    pipe.InitBuffer(tmp, 1024);
+    const GlobalTensor<T> zg = Gm<T>(z, nz);
+    LocalTensor<T> a = LoadIn(qx, Gm<T>(x, n), n), old = LoadIn(qz, zg, nz);
+    LocalTensor<T> out = qo.AllocTensor<T>();
+    DataCopy(out, old, nz);
+    op(out, a, old, tmp.Get<uint8_t>());
+    qx.FreeTensor(a);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, zg, nz);
+  });
+}
+
 // How a level-0 call gets its mask: 0 bitwise argument, 1 contiguous argument, 2 bits set
 // beforehand with SetVectorMask and isSetMask = false, 3 counter mode (SetMaskCount, count set
 // with SetVectorMask<T, COUNTER>, isSetMask = false).
@@ -122,22 +147,10 @@ void Reduce0(int which, const LocalTensor<T> &d, const LocalTensor<T> &s, bool b
 template <typename T>
 int Red0(int which, int bits, void *x, void *z, uint32_t n, uint32_t nz, uint64_t m0, uint64_t m1, int32_t len,
          int32_t repeat, int32_t dstRep, int32_t srcBlk, int32_t srcRep, int order) {
-  return Run("twin_reduce0", 1, [&] {
-    TPipe pipe;
-    TQue<QuePosition::VECIN, 1> qx, qz;
-    TQue<QuePosition::VECOUT, 1> qo;
-    pipe.InitBuffer(qx, 1, kBuf);
-    pipe.InitBuffer(qz, 1, kBuf);
-    pipe.InitBuffer(qo, 1, kBuf);
-    const GlobalTensor<T> zg = Gm<T>(z, nz);
-    LocalTensor<T> a = LoadIn(qx, Gm<T>(x, n), n), old = LoadIn(qz, zg, nz);
-    LocalTensor<T> out = qo.AllocTensor<T>();
-    DataCopy(out, old, nz);
+  return OverOld<T>("twin_reduce0", x, n, z, nz, [&](const LocalTensor<T> &out, const LocalTensor<T> &a,
+                                                     const LocalTensor<T> &, const LocalTensor<uint8_t> &) {
     const uint64_t mask[2] = {m0, m1};
     Reduce0(which, out, a, bits != 0, mask, len, repeat, dstRep, srcBlk, srcRep, static_cast<ReduceOrder>(order));
-    qx.FreeTensor(a);
-    qz.FreeTensor(old);
-    StoreOut(qo, out, zg, nz);
   });
 }
 
@@ -265,25 +278,15 @@ TWIN_EXPORT int twin_reserved_ub(uint32_t at, float *z) {
 // 11 Power(x, 1.5), 12 Power(2, x) (over x's size), 13 Floor (with a scratch buffer), 14
 // Compares(x > 1) into z's first n / 8 bytes, 15 Erf, 16 Atan.
 TWIN_EXPORT int twin_adv(int which, float *x, float *z, uint32_t n) {
-  return Run("twin_adv", 1, [&] {
-    TPipe pipe;
-    TQue<QuePosition::VECIN, 1> qx, qz;
-    TQue<QuePosition::VECOUT, 1> qo;
-    TBuf<TPosition::VECCALC> tmp;
-    pipe.InitBuffer(qx, 1, kBuf);
-    pipe.InitBuffer(qz, 1, kBuf);
-    pipe.InitBuffer(qo, 1, kBuf);
-    pipe.InitBuffer(tmp, 1024);
-    const GlobalTensor<float> zg = Gm<float>(z, n);
-    LocalTensor<float> a = LoadIn(qx, Gm<float>(x, n), n), old = LoadIn(qz, zg, n);
-    LocalTensor<float> out = qo.AllocTensor<float>();
-    DataCopy(out, old, n);
+  return OverOld<float>("twin_adv", x, n, z, n, [&](const LocalTensor<float> &out, const LocalTensor<float> &a,
+                                                   const LocalTensor<float> &old,
+                                                   const LocalTensor<uint8_t> &scratch) {
     switch (which) {
       case 0: Log(out, a, n); break;
       case 1: Log2(out, a, n); break;
       case 2: Log10(out, a, n); break;
-      case 3: Sigmoid(out, a, tmp.Get<uint8_t>(), n); break;
-      case 4: Sum(out, a, tmp.Get<uint8_t>(), SumParams{n / 16, 16, 10}); break;
+      case 3: Sigmoid(out, a, scratch, n); break;
+      case 4: Sum(out, a, scratch, SumParams{n / 16, 16, 10}); break;
       case 5: ArithProgression(out, 2.0f, 0.5f, static_cast<int32_t>(n)); break;
       case 6: {
         const uint64_t mask[2] = {0xFFFFFFFFull, 0};
@@ -294,21 +297,18 @@ TWIN_EXPORT int twin_adv(int which, float *x, float *z, uint32_t n) {
       case 8: Tanh(out, a, n); break;
       case 9: Sign(out, a, n); break;
       case 10: Power(out, a, old, n); break;
-      case 11: Power(out, a, 1.5f, tmp.Get<uint8_t>(), n); break;
+      case 11: Power(out, a, 1.5f, scratch, n); break;
       case 12: {
         LocalTensor<float> first = a;
         first.SetSize(n);
         Power(out, 2.0f, first);
         break;
       }
-      case 13: Floor(out, a, tmp.Get<uint8_t>(), n); break;
+      case 13: Floor(out, a, scratch, n); break;
       case 14: Compares(out.ReinterpretCast<uint8_t>(), a, 1.0f, CMPMODE::GT, n); break;
       case 15: Erf(out, a, n); break;
       default: Atan(out, a, n); break;
     }
-    qx.FreeTensor(a);
-    qz.FreeTensor(old);
-    StoreOut(qo, out, zg, n);
   });
 }
 
@@ -631,17 +631,8 @@ TWIN_EXPORT int twin_task_type(int aic, int32_t *out) {
 // first 40 lanes of each of 2 repeats (int32_t, 64 lanes a repeat); 6 that with roundEn (refused).
 template <typename T>
 int ShiftCase(int which, void *x, void *z, uint32_t n, T s) {
-  return Run("twin_shift", 1, [&] {
-    TPipe pipe;
-    TQue<QuePosition::VECIN, 1> qx, qz;
-    TQue<QuePosition::VECOUT, 1> qo;
-    pipe.InitBuffer(qx, 1, kBuf);
-    pipe.InitBuffer(qz, 1, kBuf);
-    pipe.InitBuffer(qo, 1, kBuf);
-    const GlobalTensor<T> zg = Gm<T>(z, n);
-    LocalTensor<T> a = LoadIn(qx, Gm<T>(x, n), n), old = LoadIn(qz, zg, n);
-    LocalTensor<T> out = qo.AllocTensor<T>();
-    DataCopy(out, old, n);
+  return OverOld<T>("twin_shift", x, n, z, n, [&](const LocalTensor<T> &out, const LocalTensor<T> &a,
+                                                const LocalTensor<T> &, const LocalTensor<uint8_t> &) {
     const int32_t count = static_cast<int32_t>(n);
     if (which == 0 || which == 3) ShiftLeft(out, a, s, count);
     if (which == 1 || which == 4) ShiftRight(out, a, s, count);
@@ -649,9 +640,6 @@ int ShiftCase(int which, void *x, void *z, uint32_t n, T s) {
       if (which == 2) Not(out, a, count);
     }
     if (which >= 5) ShiftRight(out, a, s, uint64_t(40), 2, UnaryRepeatParams(1, 1, 8, 8), which == 6);
-    qx.FreeTensor(a);
-    qz.FreeTensor(old);
-    StoreOut(qo, out, zg, n);
   });
 }
 
