@@ -17,7 +17,8 @@ U = 2.0 ** -24  # fp32 unit roundoff
 def lib(tmp_path_factory):
     return build_cases(tmp_path_factory.mktemp("twin_gemm"), "twin_gemm_cases",
                        {"twin_gemm": [I, I, I, I, I, V, I, V, I, V, I, I, I],
-                        "twin_bgemm": [I, I, I, I, I, V, I, V, I, V, I, I, I], "twin_bgemm_available": []})
+                        "twin_bgemm": [I, I, I, I, I, V, I, V, I, V, I, I, I], "twin_bgemm_available": [],
+                        "twin_bgemm_amx": [I]})
 
 
 def ptr(x):
@@ -45,11 +46,19 @@ def widen(x):
     return (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
-@pytest.fixture
-def blib(lib):
+@pytest.fixture(params=["vdpbf16ps", "amx"])
+def blib(lib, request):
+    """The bf16 GEMM on each instruction this machine has (AMX tiles, and VDPBF16PS, which an AMX
+    machine has too), chosen for the test and restored after it."""
     if not lib.twin_bgemm_available():
         pytest.skip("this build's CPU has no AVX512-BF16: bf16 Matmuls widen to fp32 and use Sgemm")
-    return lib
+    before = lib.twin_bgemm_amx(-1)
+    want = int(request.param == "amx")
+    if lib.twin_bgemm_amx(want) != want:
+        lib.twin_bgemm_amx(before)
+        pytest.skip("this build's CPU has no AMX-BF16, or Linux does not grant this process its tiles")
+    yield lib
+    lib.twin_bgemm_amx(before)
 
 
 def padded(rng, rows, cols, pad):

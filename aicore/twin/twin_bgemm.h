@@ -1,7 +1,10 @@
 // The twin's bf16 GEMM: the cube's bf16 x bf16 -> fp32 product on the CPU's bf16 dot-product
-// instruction (AVX512-BF16: Zen 4, Cooper Lake, Sapphire Rapids), when the build targets a CPU that
-// has it. Without it the Matmul widens bf16 operands to fp32 and calls Sgemm (twin_blas.h); with
-// it the product runs at about twice sgemm's rate and reads half the bytes.
+// instructions, when the build targets a CPU that has them: AMX tiles (TDPBF16PS: Sapphire Rapids
+// and later) where Linux grants the process their state, else AVX512-BF16's VDPBF16PS (Zen 4,
+// Cooper Lake). Without either the Matmul widens bf16 operands to fp32 and calls Sgemm
+// (twin_blas.h). With VDPBF16PS the product runs at up to twice sgemm's rate (on Zen 4; on Intel
+// cores, whose two FMA ports it does not both use, about sgemm's) and reads half the bytes; with AMX
+// at several times sgemm's.
 #ifndef MS_OPS_TWIN_BGEMM_H_
 #define MS_OPS_TWIN_BGEMM_H_
 
@@ -25,6 +28,10 @@ constexpr bool kBgemm = false;
 // with `accumulate` keeps them when it falls on a block boundary. Inputs and results that are
 // subnormal are flushed to zero, as the instruction does.
 constexpr int kBgemmKBlock = 256;
+
+// Which instruction Bgemm runs on: 1 AMX, 0 VDPBF16PS. `request` -1 only asks; 0 or 1 chooses
+// (AMX only where the build has it and the process may use it), so tests can check both paths.
+int BgemmAmx(int request);
 
 // Scratch words (uint32) Bgemm packs op(A) and op(B) into; the caller provides both.
 constexpr size_t kBgemmPackAWords = size_t(128) * (kBgemmKBlock / 2);

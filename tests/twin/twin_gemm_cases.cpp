@@ -18,6 +18,10 @@ TWIN_EXPORT int twin_gemm(int transA, int transB, int m, int n, int k, const flo
 // 1 when this build has the twin's bf16 GEMM (twin_bgemm.h), else 0.
 TWIN_EXPORT int twin_bgemm_available() { return ms_ops::twin::kBgemm ? 1 : 0; }
 
+// The bf16 GEMM's instruction: `request` -1 asks, 0 chooses VDPBF16PS, 1 AMX where it can
+// (twin_bgemm.h); returns the one in use.
+TWIN_EXPORT int twin_bgemm_amx(int request) { return ms_ops::twin::BgemmAmx(request); }
+
 // The bf16 GEMM on bf16 bit patterns, `repeats` times; -1 when the build has none.
 TWIN_EXPORT int twin_bgemm(int transA, int transB, int m, int n, int k, const uint16_t *a, int lda, const uint16_t *b,
                            int ldb, float *c, int ldc, int accumulate, int repeats) {
