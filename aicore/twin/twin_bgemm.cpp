@@ -270,6 +270,17 @@ void TileKernel(const uint8_t *a, long aStride, const uint32_t *pb, int steps, f
       _tile_dpbf16ps(3, 5, 7);
     }
   }
+  if (store && nr == kNr && (mr == kTile || mr == kStrip)) {
+    // Whole tiles of C, stored in place.
+    const long stride = long(ldc) * 4;
+    _tile_stored(0, c, stride);
+    _tile_stored(1, c + kTile, stride);
+    if (two) {
+      _tile_stored(2, c + size_t(kTile) * ldc, stride);
+      _tile_stored(3, c + size_t(kTile) * ldc + kTile, stride);
+    }
+    return;
+  }
   alignas(64) float acc[kStrip][kNr];
   _tile_stored(0, &acc[0][0], kNr * 4);
   _tile_stored(1, &acc[0][kTile], kNr * 4);
