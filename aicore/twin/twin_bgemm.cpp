@@ -2,12 +2,7 @@
 
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
-// at each inlined use (GCC bug 105593, fixed in GCC 13).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "twin_transpose.h"
 
 #include <algorithm>
 #include <cstring>
@@ -77,30 +72,6 @@ void PackA(bool transA, const uint16_t *a, int lda, int r0, int mr, int k0, int 
     } else {
       for (int i = 0; i < mr; ++i) d[i] = Word(x0[i], 0);
     }
-  }
-}
-
-// r[i] holds row i of a 16 x 16 block of words; afterwards r[j] holds its column j.
-inline void Transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 4; ++j) {
-      t[8 * i + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
-      t[8 * i + 4 + j] = _mm512_shuffle_i32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
-    }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
-    r[8 + j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
   }
 }
 
