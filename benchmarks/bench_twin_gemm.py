@@ -9,6 +9,10 @@ OpenBLAS through scipy-openblas32's cblas_sgemm with one thread. Each case is ti
 the machine does not count. The header gives numpy's sgemm on all cores (the reference the other
 benchmarks compare with, benchmarks/_harness.py SGEMM_SHAPE).
 
+Then, where the build has the twin's bf16 GEMM (ms_ops::twin::Bgemm, behind bf16 Matmuls), the same
+for bf16 operands on each instruction the machine has, AMX tiles and VDPBF16PS, on the attention
+and cross-entropy tiles (--bf16-shapes), beside OpenBLAS's fp32 sgemm of the same shape.
+
 Shape names: m x n x k, N = B transposed (stored n x k), T = A transposed (stored k x m).
 """
 import argparse
@@ -25,10 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 sys.path.insert(0, HERE)
 from _harness import SGEMM_SHAPE  # noqa: E402
-from twin_cases import build_cases  # noqa: E402
+from twin_cases import bf16_rne, build_cases  # noqa: E402
 
 SHAPES = ["16x128x576N", "16x512x128", "16x512x576N", "16x576x512", "32x256x128N", "8x1024x128",
           "128x512x128N", "128x128x512"]
+BF16_SHAPES = ["128x128x128N", "128x512x128N", "128x128x512", "256x512x128N", "512x512x512", "1024x1024x1024N"]
 V, I = ctypes.c_void_p, ctypes.c_int
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
@@ -78,10 +83,13 @@ def main():
     parser.add_argument("--shapes", nargs="+", default=SHAPES)
     parser.add_argument("--seconds", type=float, default=0.05, help="length of one timed batch")
     parser.add_argument("--trials", type=int, default=15, help="timed batches per case (best counts)")
+    parser.add_argument("--bf16-shapes", nargs="*", default=BF16_SHAPES, help="bf16 cases (none: skip them)")
     args = parser.parse_args()
 
+    gemm_args = [I, I, I, I, I, V, I, V, I, V, I, I, I]
     lib = build_cases(tempfile.mkdtemp(prefix="bench_twin_gemm"), "twin_gemm_cases",
-                      {"twin_gemm": [I, I, I, I, I, V, I, V, I, V, I, I, I]})
+                      {"twin_gemm": gemm_args, "twin_bgemm": gemm_args, "twin_bgemm_available": [],
+                       "twin_bgemm_amx": [I]})
     blas = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), f"lib{scipy_openblas32.get_library()}.so"))
     blas.scipy_openblas_set_num_threads(1)
     sgemm = blas.scipy_cblas_sgemm
@@ -108,6 +116,42 @@ def main():
 
         theirs = best_seconds(openblas, flops, args.seconds, args.trials)
         print(f"{shape:>16s} {ours:13.1f} {theirs:18.1f} {ours / theirs:6.2f}", flush=True)
+    if args.bf16_shapes:
+        bf16_table(lib, sgemm, args)
+
+
+def bf16_table(lib, sgemm, args):
+    """The bf16 GEMM on AMX and on VDPBF16PS (each where the machine has it) and OpenBLAS's fp32
+    sgemm, one thread each."""
+    if not lib.twin_bgemm_available():
+        print("bf16: this build has no twin bf16 GEMM (no AVX512-BF16): bf16 Matmuls widen to fp32")
+        return
+    paths = [("AMX", 1), ("VDPBF16PS", 0)]
+    before = lib.twin_bgemm_amx(-1)
+    print(f"\n{'bf16 shape':>16s} {'AMX GFLOP/s':>12s} {'VDPBF16PS':>10s} {'OpenBLAS fp32':>14s}")
+    rng = np.random.default_rng(1)
+    for shape in args.bf16_shapes:
+        m, n, k, ta, tb = parse(shape)
+        a32 = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
+        b32 = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
+        a, b = bf16_rne(a32), bf16_rne(b32)
+        c = np.zeros((m, n), np.float32)
+        flops = 2.0 * m * n * k
+        cells = []
+        for _, want in paths:
+            if lib.twin_bgemm_amx(want) != want:
+                cells.append("n/a")
+                continue
+            cells.append(f"{best_seconds(lambda r: lib.twin_bgemm(ta, tb, m, n, k, V(a.ctypes.data), a.shape[1], V(b.ctypes.data), b.shape[1], V(c.ctypes.data), n, 0, r), flops, args.seconds, args.trials):.1f}")
+
+        def openblas(r):
+            for _ in range(r):
+                sgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0,
+                      V(a32.ctypes.data), a32.shape[1], V(b32.ctypes.data), b32.shape[1], 0.0, V(c.ctypes.data), n)
+
+        fp32 = best_seconds(openblas, flops, args.seconds, args.trials)
+        print(f"{shape:>16s} {cells[0]:>12s} {cells[1]:>10s} {fp32:14.1f}", flush=True)
+    lib.twin_bgemm_amx(before)
 
 
 if __name__ == "__main__":

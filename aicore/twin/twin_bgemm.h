@@ -3,8 +3,8 @@
 // and later) where Linux grants the process their state, else AVX512-BF16's VDPBF16PS (Zen 4,
 // Cooper Lake). Without either the Matmul widens bf16 operands to fp32 and calls Sgemm
 // (twin_blas.h). With VDPBF16PS the product runs at up to twice sgemm's rate on Zen 4 (on an AMX
-// Xeon core below it: 105-110 against 150-180 GFLOP/s) and reads half the bytes; with AMX at
-// several times sgemm's (620-960 GFLOP/s on that core).
+// Xeon core below it: 104-112 against 110-177 GFLOP/s) and reads half the bytes; with AMX at
+// several times sgemm's (700-1050 GFLOP/s on that core; benchmarks/bench_twin_gemm.py).
 #ifndef MS_OPS_TWIN_BGEMM_H_
 #define MS_OPS_TWIN_BGEMM_H_
 
