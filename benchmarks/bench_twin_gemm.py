@@ -100,24 +100,42 @@ def main():
     print(f"{'shape':>16s} {'ours GFLOP/s':>13s} {'OpenBLAS 1 thread':>18s} {'ratio':>6s}")
     rng = np.random.default_rng(0)
     for shape in args.shapes:
-        m, n, k, ta, tb = parse(shape)
-        a = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
-        b = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
-        c = np.zeros((m, n), np.float32)
-        pa, pb, pc = (V(x.ctypes.data) for x in (a, b, c))
-        flops = 2.0 * m * n * k
-        ours = best_seconds(lambda r: lib.twin_gemm(ta, tb, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n, 0, r),
-                            flops, args.seconds, args.trials)
-
-        def openblas(r):
-            for _ in range(r):
-                sgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0, pa, a.shape[1],
-                      pb, b.shape[1], 0.0, pc, n)
-
-        theirs = best_seconds(openblas, flops, args.seconds, args.trials)
+        case = Case(shape, rng)
+        ours = case.gflops(lambda r: lib.twin_gemm(*case.args(case.a, case.b), 0, r), args)
+        theirs = case.openblas_gflops(sgemm, args)
         print(f"{shape:>16s} {ours:13.1f} {theirs:18.1f} {ours / theirs:6.2f}", flush=True)
     if args.bf16_shapes:
         bf16_table(lib, sgemm, args)
+
+
+class Case:
+    """One shape's random fp32 operands and C, and the calls that time products on them."""
+
+    def __init__(self, shape, rng):
+        self.m, self.n, self.k, self.ta, self.tb = parse(shape)
+        m, n, k = self.m, self.n, self.k
+        self.a = rng.standard_normal((k, m) if self.ta else (m, k), dtype=np.float32)
+        self.b = rng.standard_normal((n, k) if self.tb else (k, n), dtype=np.float32)
+        self.c = np.zeros((m, n), np.float32)
+        self.flops = 2.0 * m * n * k
+
+    def args(self, a, b):
+        """(transA, transB, m, n, k, A, lda, B, ldb, C, ldc) for operands a and b of this shape."""
+        return (self.ta, self.tb, self.m, self.n, self.k, V(a.ctypes.data), a.shape[1], V(b.ctypes.data),
+                b.shape[1], V(self.c.ctypes.data), self.n)
+
+    def gflops(self, call, args):
+        return best_seconds(call, self.flops, args.seconds, args.trials)
+
+    def openblas_gflops(self, sgemm, args):
+        ta, tb, m, n, k, pa, lda, pb, ldb, pc, ldc = self.args(self.a, self.b)
+
+        def openblas(r):
+            for _ in range(r):
+                sgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0, pa, lda, pb, ldb,
+                      0.0, pc, ldc)
+
+        return self.gflops(openblas, args)
 
 
 def bf16_table(lib, sgemm, args):
@@ -131,25 +149,15 @@ def bf16_table(lib, sgemm, args):
     print(f"\n{'bf16 shape':>16s} {'AMX GFLOP/s':>12s} {'VDPBF16PS':>10s} {'OpenBLAS fp32':>14s}")
     rng = np.random.default_rng(1)
     for shape in args.bf16_shapes:
-        m, n, k, ta, tb = parse(shape)
-        a32 = rng.standard_normal((k, m) if ta else (m, k), dtype=np.float32)
-        b32 = rng.standard_normal((n, k) if tb else (k, n), dtype=np.float32)
-        a, b = bf16_rne(a32), bf16_rne(b32)
-        c = np.zeros((m, n), np.float32)
-        flops = 2.0 * m * n * k
+        case = Case(shape, rng)
+        a, b = bf16_rne(case.a), bf16_rne(case.b)
         cells = []
         for _, want in paths:
             if lib.twin_bgemm_amx(want) != want:
                 cells.append("n/a")
                 continue
-            cells.append(f"{best_seconds(lambda r: lib.twin_bgemm(ta, tb, m, n, k, V(a.ctypes.data), a.shape[1], V(b.ctypes.data), b.shape[1], V(c.ctypes.data), n, 0, r), flops, args.seconds, args.trials):.1f}")
-
-        def openblas(r):
-            for _ in range(r):
-                sgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0,
-                      V(a32.ctypes.data), a32.shape[1], V(b32.ctypes.data), b32.shape[1], 0.0, V(c.ctypes.data), n)
-
-        fp32 = best_seconds(openblas, flops, args.seconds, args.trials)
+            cells.append(f"{case.gflops(lambda r: lib.twin_bgemm(*case.args(a, b), 0, r), args):.1f}")
+        fp32 = case.openblas_gflops(sgemm, args)
         print(f"{shape:>16s} {cells[0]:>12s} {cells[1]:>10s} {fp32:14.1f}", flush=True)
     lib.twin_bgemm_amx(before)
 
