@@ -108,6 +108,18 @@ void PackB(bool transB, const uint16_t *b, int ldb, int c0, int nr, int k0, int 
   }
 }
 
+// The first nr (<= 32) columns of a row of C = (store) or += v0 (columns 0-15) and v1 (16-31).
+inline void PutRow(float *row, __m512 v0, __m512 v1, int nr, bool store) {
+  const __mmask16 m0 = nr >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
+  const __mmask16 m1 = nr >= 32 ? __mmask16(0xFFFF) : nr > 16 ? __mmask16((1u << (nr - 16)) - 1) : __mmask16(0);
+  if (!store) {
+    v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, row), v0);
+    v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, row + 16), v1);
+  }
+  _mm512_mask_storeu_ps(row, m0, v0);
+  _mm512_mask_storeu_ps(row + 16, m1, v1);
+}
+
 // C[mr x nr] (row stride ldc) = (store) or += the chain over `pairs` packed pairs.
 void Kernel(const uint32_t *pa, const uint32_t *pb, int pairs, float *c, int ldc, int mr, int nr, bool store) {
   __m512 acc[kMr][2];
@@ -123,18 +135,7 @@ void Kernel(const uint32_t *pa, const uint32_t *pb, int pairs, float *c, int ldc
       acc[i][1] = _mm512_dpbf16_ps(acc[i][1], x, b1);
     }
   }
-  const __mmask16 m0 = nr >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
-  const __mmask16 m1 = nr >= 32 ? __mmask16(0xFFFF) : nr > 16 ? __mmask16((1u << (nr - 16)) - 1) : __mmask16(0);
-  for (int i = 0; i < mr; ++i) {
-    float *row = c + size_t(i) * ldc;
-    if (store) {
-      _mm512_mask_storeu_ps(row, m0, acc[i][0]);
-      _mm512_mask_storeu_ps(row + 16, m1, acc[i][1]);
-    } else {
-      _mm512_mask_storeu_ps(row, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, row), acc[i][0]));
-      _mm512_mask_storeu_ps(row + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, row + 16), acc[i][1]));
-    }
-  }
+  for (int i = 0; i < mr; ++i) PutRow(c + size_t(i) * ldc, acc[i][0], acc[i][1], nr, store);
 }
 
 #if MS_OPS_TWIN_AMX
@@ -259,19 +260,8 @@ void TileKernel(const uint8_t *a, long aStride, const uint32_t *pb, int steps, f
     _tile_stored(2, &acc[kTile][0], kNr * 4);
     _tile_stored(3, &acc[kTile][kTile], kNr * 4);
   }
-  const __mmask16 m0 = nr >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
-  const __mmask16 m1 = nr >= 32 ? __mmask16(0xFFFF) : nr > 16 ? __mmask16((1u << (nr - 16)) - 1) : __mmask16(0);
-  for (int i = 0; i < mr; ++i) {
-    float *row = c + size_t(i) * ldc;
-    const __m512 v0 = _mm512_load_ps(&acc[i][0]), v1 = _mm512_load_ps(&acc[i][kTile]);
-    if (store) {
-      _mm512_mask_storeu_ps(row, m0, v0);
-      _mm512_mask_storeu_ps(row + 16, m1, v1);
-    } else {
-      _mm512_mask_storeu_ps(row, m0, _mm512_add_ps(_mm512_maskz_loadu_ps(m0, row), v0));
-      _mm512_mask_storeu_ps(row + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, row + 16), v1));
-    }
-  }
+  for (int i = 0; i < mr; ++i)
+    PutRow(c + size_t(i) * ldc, _mm512_load_ps(&acc[i][0]), _mm512_load_ps(&acc[i][kTile]), nr, store);
 }
 
 void AmxGemm(bool transA, bool transB, int m, int n, int k, const uint16_t *a, int lda, const uint16_t *b, int ldb,
