@@ -86,9 +86,26 @@ inline void Bf16ToFloat(float *d, const bfloat16_t *s, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) u[i] = static_cast<uint32_t>(b[i]) << 16;
 }
 
+// With AVX512-BF16 sixteen at a time by VCVTNEPS2BF16, which gives FromFloat's bits for every
+// input (NaN included: checked on all 2^32) but a subnormal, which it flushes to zero: a vector
+// holding one goes element by element.
 inline void FloatToBf16(bfloat16_t *d, const float *s, uint32_t n) {
   uint16_t *b = reinterpret_cast<uint16_t *>(d);
-  for (uint32_t i = 0; i < n; ++i) b[i] = bfloat16_t::FromFloat(s[i]);
+  uint32_t i = 0;
+#ifdef __AVX512BF16__
+  const __m512i exponent = _mm512_set1_epi32(0x7F800000), mantissa = _mm512_set1_epi32(0x007FFFFF);
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(s + i);
+    const __m512i u = _mm512_castps_si512(v);
+    if ((_mm512_testn_epi32_mask(u, exponent) & _mm512_test_epi32_mask(u, mantissa)) != 0) {
+      for (uint32_t j = i; j < i + 16; ++j) b[j] = bfloat16_t::FromFloat(s[j]);
+      continue;
+    }
+    const __m256bh r = _mm512_cvtneps_pbh(v);
+    std::memcpy(b + i, &r, sizeof(r));
+  }
+#endif
+  for (; i < n; ++i) b[i] = bfloat16_t::FromFloat(s[i]);
 }
 
 }  // namespace twin_detail
