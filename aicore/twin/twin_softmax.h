@@ -88,8 +88,23 @@ inline void PutStat(S *p, uint32_t row, float v) {
 // the sum).
 inline float RowMax(const float *x, uint32_t n) {
   const FW lowest = FW{} - INFINITY;
-  FW m = lowest;
+  // Four running maxima: one waits on the previous compare's latency every vector.
+  FW m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;
   uint32_t c = 0;
+  for (; c + 4 * kWide <= n; c += 4 * kWide) {
+    FW v0, v1, v2, v3;
+    std::memcpy(&v0, x + c, sizeof(v0));
+    std::memcpy(&v1, x + c + kWide, sizeof(v1));
+    std::memcpy(&v2, x + c + 2 * kWide, sizeof(v2));
+    std::memcpy(&v3, x + c + 3 * kWide, sizeof(v3));
+    m0 = v0 > m0 ? v0 : m0;
+    m1 = v1 > m1 ? v1 : m1;
+    m2 = v2 > m2 ? v2 : m2;
+    m3 = v3 > m3 ? v3 : m3;
+  }
+  m0 = m1 > m0 ? m1 : m0;
+  m2 = m3 > m2 ? m3 : m2;
+  FW m = m2 > m0 ? m2 : m0;
   for (; c + kWide <= n; c += kWide) {
     FW v;
     std::memcpy(&v, x + c, sizeof(v));
