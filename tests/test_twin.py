@@ -141,6 +141,29 @@ def test_unary_ops_f32(lib):
         np.testing.assert_array_equal(z, ref.astype(np.float32))
 
 
+def test_exp_of_masked_scores_mixed_with_visible_ones(lib):
+    # Every vector holds masked scores (flash attention's -3.4e38, -inf, anything <= -104, whose
+    # exponential is +0) beside ordinary ones, and some vectors a result in the subnormal range:
+    # the twin takes the masked lanes as +0 without computing them, which must change no result.
+    rng = np.random.default_rng(11)
+    n = 4096
+    x = rng.uniform(-30.0, 30.0, n).astype(np.float32)
+    masked = np.float32([-3.40282347e38, -np.inf, -104.0, -1e30, -150.0])
+    x[::3] = masked[np.arange(x[::3].size) % masked.size]
+    x[1000:1016:5] = np.float32([-95.0, -103.5, -88.0, -87.5])  # subnormal results
+    z = np.zeros(n, np.float32)
+    assert lib.twin_vec_f32(1, 0, P(x), P(x), P(z), n, 0.0) == 0
+    with np.errstate(under="ignore"):
+        ref = np.exp(x.astype(np.float64))
+    low = x <= -104.0
+    assert (z[low] == 0.0).all() and not np.signbit(z[low]).any()
+    normal = ~low & (ref > np.finfo(np.float32).tiny)
+    assert ulp_error(z[normal], ref[normal], np.float32).max() <= 2.0
+    sub = ~low & ~normal
+    assert sub.sum() == 4 and (z[sub] > 0).all()
+    np.testing.assert_allclose(z[sub], ref[sub], rtol=0, atol=2 * 1.4e-45)
+
+
 def test_unary_ops_f16(lib):
     rng = np.random.default_rng(2)
     n = 1000
@@ -252,6 +275,18 @@ def test_cast_f32_to_f16_and_bf16_nearest_even(lib):
     assert b[0] == 0x3F80 and b[1] == 0x3F82 and (b[2] & 0x7F80) == 0x7F80 and (b[2] & 0x7F) != 0
     h = cast_from_f32(lib, 0, RINT, np.float32([1 + 2 ** -11, 1 + 3 * 2 ** -11]), np.float16)
     assert list(h) == [1.0, 1 + 2 ** -9]
+
+
+def test_cast_f32_to_bf16_with_f32_subnormals(lib):
+    # Whole 16-element vectors of normal numbers, and vectors holding a float32 subnormal (which a
+    # hardware conversion would flush to zero): every element rounds to nearest even.
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal(96) * 10).astype(np.float32)
+    x[[3, 20, 37, 38, 90]] = f32_bits([0x00000001, 0x00418000, 0x807FFFFF, 0x00018000, 0x80000001])
+    x[48:64] = f32_bits([0x3F808000 + i * 0x10000 for i in range(16)])  # halfway cases
+    for mode in (NONE, RINT):
+        np.testing.assert_array_equal(cast_from_f32(lib, 1, mode, x, np.uint16), bf16_rne(x))
+    assert cast_from_f32(lib, 1, RINT, x, np.uint16)[20] == 0x0042  # halfway, odd: up
 
 
 def directed_f16(x, mode):
