@@ -125,11 +125,15 @@ constexpr int32_t kWide = sizeof(FW) / sizeof(float);
 // ExpLanes' bits in 14 instructions instead of 25: vmaxps(lo, x) and vminps(hi, x) are its clamps
 // lane for lane (NaN passes: each returns its second operand when the comparison fails), and
 // vscalefps rounds p * 2^n once, as ExpLanes' second product does (the first is exact).
+// (The zero-masking forms with every lane set: the plain ones start from _mm512_undefined_ps, which
+// GCC 12 reports as maybe used uninitialized wherever they inline.)
 inline FW ExpScaledWide(FW x) {
-  const FW xc = (FW)_mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), (__m512)x));
+  constexpr __mmask16 kAll = 0xFFFF;
+  const __m512 low = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(-104.0f), (__m512)x);
+  const FW xc = (FW)_mm512_maskz_min_ps(kAll, _mm512_set1_ps(89.0f), low);
   FW n, t;
   const FW p = ExpReduced(xc, n, t);
-  return (FW)_mm512_scalef_ps((__m512)p, (__m512)n);
+  return (FW)_mm512_maskz_scalef_ps(kAll, (__m512)p, (__m512)n);
 }
 inline FW ExpWide(FW x) { return ExpUnderflowFree<FW, IW, UW, ExpScaledWide>(x); }
 #else
