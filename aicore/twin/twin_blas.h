@@ -24,8 +24,8 @@ void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int ld
 
 // A cube unit, held while a Matmul computes (operand widening, sgemm, store), with fp32 scratch
 // of its own that lives as long as the process. There are twice as many units as OpenMP threads
-// (the cores): a cooperative launch has a thread per block, more than the cores, and unbounded
-// every block would run sgemm at once, each with its own packing buffer and scratch resident.
+// (the cores): a mixed launch has three threads per group, more than the cores, and unbounded
+// every one would run sgemm at once, each with its own packing buffer and scratch resident.
 // Twice, not once: with one unit per core, every release hands the core to a sleeping waiter,
 // and on this VM that wake-up left a core idle 14% of the cross-entropy gradient's time; with
 // two, a released unit's successor is usually already runnable. A unit is never held across a

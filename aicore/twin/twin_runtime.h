@@ -1,7 +1,7 @@
 // The launchers of the CPU twin and the per-block state the twin's AscendC API reads.
-// A kernel runs once per block index, on an OpenMP thread (Launch) or on a thread of its own
-// (LaunchCooperative); everything a block owns on the NPU (its index, its UB) lives in a
-// thread-local Block while its body runs.
+// A kernel runs once per block index, on an OpenMP thread (Launch), as a fiber of a thread per
+// core (LaunchCooperative) or on a thread of its own (LaunchMixed); everything a block owns on the
+// NPU (its index, its UB) is reached through a thread-local Block while its body runs.
 #ifndef MS_OPS_TWIN_RUNTIME_H_
 #define MS_OPS_TWIN_RUNTIME_H_
 
@@ -118,7 +118,8 @@ std::string BlockName(bool aic, int64_t idx);
 // Both return 0, or 1 after recording the launch's first error for LastFailure.
 // Launch runs the blocks a few at a time on OpenMP threads.
 int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
-// All blocks live at once, one thread each, as on the NPU: what a kernel calling SyncAll needs.
+// All blocks live at once, as on the NPU, what a kernel calling SyncAll needs: each a fiber, the
+// cores' threads switching fibers where a block waits at SyncAll (twin_runtime.cpp).
 int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std::function<void()> &body);
 
 // One AIC and two AIVs per group, blockDim groups, all at once (KERNEL_TYPE_MIX_AIC_1_2): on an AIV
