@@ -906,7 +906,7 @@ def peak_rss_mb(fn):
 
 
 def test_cooperative_matmul_frees_thread_state(lib):
-    # 48 fresh threads per launch, each with its UB arena, all calling sgemm.
+    # 48 fibers per launch, each with its UB arena and stack, all calling sgemm.
     for mode in (0, 1):
         matmul_case(lib, np.float16, 97, 59, 123, mode=mode, atomic=1, blocks=16, blocks_n=3, coop=1)
     before = rss_mb()
