@@ -879,6 +879,13 @@ def test_sync_all_failed_block_releases_the_others(lib, capfd, kind, message):
     assert rc == 0 and (sums == np.arange(blocks).sum() * 2 + blocks * np.arange(2)[:, None]).all()
 
 
+def test_sync_all_keeps_each_blocks_ub(lib):
+    blocks = 24
+    bad = np.full(blocks, -1, np.int32)
+    assert bounded(lib.twin_sync_keeps_ub, P(bad), blocks, 4096, 5) == 0
+    np.testing.assert_array_equal(bad, np.zeros(blocks, np.int32))
+
+
 def test_sync_all_needs_cooperative_launch(lib, capfd):
     assert lib.twin_sync_plain(3) == 1
     err = capfd.readouterr().err

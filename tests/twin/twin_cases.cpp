@@ -831,6 +831,29 @@ TWIN_EXPORT int twin_sync_fail(int kind, int32_t *done, uint32_t blocks, uint32_
   }));
 }
 
+// rounds x (each block fills its UB buffer of n int32 with (b << 16) | r, SyncAll, and counts in
+// bad[b] the elements that no longer hold it): the blocks take turns on the cores while they wait,
+// and each must find its own UB as it left it.
+TWIN_EXPORT int twin_sync_keeps_ub(int32_t *bad, uint32_t blocks, uint32_t n, uint32_t rounds) {
+  return Reported(ms_ops::twin::LaunchCooperative("twin_sync_keeps_ub", blocks, 0, [&] {
+    const int64_t b = GetBlockIdx();
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, Bytes32(uint64_t(n) * 4));
+    const LocalTensor<int32_t> x = buf.Get<int32_t>();
+    int32_t wrong = 0;
+    for (uint32_t r = 0; r < rounds; ++r) {
+      const int32_t mark = static_cast<int32_t>(b << 16 | r);
+      Duplicate(x, mark, static_cast<int32_t>(n));
+      Order<HardEvent::V_S>();
+      SyncAll();
+      for (uint32_t i = 0; i < n; ++i) wrong += x.GetValue(i) != mark;
+      Order<HardEvent::S_V>();
+    }
+    Gm<int32_t>(bad, blocks).SetValue(b, wrong);
+  }));
+}
+
 // SyncAll under the ordinary launcher.
 TWIN_EXPORT int twin_sync_plain(uint32_t blocks) { return Run("twin_sync_plain", blocks, [] { SyncAll(); }); }
 
