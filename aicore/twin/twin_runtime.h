@@ -62,6 +62,8 @@ struct Block {
   // element type it was set for (a tag naming the type, 0 for none).
   uint8_t atomicOp = 0;
   uint8_t atomicType = 0;
+  // What the last MrgSort with ifExhaustedSuspension consumed of each queue (GetMrgSortResult).
+  uint16_t mrgSortCounts[4] = {};
   // Mixed launches (LaunchMixed): the core type, the AIV's index in its group (0/1), the AIVs per
   // group (GetTaskRation: 2, else 1), the group's cross-core flags, SyncAll<true>'s AIV barrier.
   CoreType coreType = kAiv;

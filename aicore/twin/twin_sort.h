@@ -70,11 +70,9 @@ inline void PutProposal(uint8_t *p, T score, uint32_t index) {
   std::memcpy(p, &word, kProposalBytes);
 }
 
-// What the last MrgSort with ifExhaustedSuspension consumed of each queue, per block thread.
-inline uint16_t *MrgSortCounts() {
-  static thread_local uint16_t counts[4];
-  return counts;
-}
+// What the last MrgSort with ifExhaustedSuspension consumed of each queue: the block's, not the
+// thread's (a thread runs other blocks while one waits at SyncAll).
+inline uint16_t *MrgSortCounts() { return ::ms_ops::twin::Current().mrgSortCounts; }
 
 }  // namespace twin_detail
 
