@@ -6,14 +6,13 @@
 #ifndef MS_OPS_TWIN_CAST_H_
 #define MS_OPS_TWIN_CAST_H_
 
-#include <immintrin.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
 #include "twin_cast_pairs.h"
+#include "twin_intrin.h"
 #include "twin_vector.h"
 
 namespace AscendC {

@@ -6,11 +6,8 @@
 
 #include <cstdint>
 #include <cstring>
-#if defined(__AVX__)
-#include <immintrin.h>
-#endif
-
 #include "twin_atomic.h"
+#include "twin_intrin.h"
 #include "twin_tensor.h"
 
 namespace AscendC {

@@ -4,11 +4,11 @@
 #ifndef MS_OPS_TWIN_MATH_H_
 #define MS_OPS_TWIN_MATH_H_
 
-#include <immintrin.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#include "twin_intrin.h"
 
 namespace AscendC {
 namespace twin_detail {
@@ -18,6 +18,9 @@ typedef int32_t I8 __attribute__((vector_size(32)));
 typedef uint32_t U8 __attribute__((vector_size(32)));
 
 inline F8 Splat(float v) { return F8{} + v; }
+
+// The exponential's input range: below kExpLow the result rounds to +0, above kExpHigh it is +inf.
+constexpr float kExpLow = -104.0f, kExpHigh = 89.0f;
 
 // ExpReduced: e^r of the clamped xc = n ln2 + r, with n and t = xc / ln2 + 1.5*2^23.
 template <class F>
@@ -44,8 +47,8 @@ inline F ExpReduced(F xc, F &n, F &t) {
 // (each lane the same operations in the same order), so any vector width gives the same bits.
 template <class F, class I, class U>
 inline F ExpScaled(F x) {
-  F xc = x < F{} - 104.0f ? F{} - 104.0f : x;
-  xc = xc > F{} + 89.0f ? F{} + 89.0f : xc;
+  F xc = x < F{} + kExpLow ? F{} + kExpLow : x;
+  xc = xc > F{} + kExpHigh ? F{} + kExpHigh : xc;
   F n, t;
   const F p = ExpReduced(xc, n, t);
   const I ni = (I)((U)t - 0x4B400000u);  // 0x4B400000: the bits of 1.5*2^23
@@ -69,18 +72,18 @@ inline bool AnyLane(I m) {
 // lanes are all that low takes them as +0 and computes the rest from an input that cannot
 // underflow; only a lane whose result is a subnormal goes through the slow products.
 constexpr float kExpNormalFrom = -87.0f;  // e^-87 = 1.6e-38 > 2^-126
-template <class F, class I, class U, F (*Exp)(F)>
+template <class F, class I, F (*Exp)(F)>
 inline F ExpUnderflowFree(F x) {
   const I small = (I)(x < F{} + kExpNormalFrom);
   if (!AnyLane(small)) return Exp(x);
-  const I zero = (I)(x <= F{} - 104.0f);
+  const I zero = (I)(x <= F{} + kExpLow);
   if (AnyLane(small & ~zero)) return Exp(x);
   return small ? F{} : Exp(small ? F{} : x);
 }
 
 template <class F, class I, class U>
 inline F ExpLanes(F x) {
-  return ExpUnderflowFree<F, I, U, ExpScaled<F, I, U>>(x);
+  return ExpUnderflowFree<F, I, ExpScaled<F, I, U>>(x);
 }
 
 inline F8 Exp8(F8 x) { return ExpLanes<F8, I8, U8>(x); }
@@ -122,20 +125,17 @@ typedef U8 UW;
 constexpr int32_t kWide = sizeof(FW) / sizeof(float);
 
 #ifdef __AVX512F__
-// ExpLanes' bits in 14 instructions instead of 25: vmaxps(lo, x) and vminps(hi, x) are its clamps
-// lane for lane (NaN passes: each returns its second operand when the comparison fails), and
-// vscalefps rounds p * 2^n once, as ExpLanes' second product does (the first is exact).
-// (The zero-masking forms with every lane set: the plain ones start from _mm512_undefined_ps, which
-// GCC 12 reports as maybe used uninitialized wherever they inline.)
+// ExpScaled's bits in 14 instructions instead of 25: vmaxps(lo, x) and vminps(hi, x) are its
+// clamps lane for lane (NaN passes: each returns its second operand when the comparison fails),
+// and vscalefps rounds p * 2^n once, as ExpScaled's second product does (the first is exact).
 inline FW ExpScaledWide(FW x) {
-  constexpr __mmask16 kAll = 0xFFFF;
-  const __m512 low = _mm512_maskz_max_ps(kAll, _mm512_set1_ps(-104.0f), (__m512)x);
-  const FW xc = (FW)_mm512_maskz_min_ps(kAll, _mm512_set1_ps(89.0f), low);
+  const __m512 low = _mm512_max_ps(_mm512_set1_ps(kExpLow), (__m512)x);
+  const FW xc = (FW)_mm512_min_ps(_mm512_set1_ps(kExpHigh), low);
   FW n, t;
   const FW p = ExpReduced(xc, n, t);
-  return (FW)_mm512_maskz_scalef_ps(kAll, (__m512)p, (__m512)n);
+  return (FW)_mm512_scalef_ps((__m512)p, (__m512)n);
 }
-inline FW ExpWide(FW x) { return ExpUnderflowFree<FW, IW, UW, ExpScaledWide>(x); }
+inline FW ExpWide(FW x) { return ExpUnderflowFree<FW, IW, ExpScaledWide>(x); }
 #else
 inline FW ExpWide(FW x) { return ExpLanes<FW, IW, UW>(x); }
 #endif

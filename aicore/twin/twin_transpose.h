@@ -5,12 +5,7 @@
 
 #ifdef __AVX512F__
 
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized reports
-// at each inlined use (GCC bug 105593, fixed in GCC 13).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "twin_intrin.h"
 
 namespace ms_ops {
 namespace twin {
