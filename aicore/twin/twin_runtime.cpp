@@ -3,9 +3,6 @@
 #include <omp.h>
 #include <sys/mman.h>
 #include <ucontext.h>
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +21,7 @@
 
 #include "platform.h"
 #include "twin_gm_writes.h"
+#include "twin_intrin.h"
 #include "twin_memory.h"
 #include "twin_profile.h"
 #include "twin_races.h"
@@ -87,6 +85,10 @@ bool TrackRaces(bool strict) {
 // from the caches: the flash-attention gradient ran 10% slower than with only two blocks.
 // A fiber stays on the thread that started it: code compiled for threads may keep the address of
 // a thread-local variable across the switch.
+namespace {
+struct Grid;
+}  // namespace
+
 struct Fiber {
   ucontext_t ctx;
   Pages stack;
@@ -94,11 +96,13 @@ struct Fiber {
   Pages races;
   std::vector<GmWrite> gmLog;
   GmClock gmClock;
+  Grid *grid = nullptr;
   uint32_t worker = 0;
   int64_t block = 0;
   bool done = false;
-  Block *block_ = nullptr;  // the thread-locals of the block while it is switched out
-  Counters *profile = nullptr;
+  // The block's thread-locals while it is switched out.
+  Block *savedBlock = nullptr;
+  Counters *savedProfile = nullptr;
 };
 
 // The fibers' scheduler: per thread, a queue of its fibers that may run.
@@ -148,11 +152,11 @@ void Fibers::Work(uint32_t w) {
       ready_[w].pop_front();
     }
     tlsFiber = f;
-    tlsBlock = f->block_;
-    tlsProfile = f->profile;
+    tlsBlock = f->savedBlock;
+    tlsProfile = f->savedProfile;
     swapcontext(&self, &f->ctx);
-    f->block_ = tlsBlock;
-    f->profile = tlsProfile;
+    f->savedBlock = tlsBlock;
+    f->savedProfile = tlsProfile;
     tlsFiber = nullptr;
     tlsBlock = nullptr;
     tlsProfile = nullptr;
@@ -396,32 +400,27 @@ int Launch(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const std:
 
 namespace {
 
-struct FiberStart {
-  Grid *grid;
-  Fiber *fiber;
-};
-
-// A fiber's entry (makecontext passes ints: the FiberStart's address in two halves).
+// A fiber's entry (makecontext passes ints: the Fiber's address in two halves).
 void FiberMain(unsigned lo, unsigned hi) {
-  const FiberStart *start = reinterpret_cast<const FiberStart *>(uintptr_t(hi) << 32 | lo);
-  RunBlock(*start->grid, start->fiber->block, false, start->fiber);
-  start->fiber->done = true;
+  Fiber *f = reinterpret_cast<Fiber *>(uintptr_t(hi) << 32 | lo);
+  RunBlock(*f->grid, f->block, false, f);
+  f->done = true;
 }
 
 // A fiber's stack: what a thread gets by default, mapped lazily, below it a page that faults (an
 // overflow stops there instead of writing over another mapping).
 constexpr size_t kFiberStackBytes = size_t(8) << 20, kFiberGuardBytes = 4096;
 
-// f's context: FiberMain(start) on f's stack, returning to `home`. Apart from the launch loop:
+// f's context: FiberMain(f) on f's stack, returning to `home`. Apart from the launch loop:
 // getcontext returns twice as far as the compiler knows, which would make it keep the loop's
 // variables in memory.
-__attribute__((noinline)) void StartFiber(Fiber *f, ucontext_t *home, FiberStart *start) {
+__attribute__((noinline)) void StartFiber(Fiber *f, ucontext_t *home) {
   mprotect(f->stack.data(), kFiberGuardBytes, PROT_NONE);
   getcontext(&f->ctx);
   f->ctx.uc_stack.ss_sp = f->stack.data() + kFiberGuardBytes;
   f->ctx.uc_stack.ss_size = kFiberStackBytes;
   f->ctx.uc_link = home;
-  const uintptr_t at = reinterpret_cast<uintptr_t>(start);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(f);
   makecontext(&f->ctx, reinterpret_cast<void (*)()>(FiberMain), 2, unsigned(at & 0xFFFFFFFFu), unsigned(at >> 32));
 }
 
@@ -438,12 +437,11 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
   GmWrites gm;
   if (TrackRaces(g.strict)) g.gm = &gm;
   std::vector<std::unique_ptr<Fiber>> all(blockDim);
-  std::vector<FiberStart> starts(blockDim);
   for (uint32_t b = 0; b < blockDim; ++b) {
     Fiber *f = (all[b] = std::make_unique<Fiber>()).get();
+    f->grid = &g;
     f->block = b;
     f->worker = b % workers;
-    starts[b] = FiberStart{&g, f};
     try {
       f->stack.Reserve(kFiberGuardBytes + kFiberStackBytes);
     } catch (const std::bad_alloc &) {
@@ -451,7 +449,7 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
       g.Record(blk, "LaunchCooperative", "no memory for the stack of a block");
       return g.Result();
     }
-    StartFiber(f, fibers.Home(f->worker), &starts[b]);
+    StartFiber(f, fibers.Home(f->worker));
     fibers.Add(f);
   }
   std::vector<std::thread> threads;

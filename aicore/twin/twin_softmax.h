@@ -123,8 +123,7 @@ inline float RowMax(const float *x, uint32_t n) {
 }
 
 // acc += the 8-lane pieces of v, in order. The halves are taken in registers: copied out through
-// memory, a 64-byte store read back as two 32-byte loads stalls store forwarding on every vector
-// (a quarter of the bf16 flash-attention forward on a Sapphire Rapids core).
+// memory, a 64-byte store read back as two 32-byte loads cannot be forwarded from the store.
 inline void AddEights(F8 &acc, const FW &v) {
 #ifdef __AVX512F__
   acc += __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
