@@ -57,6 +57,16 @@ inline T Combine(AtomicOp op, T old, T v) {
 template <typename T>
 inline void AtomicStore(AtomicOp op, T *dst, const T *src, uint64_t n) {
   const ::ms_ops::twin::AtomicSpan held({reinterpret_cast<uintptr_t>(dst), 1, n * sizeof(T), 0});
+  if constexpr (std::is_same_v<T, float>) {
+    if (op == kAtomicAdd) {
+      // Combine's float add with the operation out of the loop, so that it vectorises (a UB
+      // source never overlaps global memory). Scattered gradient rows add this way.
+      float *__restrict d = dst;
+      const float *__restrict s = src;
+      for (uint64_t i = 0; i < n; ++i) d[i] += s[i];
+      return;
+    }
+  }
   for (uint64_t i = 0; i < n; ++i) dst[i] = Combine(op, dst[i], src[i]);
 }
 

@@ -27,6 +27,7 @@ void Pages::Reserve(size_t bytes) {
   Release();
   void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
+  madvise(p, bytes, MADV_HUGEPAGE);
   data_ = static_cast<uint8_t *>(p);
   bytes_ = bytes;
 }

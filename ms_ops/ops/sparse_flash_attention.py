@@ -123,8 +123,9 @@ def sparse_flash_attention(query, key, value, sparse_indices, scale_value, *, bl
         lowest float32 and sum 0. Valid in GRAPH and PYNATIVE mode.
 
     Gradient: d query, d key, d value, d query_rope, d key_rope by the kernel
-    sparse_flash_attention_grad (deterministic: key gradients are gathered per key tile); the
-    statistics outputs are not differentiated.
+    sparse_flash_attention_grad (deterministic: each block adds its tokens' key gradients into its
+    own float32 partial sums in order, and the blocks' sums are added in a fixed pairwise order);
+    the statistics outputs are not differentiated.
     """
     if layout_query not in _LAYOUTS:
         raise ValueError(f"{_OP}: 'layout_query' must be 'BSND' or 'TND', got {layout_query!r}")

@@ -80,8 +80,7 @@ inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *o
   }
   if (error.empty()) {
     SparseFlashAttentionTilingData &d = t.data;
-    const int64_t rows = grad ? d.tokChunk * d.group : d.group, keys = d.nTile > d.keyTile ? d.nTile : d.keyTile;
-    const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim;
+    const int64_t rows = d.group, keys = d.nTile, wide = d.qkDim > d.vDim ? d.qkDim : d.vDim;
     if (!ApiCubeTiling(ascendc, CubeType(dtype), false, true, rows, keys, wide, d.mmNT) ||
         !ApiCubeTiling(ascendc, CubeType(dtype), false, false, rows, wide, keys, d.mmNN) ||
         !ApiCubeTiling(ascendc, CubeType(dtype), true, false, keys, wide, rows, d.mmTN))

@@ -76,8 +76,7 @@ __aicore__ inline int64_t SfaKeyRow(const SparseFlashAttentionTilingData &td,
   return int64_t(table.GetValue(sq.b * td.maxPages + p / td.pageSize)) * td.pageSize + p % td.pageSize;
 }
 
-// The selected key positions a query row sees, in index-list order (Next), or the ordinals of
-// those of one key range (Slots): entry e selects keys [e*blockSize, (e+1)*blockSize); -1
+// The selected key positions a query row sees, in index-list order: entry e selects keys [e*blockSize, (e+1)*blockSize); -1
 // entries and keys outside the visible range are skipped. The list is read into UB idxChunk
 // entries at a time and walked by the scalar unit.
 class SfaKeyCursor {
@@ -129,35 +128,6 @@ class SfaKeyCursor {
       }
     }
     return n;
-  }
-
-  // For every visible selected key p of [k0, k0 + n) sets slot[p - k0] to its ordinal, the
-  // number of visible selected keys Next yields before it (so the query pass's tile c of nTile
-  // keys covers ordinals [c * nTile, (c + 1) * nTile)), walking the whole list (a block is clipped
-  // to the range, not expanded). The other entries of slot are left alone. Returns the least and
-  // greatest ordinal set (lo > hi when none).
-  __aicore__ inline SfaRange Slots(const AscendC::LocalTensor<int32_t> &slot, int64_t k0, int64_t n) {
-    SfaRange set{topK_ * blockSize_, -1};
-    const int64_t last = Min64(limit_, k0 + n - 1), lo = first_ > k0 ? first_ : k0;
-    int64_t ordinal = 0;
-    for (e_ = 0; e_ < topK_; ++e_) {
-      if (loaded_ < 0 || e_ >= loaded_ + chunk_) Load();
-      const int64_t v = buf_.GetValue(static_cast<uint32_t>(e_ - loaded_));
-      if (v < 0) continue;
-      // The entry's visible keys, in Next's order, and the part of them inside the range.
-      const int64_t start = v * blockSize_ > first_ ? v * blockSize_ : first_;
-      const int64_t end = Min64(v * blockSize_ + blockSize_ - 1, limit_);
-      if (end < start) continue;
-      const int64_t from = start > lo ? start : lo, to = Min64(end, last);
-      for (int64_t p = from; p <= to; ++p)
-        slot.SetValue(static_cast<uint32_t>(p - k0), static_cast<int32_t>(ordinal + p - start));
-      if (from <= to) {
-        set.first = Min64(set.first, ordinal + from - start);
-        set.last = ordinal + to - start > set.last ? ordinal + to - start : set.last;
-      }
-      ordinal += end - start + 1;
-    }
-    return set;
   }
 
  private:

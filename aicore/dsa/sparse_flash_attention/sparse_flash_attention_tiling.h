@@ -31,10 +31,7 @@ struct SparseFlashAttentionTilingData {
   // token row blockTable[b * maxPages + p / pageSize] * pageSize + p % pageSize.
   int64_t pageSize, maxPages;
   int64_t idxChunk;                 // index entries read into UB at a time
-  int64_t nTile;                    // gathered keys per tile (forward, backward query pass)
-  int64_t keyTile;                  // keys per backward key-pass item
-  int64_t tokChunk;                 // query rows per backward key-pass chunk (tokChunk*group rows)
-  int64_t kTiles;                   // key-pass tiles of all sequences (per key head)
+  int64_t nTile;                    // gathered keys per tile
   int64_t gatherRows;               // rows per buffer of the double-buffered gather queue
   uint32_t packed;
   // value is the key tensor itself (the MLA absorb layout passes one tensor twice, vDim == dim):
@@ -46,7 +43,7 @@ struct SparseFlashAttentionTilingData {
   float scale;
   TCubeTiling mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
   TCubeTiling mmNN;  // O += P V, dQ += dS K
-  TCubeTiling mmTN;  // dV += Pᵀ dO, dK += dSᵀ Q (backward only)
+  TCubeTiling mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q (backward only)
 };
 
 namespace ms_ops {
@@ -79,50 +76,44 @@ struct SparseFlashAttentionTiling {
   std::string error;
 };
 
-constexpr int64_t kSfaKeyTile = 128, kSfaQueryRows = 128, kSfaIdxChunk = 512;
+constexpr int64_t kSfaKeyTile = 128, kSfaIdxChunk = 512;
 // Gathered rows per queue buffer at most: past that a buffer's copies out are long enough.
 constexpr int64_t kSfaGatherRows = 32;
 
-// Stored ordinals of a query row's P or dS row the backward's key pass reads into UB at a time
-// (a row holds one entry per visible selected key: at most topK * blockSize).
-constexpr int64_t kSfaSlotWindow = 2048;
+// Floats of a key row's gradient in the backward's partial sums: d[k | k_rope] then dv.
+inline uint64_t SfaGradPitch(const SparseFlashAttentionTilingData &d) { return uint64_t(d.qkDim + d.vDim); }
+
+// Key rows of the backward's partial sums: every key token row's key heads.
+inline uint64_t SfaGradKeyRows(const SparseFlashAttentionTilingData &d) { return uint64_t(d.kRows * d.heads2); }
 
 // Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
 // fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
-// [G, qkDim], K [nTile, qkDim] and V [nTile, vDim]. Backward, with M = tokChunk * G query rows and
-// K = max(nTile, keyTile) keys: S, dP [G, nTile]; P, dS [M, K]; two accumulators of max(M, K) rows
-// of max(qkDim, vDim); gathered Q [M, qkDim], K [K, qkDim], V [K, vDim], dO [M, vDim].
+// [G, qkDim], K [nTile, qkDim] and V [nTile, vDim]. Backward: S and dP [G, nTile], P and dS as T
+// [G, nTile], the dQ accumulator [G, qkDim], gathered Q, K and V as forward, the tile's key
+// gradients [nTile, SfaGradPitch] and the block's partial sums of the key gradients
+// [SfaGradKeyRows, SfaGradPitch].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
-  if (!grad) return 2 * g * n + 2 * g * v + g * qk + n * qk + n * v;
-  const uint64_t m = uint64_t(d.tokChunk) * g;
-  const uint64_t k = uint64_t(d.keyTile) > n ? uint64_t(d.keyTile) : n;
-  const uint64_t wide = qk > v ? qk : v, rows = m > k ? m : k;
-  return 2 * g * n + 2 * m * k + 2 * rows * wide + m * qk + k * qk + k * v + m * v;
-}
-
-// Entries of one stored P or dS row of the backward: a query head row's value for each visible
-// selected key, in the order the query pass walks them.
-inline uint64_t SfaGradSlots(const SparseFlashAttentionTilingData &d) { return uint64_t(d.topK) * uint64_t(d.blockSize); }
-
-// Ordinals per window: kSfaSlotWindow, or a whole row when shorter.
-inline int64_t SfaGradWindow(const SparseFlashAttentionTilingData &d) {
-  const int64_t slots = int64_t(SfaGradSlots(d));
-  return slots < kSfaSlotWindow ? slots : kSfaSlotWindow;
-}
-
-// Floats of the backward's shared store, after all blocks' workspaces: P, then dS, each
-// [qRows * heads1, SfaGradSlots] of `elem`-byte elements, written by the query items and read by
-// the key items after a SyncAll.
-inline uint64_t SfaGradStoreFloats(const SparseFlashAttentionTilingData &d, uint64_t elem) {
-  const uint64_t one = uint64_t(d.qRows) * uint64_t(d.heads1) * SfaGradSlots(d) * elem;
-  return 2 * AlignUp(one, kBlockBytes) / 4;
+  const uint64_t both = 2 * g * n + g * qk + n * qk + n * v;
+  if (!grad) return both + 2 * g * v;
+  return both + 2 * g * n + g * qk + (n + SfaGradKeyRows(d)) * SfaGradPitch(d);
 }
 
 // Bytes of one buffer of the kernels' gather queue: `rows` rows of a main part of `main` elements
 // and a rope part of `rope`, each part of a row 32-byte aligned in UB.
 inline uint64_t SfaGatherBytes(int64_t rows, int64_t main, int64_t rope, uint64_t elem) {
   return uint64_t(rows) * (AlignUp(uint64_t(main) * elem, kBlockBytes) + AlignUp(uint64_t(rope) * elem, kBlockBytes));
+}
+
+// Bytes of one buffer of the gather queue: gatherRows gathered rows of `elem`-byte elements and,
+// backward, at least one fp32 row of the widest key gradient part (d key, d key_rope or d value)
+// rounded up to 16 floats (the pitch the reduction of the partial sums gives a row in UB, so that
+// its T rows stay 32-byte aligned).
+inline uint64_t SfaQueueBytes(const SparseFlashAttentionTilingData &d, uint64_t elem, bool grad) {
+  const uint64_t gathered = SfaGatherBytes(d.gatherRows, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, elem);
+  const int64_t part = d.dim > d.vDim ? (d.dim > d.ropeDim ? d.dim : d.ropeDim) : (d.vDim > d.ropeDim ? d.vDim : d.ropeDim);
+  const uint64_t keyRow = AlignUp(uint64_t(part), 16) * 4;
+  return grad && keyRow > gathered ? keyRow : gathered;
 }
 
 inline TCubeTiling SfaCubeTiling(SfaFloat t, uint32_t blockDim, int64_t m, int64_t n, int64_t k) {
@@ -165,47 +156,33 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.scale = p.scale;
   d.idxChunk = p.topK < kSfaIdxChunk ? p.topK : kSfaIdxChunk;
   d.nTile = kSfaKeyTile;
-  d.keyTile = kSfaKeyTile;
-  d.tokChunk = d.group >= kSfaQueryRows ? 1 : kSfaQueryRows / d.group;
-  // UB: index chunk, 7 fp32 rows of max(nTile, keyTile, qkDim, vDim) (queues and scratch), a T
-  // row of zeros, key positions, a key tile's ordinals and Gather offsets, the query rows of a
-  // chunk, 3 per-row states of a group and, backward, the window a stored row is gathered from (a
-  // zero block, a key tile, kSfaSlotWindow ordinals); the rest, up to kSfaGatherRows rows, goes to
-  // the gather queue's two buffers.
+  // UB: index chunk, 7 fp32 rows of max(nTile, qkDim, vDim) (queues and scratch), a T row of
+  // zeros, the tile's key positions and 3 per-row states of a group; the rest goes to the gather
+  // queue's two buffers: up to kSfaGatherRows gathered rows each and, backward, at least one key
+  // row's fp32 gradients (SfaQueueBytes).
   const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, row = wide > d.nTile ? wide : d.nTile;
-  const int64_t m = d.tokChunk * d.group;
-  const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes), tileBytes = AlignUp(uint64_t(d.keyTile) * 4, kBlockBytes);
-  const uint64_t window = grad ? kBlockBytes + tileBytes + uint64_t(SfaGradWindow(d)) * 4 : 0;
-  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes + 3 * tileBytes +
-                      AlignUp(uint64_t(d.tokChunk) * 4, kBlockBytes) + 3 * AlignUp(uint64_t(d.group) * 4, kBlockBytes) +
-                      window + 64;
+  const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes);
+  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes +
+                      AlignUp(uint64_t(d.nTile) * 4, kBlockBytes) + 3 * AlignUp(uint64_t(d.group) * 4, kBlockBytes) + 64;
   const uint64_t sz = p.dataType == SfaFloat::kF32 ? 4 : 2;
   const uint64_t gatherRow = SfaGatherBytes(1, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, sz);
   const uint64_t fit = ub < platform.ubSize ? (platform.ubSize - ub) / (2 * gatherRow) : 0;
-  if (fit < 1) {
+  d.gatherRows = fit < uint64_t(kSfaGatherRows) ? int64_t(fit) : kSfaGatherRows;
+  if (fit < 1 || ub + 2 * SfaQueueBytes(d, sz, grad) > platform.ubSize) {
     t.error = "head dims " + std::to_string(wide) + " / group " + std::to_string(d.group) + " exceed the UB of a core";
     return t;
   }
-  d.gatherRows = fit < uint64_t(kSfaGatherRows) ? int64_t(fit) : kSfaGatherRows;
-  uint64_t kTiles = 0;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    const int64_t len = !p.packed ? p.seq2 : p.paged ? p.lenKv[b] : p.cumKv[b] - (b ? p.cumKv[b - 1] : 0);
-    kTiles += CeilDiv(uint64_t(len), uint64_t(d.keyTile));
-  }
-  d.kTiles = int64_t(kTiles);
-  const uint64_t qItems = uint64_t(d.qRows) * uint64_t(p.heads2), kItems = kTiles * uint64_t(p.heads2);
-  const uint64_t items = grad ? qItems + kItems : qItems;
+  const uint64_t items = uint64_t(d.qRows) * uint64_t(p.heads2);
   uint64_t blocks = items < platform.aicCoreNum ? items : platform.aicCoreNum;
-  // The backward always runs: block 0 writes the zeros of absent rope parts' placeholders.
+  // The backward always runs: block 0 writes the zeros of absent rope parts' placeholders, and
+  // every key gradient is written (zeros where no query selects the key).
   if (grad && blocks == 0) blocks = 1;
   t.blockDim = static_cast<uint32_t>(blocks);
-  const int64_t rows = grad && m > d.group ? m : d.group, keys = d.nTile > d.keyTile ? d.nTile : d.keyTile;
-  d.mmNT = SfaCubeTiling(p.dataType, t.blockDim, rows, keys, d.qkDim > d.vDim ? d.qkDim : d.vDim);
-  d.mmNN = SfaCubeTiling(p.dataType, t.blockDim, rows, wide, keys);
-  d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, keys, wide, rows);
+  d.mmNT = SfaCubeTiling(p.dataType, t.blockDim, d.group, d.nTile, wide);
+  d.mmNN = SfaCubeTiling(p.dataType, t.blockDim, d.group, wide, d.nTile);
+  d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, d.nTile, wide, d.group);
   t.tilingKey = p.dataType == SfaFloat::kF32 ? 1 : p.dataType == SfaFloat::kF16 ? 2 : 3;
-  const uint64_t store = grad ? SfaGradStoreFloats(d, sz) : 0;
-  t.workspaceBytes = (blocks * SfaWorkspaceFloats(d, grad) + store) * 4;
+  t.workspaceBytes = blocks * SfaWorkspaceFloats(d, grad) * 4;
   return t;
 }
 

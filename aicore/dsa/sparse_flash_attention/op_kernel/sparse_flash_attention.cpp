@@ -89,8 +89,7 @@ class SparseFlashAttentionKernel {
     pipe.InitBuffer(addQ_, 1, row);
     pipe.InitBuffer(outQ_, 1, row);
     pipe.InitBuffer(tmp_, row);
-    const int64_t mainDim = td.dim > td.vDim ? td.dim : td.vDim;
-    pipe.InitBuffer(gatherQ_, 2, static_cast<uint32_t>(ms_ops::SfaGatherBytes(td.gatherRows, mainDim, td.ropeDim, sizeof(T))));
+    pipe.InitBuffer(gatherQ_, 2, static_cast<uint32_t>(ms_ops::SfaQueueBytes(td, sizeof(T), false)));
     pipe.InitBuffer(zero_, UbBytes(td.vDim, sizeof(T)));
     pipe.InitBuffer(red_, 2 * kUbAlign);
     pipe.InitBuffer(idx_, UbBytes(td.idxChunk, 4));

@@ -2,25 +2,15 @@
 // sparse_flash_attention, with P rebuilt from the forward's statistics over each query row's
 // visible selected keys (sparse_flash_attention.cpp), D = rowsum(dO ∘ O), dS = scale·P∘(dO Vᵀ - D):
 //   d[q | q_rope] = dS [K | K_rope],  dV_j = Σ P_j dO,  d[k | k_rope]_j = Σ dS_j [q | q_rope].
-// Deterministic, without atomics, in two phases that meet at a SyncAll:
-// - a query item (query row, key head) gathers its G query rows and, nTile visible keys at a
-//   time, the selected key and value rows, recomputes S and dP with the cube and P, dS in UB in
-//   fp32, accumulates d[q | q_rope] of its rows in order, and stores P and dS (as T) for the key
-//   items: per query head row, one entry per visible selected key in the order the walk meets
-//   them (its ordinal; -1 entries and invisible keys take none), in a store shared by all blocks;
-// - a key item (key head, tile of keyTile keys of a sequence) owns the gradients of its keys: it
-//   walks the sequence's query rows in order, and for each one whose list selects a visible key of
-//   the tile records the row and builds its dense [G, keyTile] P and dS rows from the store (the
-//   list walk gives each kept key's ordinal, a vector Gather picks the entries, zeros elsewhere);
-//   for tokChunk such rows at a time, dV += Pᵀ dO, d[K | K_rope] += dSᵀ [Q | Q_rope] with the
-//   cube, reading query, query_rope and dO in place when the rows are consecutive tokens with one
-//   key head (the MLA case), else from rows gathered into the workspace.
-// The key items thus take no S or dP products and no exp: the query items' recompute serves both.
-// Rows are gathered into the workspace through a double-buffered UB queue, gatherRows rows per
-// pass, each selected key row once for the group's G query heads. The key items' products span
-// the whole key tile for every recorded row: with lists much sparser than a tile (k selected
-// among S2 keys), that is about S2/k times the cube work of the selected pairs alone, the price of
-// gathering the key gradients instead of scattering them.
+// An item (query row, key head) gathers its G query rows and, nTile visible selected keys at a
+// time, the key and value rows; it recomputes S and dP with the cube and P, dS in UB in fp32,
+// accumulates d[q | q_rope] of its rows, and takes the tile's key gradients dSᵀ [Q | Q_rope] and
+// Pᵀ dO with the cube, which the store atomics add row by row into the block's own partial sums
+// of the key gradients (one fp32 row per key row and key head). After a SyncAll every block sums
+// a slice of the key rows over all blocks' partials, in block order, into d key, d key_rope and
+// d value. Deterministic: a block's adds come in its items' order and the blocks' sums in block
+// order, whatever the timing. The cube work is that of the selected pairs alone; the partial sums
+// cost a [key rows, qkDim + vDim] fp32 workspace per block.
 #include "../../sparse_flash_attention/sparse_flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
 
@@ -28,15 +18,6 @@ using namespace AscendC;
 using namespace ms_ops::kernel;
 
 namespace {
-
-// Source rows of a key-pass chunk: row j is head n2 * G + j % G of recorded query token j / G.
-struct SfagChunkRows {
-  LocalTensor<int32_t> tokens;
-  int64_t heads1, head0, group;
-  __aicore__ inline int64_t operator()(uint32_t j) const {
-    return int64_t(tokens.GetValue(j / uint32_t(group))) * heads1 + head0 + int64_t(j) % group;
-  }
-};
 
 // GM_ADDR is a pointer type macro: one member per declaration.
 struct SfagArgs {
@@ -73,7 +54,7 @@ class SparseFlashAttentionGradKernel {
   TPipe pipe;
   Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
   Matmul<ND, ND, Acc> mmNN;       // dQ += dS K
-  Matmul<NDTrans, ND, Acc> mmTN;  // dV += Pᵀ dO, dK += dSᵀ Q
+  Matmul<NDTrans, ND, Acc> mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q
 
   __aicore__ inline void Init(const SfagArgs &a, const SparseFlashAttentionTilingData &td) {
     td_ = &td;
@@ -96,36 +77,27 @@ class SparseFlashAttentionGradKernel {
     dkRopeGm_.SetGlobalBuffer((__gm__ T *)a.dkRope, ropeK);
     if (td.packed || td.lengthsQ) cumQ_.SetGlobalBuffer((__gm__ int64_t *)a.cumQ, uint64_t(td.batch));
     if (td.packed || td.lengthsKv) cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
-    // The shared store of P and dS after all blocks' workspaces (SfaGradStoreFloats), then the
-    // block's workspace, in SfaWorkspaceFloats' order.
-    __gm__ float *user = (__gm__ float *)GetUserWorkspace(a.workspace);
-    const uint64_t perBlock = ms_ops::SfaWorkspaceFloats(td, true), slots = ms_ops::SfaGradSlots(td);
-    const uint64_t stored = uint64_t(td.qRows) * td.heads1 * slots;
-    __gm__ T *store = (__gm__ T *)(user + GetBlockNum() * perBlock);
-    pStoreGm_.SetGlobalBuffer(store, stored);
-    // dS starts where P's part, rounded up to 32 bytes, ends.
-    dsStoreGm_.SetGlobalBuffer(store + ms_ops::AlignUp(stored * sizeof(T), kUbAlign) / sizeof(T), stored);
-    const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile);
-    const uint64_t m = uint64_t(td.tokChunk) * td.group, k = uint64_t(td.keyTile > td.nTile ? td.keyTile : td.nTile);
-    const uint64_t qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim), wide = qk > dv ? qk : dv, rows = m > k ? m : k;
-    __gm__ float *ws = user + GetBlockIdx() * perBlock;
+    // The block's workspace, in SfaWorkspaceFloats' order.
+    wsBase_ = (__gm__ float *)GetUserWorkspace(a.workspace);
+    const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile), qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim);
+    const uint64_t pitch = ms_ops::SfaGradPitch(td);
+    __gm__ float *ws = wsBase_ + GetBlockIdx() * ms_ops::SfaWorkspaceFloats(td, true);
     sGm_.SetGlobalBuffer(ws, g * nTile);
     dpGm_.SetGlobalBuffer(ws + g * nTile, g * nTile);
-    ws += 2 * g * nTile;
-    pGm_.SetGlobalBuffer((__gm__ T *)ws, m * k);
-    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + m * k), m * k);
-    ws += 2 * m * k;
-    accAGm_.SetGlobalBuffer(ws, rows * wide);
-    accBGm_.SetGlobalBuffer(ws + rows * wide, rows * wide);
-    ws += 2 * rows * wide;
-    qgGm_.SetGlobalBuffer((__gm__ T *)ws, m * qk);
-    kgGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk), k * qk);
-    vgGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk + k * qk), k * dv);
+    pGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * nTile), g * nTile);
+    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * g * nTile), g * nTile);
+    ws += 4 * g * nTile;
+    accGm_.SetGlobalBuffer(ws, g * qk);
+    qgGm_.SetGlobalBuffer((__gm__ T *)(ws + g * qk), g * qk);
+    kgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * qk), nTile * qk);
+    vgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * qk + nTile * qk), nTile * dv);
     vTile_ = td.valueIsKey ? kgGm_ : vgGm_;
     vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
-    dogGm_.SetGlobalBuffer((__gm__ T *)(ws + m * qk + k * qk + k * dv), m * dv);
+    ws += 2 * g * qk + nTile * qk + nTile * dv;
+    keyGradGm_.SetGlobalBuffer(ws, nTile * pitch);
+    partGm_ = PartOf(GetBlockIdx());
 
-    const int64_t len = int64_t(wide > k ? wide : k);
+    const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > td.nTile ? wide : td.nTile;
     const uint32_t row = UbBytes(len, 4);
     pipe.InitBuffer(inQ_, 2, row);
     pipe.InitBuffer(addQ_, 1, row);
@@ -133,27 +105,18 @@ class SparseFlashAttentionGradKernel {
     pipe.InitBuffer(tmp_, row);
     pipe.InitBuffer(wideA_, row);
     pipe.InitBuffer(wideB_, row);
-    const int64_t mainDim = td.dim > td.vDim ? td.dim : td.vDim;
-    pipe.InitBuffer(gatherQ_, 2, static_cast<uint32_t>(ms_ops::SfaGatherBytes(td.gatherRows, mainDim, td.ropeDim, sizeof(T))));
+    queBytes_ = static_cast<uint32_t>(ms_ops::SfaQueueBytes(td, sizeof(T), true));
+    pipe.InitBuffer(gatherQ_, 2, queBytes_);
     pipe.InitBuffer(zero_, UbBytes(int64_t(wide), sizeof(T)));
     pipe.InitBuffer(red_, kUbAlign);
     pipe.InitBuffer(idx_, UbBytes(td.idxChunk, 4));
     pipe.InitBuffer(pos_, UbBytes(td.nTile, 4));
-    pipe.InitBuffer(slot_, UbBytes(td.keyTile, 4));
-    pipe.InitBuffer(offs_, UbBytes(td.keyTile, 4));
-    pipe.InitBuffer(tokens_, UbBytes(td.tokChunk, 4));
     pipe.InitBuffer(statMax_, UbBytes(td.group, 4));
     pipe.InitBuffer(statSum_, UbBytes(td.group, 4));
     pipe.InitBuffer(dRow_, UbBytes(td.group, 4));
-    // The window a stored row is gathered from: a zero block (what unkept keys pick), a key tile's
-    // previous values (what keys outside a later window keep), then the window's ordinals.
-    prevAt_ = kUbAlign / sizeof(T);
-    segAt_ = prevAt_ + UbBytes(td.keyTile, sizeof(T)) / sizeof(T);
-    pipe.InitBuffer(window_, segAt_ * sizeof(T) + UbBytes(ms_ops::SfaGradWindow(td), sizeof(T)));
     cursor_.Init(&pipe, idx_, td);
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(UbBytes(int64_t(wide), sizeof(T)) / 4));
-    Duplicate(window_.Get<float>(), 0.0f, static_cast<int32_t>(kUbAlign / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
   }
 
@@ -164,24 +127,25 @@ class SparseFlashAttentionGradKernel {
       CopyOut(dqRopeGm_, zero_.Get<T>(), 1);
       CopyOut(dkRopeGm_, zero_.Get<T>(), 1);
     }
-    const int64_t qItems = td.qRows * td.heads2, kItems = td.kTiles * td.heads2;
-    for (int64_t it = GetBlockIdx(); it < qItems; it += GetBlockNum()) QueryItem(it / td.heads2, it % td.heads2);
-    // Every block's stored P and dS have landed before any key item reads them.
-    PipeBarrier<PIPE_ALL>();
-    SyncAll();
-    // A sequence's earlier key tiles are seen by more query rows: dealt from the first down.
-    for (int64_t round = 0, it; (it = DealtItem(round)) < kItems; ++round) KeyItem(it / td.heads2, it % td.heads2);
+    ZeroPartial();
+    const int64_t items = td.qRows * td.heads2;
+    for (int64_t it = GetBlockIdx(); it < items; it += GetBlockNum()) QueryItem(it / td.heads2, it % td.heads2);
     mmNT.End();
     mmNN.End();
     mmTN.End();
+    // Every block's partial sums are complete before any block adds them up.
+    PipeBarrier<PIPE_ALL>();
+    SyncAll();
+    ReducePartials();
   }
 
  private:
-  // ---- query items: d[q | q_rope] of the group's rows of query row t ----
+  // ---- an item: the group's rows of query row t against its selected keys ----
   __aicore__ inline void QueryItem(int64_t t, int64_t n2) {
     const SparseFlashAttentionTilingData &td = *td_;
     const SfaSeq sq = SfaSequenceOfRow(td, cumQ_, cumKv_, t);
     const uint32_t g = static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
+    const uint32_t dv = static_cast<uint32_t>(td.vDim), pitch = static_cast<uint32_t>(ms_ops::SfaGradPitch(td));
     const int64_t head0 = t * td.heads1 + n2 * td.group;
     // The previous item's reads of the workspace and UB rows are done.
     PipeBarrier<PIPE_ALL>();
@@ -192,8 +156,9 @@ class SparseFlashAttentionGradKernel {
     const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
     const GlobalTensor<int32_t> noTable;
     const SfaSelectedRows keys{&td, &noTable, &sq, pos, n2};
+    const GlobalTensor<T> dy = dyGm_[head0 * td.vDim];
     bool started = false;
-    for (uint64_t ordinal = 0;; ordinal += uint64_t(td.nTile)) {
+    for (;;) {
       const uint32_t nt = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
       if (nt == 0) break;
       PipeBarrier<PIPE_ALL>();
@@ -201,185 +166,146 @@ class SparseFlashAttentionGradKernel {
       if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, nt, keys);
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      ScoreRows(dyGm_[head0 * td.vDim], nt);
-      Rebuild(head0, ordinal, nt);
+      ScoreRows(dy, nt);
+      Rebuild(nt);
       PipeBarrier<PIPE_ALL>();
       mmNN.SetOrgShape(g, qk, nt, nt);
       mmNN.SetSingleShape(g, qk, nt);
       mmNN.SetTensorA(dsGm_);
       mmNN.SetTensorB(kgGm_);
-      mmNN.IterateAll(accAGm_, started ? 1 : 0, true);
+      mmNN.IterateAll(accGm_, started ? 1 : 0, true);
       mmNN.End();
       started = true;
+      // The tile's key gradients, one row of pitch floats per key: d[k | k_rope], then dv.
+      TileProduct(nt, qk, dsGm_, qgGm_, keyGradGm_);
+      TileProduct(nt, dv, pGm_, dy, keyGradGm_[qk]);
+      PipeBarrier<PIPE_ALL>();
+      AddKeyGrads(keys, nt, pitch);
       if (nt < td.nTile) break;
     }
     PipeBarrier<PIPE_ALL>();
     for (uint32_t h = 0; h < g; ++h) {
       const int64_t r = head0 + h;
-      WriteRow(dqGm_[r * td.dim], accAGm_[uint64_t(h) * qk], td.dim, started);
-      if (td.ropeDim > 0) WriteRow(dqRopeGm_[r * td.ropeDim], accAGm_[uint64_t(h) * qk + td.dim], td.ropeDim, started);
+      WriteRow(dqGm_[r * td.dim], accGm_[uint64_t(h) * qk], td.dim, started);
+      if (td.ropeDim > 0) WriteRow(dqRopeGm_[r * td.ropeDim], accGm_[uint64_t(h) * qk + td.dim], td.ropeDim, started);
     }
   }
 
-  // ---- key items: dK, dK_rope, dV of keys [k0, k0 + nk) of key head n2 ----
-  __aicore__ inline void KeyItem(int64_t tile, int64_t n2) {
-    const SparseFlashAttentionTilingData &td = *td_;
-    SfaSeq sq;
-    int64_t k0;
-    LocateKeyTile(tile, sq, k0);
-    // BSND tiles span the padded S2 (the tiling cannot see the lengths on the device): keys past
-    // the sequence's length are never visible and get zero gradients.
-    const int64_t nk = Min64(td.keyTile, (td.packed ? sq.s2 : td.seq2) - k0);
-    // Query i sees keys up to i + S2 - S1 + SfaAhead: earlier rows see none of the tile.
-    int64_t first = k0 - (sq.s2 - sq.s1) - SfaAhead(td);
-    if (first < 0) first = 0;
-    const LocalTensor<int32_t> slot = slot_.Get<int32_t>();
-    const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
-    bool started = false;
-    uint32_t count = 0;
-    // The previous item's reads of the workspace and UB rows are done.
-    PipeBarrier<PIPE_ALL>();
-    for (int64_t i = first; i < sq.s1; ++i) {
-      const int64_t t = sq.qStart + i;
-      // The previous row's ordinals have been read before they are cleared.
-      OrderPipes<HardEvent::S_V>(&pipe);
-      Duplicate(slot, int32_t(-1), static_cast<int32_t>(nk));
-      OrderPipes<HardEvent::V_S>(&pipe);
-      cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, i));
-      const SfaRange kept = cursor_.Slots(slot, k0, nk);
-      if (kept.first > kept.last) continue;
-      const int64_t row = t * td.heads1 + n2 * td.group, at = int64_t(count) * td.group * nk;
-      DenseRows(pGm_[at], pStoreGm_, row, kept, static_cast<uint32_t>(nk));
-      DenseRows(dsGm_[at], dsStoreGm_, row, kept, static_cast<uint32_t>(nk));
-      tokens.SetValue(count++, static_cast<int32_t>(t));
-      if (count == td.tokChunk) {
-        Chunk(n2, count, static_cast<uint32_t>(nk), started);
-        started = true;
-        count = 0;
-      }
-    }
-    if (count > 0) {
-      Chunk(n2, count, static_cast<uint32_t>(nk), started);
-      started = true;
-    }
-    PipeBarrier<PIPE_ALL>();
-    const uint64_t qk = uint64_t(td.qkDim);
-    for (int64_t j = 0; j < nk; ++j) {
-      const int64_t r = (sq.kStart + k0 + j) * td.heads2 + n2;
-      WriteRow(dkGm_[r * td.dim], accBGm_[uint64_t(j) * qk], td.dim, started);
-      if (td.ropeDim > 0) WriteRow(dkRopeGm_[r * td.ropeDim], accBGm_[uint64_t(j) * qk + td.dim], td.ropeDim, started);
-      WriteRow(dvGm_[r * td.vDim], accAGm_[uint64_t(j) * td.vDim], td.vDim, started);
-    }
-  }
-
-  // The G dense rows [nk] (from `dst`, nk apart) of stored rows row.. of `store` over the key
-  // tile: key j takes the entry of its ordinal slot_[j] (within `kept`), or 0 when the row did not
-  // keep it (-1). The ordinals are read kSfaSlotWindow at a time; each window's Gather picks a
-  // kept key's entry from the window, else the value the previous windows gave it (0 at first).
-  __aicore__ inline void DenseRows(const GlobalTensor<T> &dst, const GlobalTensor<T> &store, int64_t row,
-                                   const SfaRange &kept, uint32_t nk) {
-    const SparseFlashAttentionTilingData &td = *td_;
-    const LocalTensor<int32_t> slot = slot_.Get<int32_t>();
-    const LocalTensor<uint32_t> offs = offs_.Get<uint32_t>();
-    const LocalTensor<T> win = window_.Get<T>();
-    const int64_t slots = int64_t(ms_ops::SfaGradSlots(td)), width = ms_ops::SfaGradWindow(td);
-    for (int64_t w0 = kept.first; w0 <= kept.last; w0 += width) {
-      const int64_t len = Min64(width, kept.last - w0 + 1);
-      const bool later = w0 > kept.first;
-      // The previous Gathers have read the offsets, and the previous window's rows have left.
-      OrderPipes<HardEvent::V_S>(&pipe);
-      if (later) OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
-      for (uint32_t j = 0; j < nk; ++j) {
-        const int64_t o = slot.GetValue(j);
-        const uint32_t e = o >= w0 && o < w0 + len ? static_cast<uint32_t>(segAt_ + (o - w0))
-                           : later                 ? prevAt_ + j
-                                                   : 0u;
-        offs.SetValue(j, e * static_cast<uint32_t>(sizeof(T)));
-      }
-      OrderPipes<HardEvent::S_V>(&pipe);
-      for (int64_t h = 0; h < td.group; ++h) {
-        const GlobalTensor<T> out = dst[uint64_t(h) * nk];
-        // The previous Gather is done with the window before it is refilled.
-        OrderPipes<HardEvent::V_MTE2>(&pipe);
-        CopyIn(win[segAt_], store[uint64_t(row + h) * slots + w0], static_cast<uint32_t>(len));
-        if (later) CopyIn(win[prevAt_], out, nk);
-        OrderPipes<HardEvent::MTE2_V>(&pipe);
-        LocalTensor<T> o = outQ_.AllocTensor<T>();
-        Gather(o, win, offs, 0u, nk);
-        outQ_.EnQue(o);
-        o = outQ_.DeQue<T>();
-        CopyOut(out, o, nk);
-        outQ_.FreeTensor(o);
-      }
-    }
-  }
-
-  // Sequence and first key of key tile `tile`, counting the tiles of all sequences in order.
-  __aicore__ inline void LocateKeyTile(int64_t tile, SfaSeq &sq, int64_t &k0) {
-    const SparseFlashAttentionTilingData &td = *td_;
-    if (!td.packed) {
-      const int64_t per = (td.seq2 + td.keyTile - 1) / td.keyTile;
-      sq = SfaSequence(td, cumQ_, cumKv_, tile / per);
-      k0 = (tile % per) * td.keyTile;
-      return;
-    }
-    for (int64_t b = 0; b < td.batch; ++b) {
-      sq = SfaSequence(td, cumQ_, cumKv_, b);
-      const int64_t n = (sq.s2 + td.keyTile - 1) / td.keyTile;
-      if (tile < n) {
-        k0 = tile * td.keyTile;
-        return;
-      }
-      tile -= n;
-    }
-    k0 = 0;
-  }
-
-  // The `count` recorded query rows against the key tile, their dense P and dS rows built:
-  // accumulate dV and d[K | K_rope] from their query and dO rows. Consecutive tokens with one key
-  // head (G = N1) have their rows one block of query, query_rope and dO each: the products read
-  // them in place, d K and d K_rope into their columns of the accumulator; otherwise the rows are
-  // gathered into the workspace first.
-  __aicore__ inline void Chunk(int64_t n2, uint32_t count, uint32_t nk, bool started) {
-    const SparseFlashAttentionTilingData &td = *td_;
-    const uint32_t rows = count * static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
-    const uint32_t dv = static_cast<uint32_t>(td.vDim);
-    const LocalTensor<int32_t> tokens = tokens_.Get<int32_t>();
-    // The dense rows have landed and the previous chunk's matmuls are done with the gathered rows.
-    PipeBarrier<PIPE_ALL>();
-    const uint8_t add = started ? 1 : 0;
-    const int64_t t0 = tokens.GetValue(0);
-    if (td.group == td.heads1 && int64_t(tokens.GetValue(count - 1)) - t0 == int64_t(count) - 1) {
-      const int64_t r0 = t0 * td.heads1;
-      AddRows(nk, dv, rows, pGm_, dyGm_[r0 * td.vDim], accAGm_, dv, add);
-      AddRows(nk, static_cast<uint32_t>(td.dim), rows, dsGm_, qGm_[r0 * td.dim], accBGm_, qk, add);
-      if (td.ropeDim > 0)
-        AddRows(nk, static_cast<uint32_t>(td.ropeDim), rows, dsGm_, qRopeGm_[r0 * td.ropeDim], accBGm_[td.dim], qk,
-                add);
-    } else {
-      const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
-      const SfagChunkRows chunkRows{tokens, td.heads1, n2 * td.group, td.group};
-      SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, rows, chunkRows);
-      SfaGatherRows(gatherQ_, batch, dogGm_, dyGm_, dyGm_, td.vDim, 0, rows, chunkRows);
-      // The cube reads the gathered rows from GM: the copies out must have landed.
-      PipeBarrier<PIPE_ALL>();
-      AddRows(nk, dv, rows, pGm_, dogGm_, accAGm_, dv, add);
-      AddRows(nk, qk, rows, dsGm_, qgGm_, accBGm_, qk, add);
-    }
-    // The next rows' dense tiles overwrite what the products read.
-    PipeBarrier<PIPE_ALL>();
-  }
-
-  // C [nk x n] (rows ldc apart) = or, with add, += Aᵀ B: A the dense [rows, nk] tile, B `rows`
-  // rows of n elements, compact.
-  __aicore__ inline void AddRows(uint32_t nk, uint32_t n, uint32_t rows, const GlobalTensor<T> &a,
-                                 const GlobalTensor<T> &b, const GlobalTensor<float> &c, uint32_t ldc, uint8_t add) {
-    mmTN.SetOrgShape(nk, n, rows, rows, ldc);
-    mmTN.SetSingleShape(nk, n, rows);
+  // C [nt x n] (rows SfaGradPitch apart) = Aᵀ B: A the group's [G, nt] P or dS, B G rows of n
+  // elements, compact.
+  __aicore__ inline void TileProduct(uint32_t nt, uint32_t n, const GlobalTensor<T> &a, const GlobalTensor<T> &b,
+                                     const GlobalTensor<float> &c) {
+    const uint32_t g = static_cast<uint32_t>(td_->group);
+    mmTN.SetOrgShape(nt, n, g, g, static_cast<uint32_t>(ms_ops::SfaGradPitch(*td_)));
+    mmTN.SetSingleShape(nt, n, g);
     mmTN.SetTensorA(a, true);
     mmTN.SetTensorB(b);
-    mmTN.IterateAll(c, add);
+    mmTN.IterateAll(c, 0);
     mmTN.End();
+  }
+
+  // The tile's key gradient rows added to the block's partial sums at their key rows, in the
+  // tile's order: through UB as many rows at a time as a queue buffer holds, each row out with a
+  // store atomic (rows wider than a buffer in windows of columns).
+  __aicore__ inline void AddKeyGrads(const SfaSelectedRows &keys, uint32_t nt, uint32_t pitch) {
+    const uint32_t cap = queBytes_ / kUbAlign * (kUbAlign / 4), width = pitch < cap ? pitch : cap;
+    const DataCopyPadExtParams<float> noPad(false, 0, 0, 0);
+    for (uint32_t c0 = 0; c0 < pitch; c0 += width) {
+      const uint32_t len = pitch - c0 < width ? pitch - c0 : width;
+      const uint32_t ubPitch = UbBytes(len, 4) / 4, per = queBytes_ / (ubPitch * 4);
+      for (uint32_t j0 = 0; j0 < nt; j0 += per) {
+        const uint32_t m = nt - j0 < per ? nt - j0 : per;
+        LocalTensor<float> buf = gatherQ_.AllocTensor<float>();
+        DataCopyPad(buf, keyGradGm_[uint64_t(j0) * pitch + c0], DataCopyExtParams(m, len * 4, (pitch - len) * 4, 0, 0),
+                    noPad);
+        gatherQ_.EnQue(buf);
+        buf = gatherQ_.DeQue<float>();
+        SetAtomicAdd<float>();
+        for (uint32_t j = 0; j < m; ++j) CopyOut(partGm_[uint64_t(keys(j0 + j)) * pitch + c0], buf[j * ubPitch], len);
+        SetAtomicNone();
+        gatherQ_.FreeTensor(buf);
+      }
+    }
+  }
+
+  // The block's partial sums set to zero, a queue buffer of zeros at a time.
+  __aicore__ inline void ZeroPartial() {
+    const uint64_t total = ms_ops::SfaGradKeyRows(*td_) * ms_ops::SfaGradPitch(*td_), per = queBytes_ / 4;
+    LocalTensor<float> z = gatherQ_.AllocTensor<float>();
+    Duplicate(z, 0.0f, static_cast<int32_t>(per));
+    OrderPipes<HardEvent::V_MTE3>(&pipe);
+    for (uint64_t e0 = 0; e0 < total; e0 += per)
+      CopyOut(partGm_[e0], z, static_cast<uint32_t>(total - e0 < per ? total - e0 : per));
+    gatherQ_.FreeTensor(z);
+  }
+
+  // d key, d key_rope and d value of this block's slice of the key rows: each part of each row
+  // summed over the blocks' partials (ReducePart). The slices are disjoint: no block waits for
+  // another.
+  __aicore__ inline void ReducePartials() {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const uint64_t rows = ms_ops::SfaGradKeyRows(td), blocks = GetBlockNum();
+    const uint64_t slice = (rows + blocks - 1) / blocks, begin = slice * GetBlockIdx();
+    const uint64_t end = begin + slice < rows ? begin + slice : rows;
+    const uint32_t qk = static_cast<uint32_t>(td.qkDim);
+    if (begin >= end) return;
+    const uint32_t n = static_cast<uint32_t>(end - begin);
+    PipeBarrier<PIPE_ALL>();
+    ReducePart(begin, n, 0, static_cast<uint32_t>(td.dim), dkGm_);
+    if (td.ropeDim > 0) ReducePart(begin, n, static_cast<uint32_t>(td.dim), static_cast<uint32_t>(td.ropeDim), dkRopeGm_);
+    ReducePart(begin, n, qk, static_cast<uint32_t>(td.vDim), dvGm_);
+  }
+
+  // Rows r0..r0+n-1 of columns [col, col + len) of the partials, summed over the blocks, into
+  // rows r0.. of `out` ([key rows, len], as T); up to a queue buffer of rows per pass. The blocks
+  // are summed pairwise in place (partial b += partial b + step, steps 1, 2, 4, ...): a fixed tree
+  // whose rounding error grows with log2 of the blocks, not with their number.
+  __aicore__ inline void ReducePart(uint64_t r0, uint32_t n, uint32_t col, uint32_t len, const GlobalTensor<T> &out) {
+    const uint64_t pitch = ms_ops::SfaGradPitch(*td_), blocks = GetBlockNum();
+    // UB rows of 16 floats' multiples: 32-byte aligned as fp32 and as T.
+    const uint32_t ubPitch = (len + 15) / 16 * 16, per = queBytes_ / (ubPitch * 4);
+    const uint32_t padBlocks = (ubPitch * 4 - UbBytes(len, 4)) / kUbAlign;
+    const uint32_t tGap = (ubPitch * uint32_t(sizeof(T)) - UbBytes(len, sizeof(T))) / kUbAlign;
+    const uint32_t gap = static_cast<uint32_t>((pitch - len) * 4);
+    const DataCopyPadExtParams<float> noPad(false, 0, 0, 0);
+    // Both queue buffers: a pair's partials, then the T rows out.
+    LocalTensor<float> acc = gatherQ_.AllocTensor<float>(), x = gatherQ_.AllocTensor<float>();
+    const LocalTensor<T> y = x.template ReinterpretCast<T>();
+    for (uint32_t i0 = 0; i0 < n; i0 += per) {
+      const uint32_t m = n - i0 < per ? n - i0 : per;
+      const uint64_t at = (r0 + i0) * pitch + col;
+      const DataCopyExtParams rowsIn(m, len * 4, gap, padBlocks, 0), rowsOut(m, len * 4, padBlocks, gap, 0);
+      for (uint64_t step = 1; step < blocks; step *= 2)
+        for (uint64_t b = 0; b + step < blocks; b += 2 * step) {
+          // The previous pair's vector reads and copy out are done with both buffers.
+          OrderPipes<HardEvent::V_MTE2>(&pipe);
+          OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
+          DataCopyPad(acc, PartOf(b)[at], rowsIn, noPad);
+          DataCopyPad(x, PartOf(b + step)[at], rowsIn, noPad);
+          OrderPipes<HardEvent::MTE2_V>(&pipe);
+          Add(acc, acc, x, static_cast<int32_t>(m * ubPitch));
+          OrderPipes<HardEvent::V_MTE3>(&pipe);
+          DataCopyPad(PartOf(b)[at], acc, rowsOut);
+        }
+      OrderPipes<HardEvent::V_MTE2>(&pipe);
+      OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
+      DataCopyPad(acc, PartOf(0)[at], rowsIn, noPad);
+      OrderPipes<HardEvent::MTE2_V>(&pipe);
+      SfaNarrow(y, acc, m * ubPitch);
+      OrderPipes<HardEvent::V_MTE3>(&pipe);
+      DataCopyPad(out[(r0 + i0) * len], y, DataCopyExtParams(m, static_cast<uint32_t>(len * sizeof(T)), tGap, 0, 0));
+    }
+    gatherQ_.FreeTensor(acc);
+    gatherQ_.FreeTensor(x);
+  }
+
+  __aicore__ inline GlobalTensor<float> PartOf(uint64_t block) const {
+    GlobalTensor<float> p;
+    const uint64_t rows = ms_ops::SfaGradKeyRows(*td_);
+    p.SetGlobalBuffer(wsBase_ + block * ms_ops::SfaWorkspaceFloats(*td_, true) +
+                          (ms_ops::SfaWorkspaceFloats(*td_, true) - rows * ms_ops::SfaGradPitch(*td_)),
+                      rows * ms_ops::SfaGradPitch(*td_));
+    return p;
   }
 
   // S = Q Kᵀ and dP = dO Vᵀ of the group's G gathered query rows (dO rows vDim apart from `dy`)
@@ -434,20 +360,17 @@ class SparseFlashAttentionGradKernel {
     }
   }
 
-  // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of the group's rows (head rows
-  // head0..) over the tile of nt keys whose first is the walk's `ordinal`-th: dS into the
-  // workspace for dQ, both into the store for the key items, as T.
-  __aicore__ inline void Rebuild(int64_t head0, uint64_t ordinal, uint32_t nt) {
+  // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of the group's rows over the tile of
+  // nt keys, into the workspace as T for the cube.
+  __aicore__ inline void Rebuild(uint32_t nt) {
     const SparseFlashAttentionTilingData &td = *td_;
     const LocalTensor<float> mx = statMax_.Get<float>(), sm = statSum_.Get<float>(), dr = dRow_.Get<float>();
-    const uint64_t slots = ms_ops::SfaGradSlots(td);
     // The statistics' scalar writes are done.
     OrderPipes<HardEvent::S_V>(&pipe);
     for (uint32_t r = 0; r < static_cast<uint32_t>(td.group); ++r) {
       OrderPipes<HardEvent::V_S>(&pipe);
       const float sum = sm.GetValue(r), inv = sum > 0.0f ? 1.0f / sum : 0.0f;
       const float rowMax = mx.GetValue(r), di = dr.GetValue(r);
-      const uint64_t stored = uint64_t(head0 + r) * slots + ordinal;
       LocalTensor<float> p = inQ_.AllocTensor<float>();
       CopyIn(p, sGm_[uint64_t(r) * nt], nt);
       inQ_.EnQue(p);
@@ -460,13 +383,12 @@ class SparseFlashAttentionGradKernel {
       Adds(p, p, -rowMax, nt);
       Exp(p, p, nt);
       Muls(p, p, inv, nt);
-      Emit(pStoreGm_[stored], p, nt);
+      Emit(pGm_[uint64_t(r) * nt], p, nt);
       Adds(ds, ds, -di, nt);
       Mul(ds, ds, p, nt);
       Muls(ds, ds, td.scale, nt);
       inQ_.FreeTensor(p);
       Emit(dsGm_[uint64_t(r) * nt], ds, nt);
-      Emit(dsStoreGm_[stored], ds, nt);
       addQ_.FreeTensor(ds);
     }
   }
@@ -501,18 +423,17 @@ class SparseFlashAttentionGradKernel {
   TQue<QuePosition::VECIN, 1> addQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
   SfaGatherQue gatherQ_;
-  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, zero_, red_, idx_, pos_, slot_, offs_, tokens_, statMax_,
-      statSum_, dRow_, window_;
+  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, zero_, red_, idx_, pos_, statMax_, statSum_, dRow_;
   SfaKeyCursor cursor_;
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, dqRopeGm_, dkRopeGm_;
-  GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, vgGm_, dogGm_;
-  GlobalTensor<T> pStoreGm_, dsStoreGm_;  // [qRows * heads1, SfaGradSlots], shared by all blocks
+  GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, vgGm_;
   GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
   int32_t vStride_ = 0;
-  uint32_t prevAt_ = 0, segAt_ = 0;  // elements of window_ where the tile's values and the ordinals start
-  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accAGm_, accBGm_;
+  uint32_t queBytes_ = 0;  // bytes of a gather queue buffer (SfaQueueBytes)
+  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, keyGradGm_, partGm_;
+  __gm__ float *wsBase_ = nullptr;  // every block's workspace, the partial sums at the end of each
   const SparseFlashAttentionTilingData *td_ = nullptr;
 };
 
