@@ -76,9 +76,9 @@ __aicore__ inline int64_t SfaKeyRow(const SparseFlashAttentionTilingData &td,
   return int64_t(table.GetValue(sq.b * td.maxPages + p / td.pageSize)) * td.pageSize + p % td.pageSize;
 }
 
-// The selected key positions a query row sees, in index-list order: entry e selects keys [e*blockSize, (e+1)*blockSize); -1
-// entries and keys outside the visible range are skipped. The list is read into UB idxChunk
-// entries at a time and walked by the scalar unit.
+// The selected key positions a query row sees, in index-list order: entry e selects keys
+// [e*blockSize, (e+1)*blockSize); -1 entries and keys outside the visible range are skipped. The
+// list is read into UB idxChunk entries at a time and walked by the scalar unit.
 class SfaKeyCursor {
  public:
   __aicore__ inline void Init(AscendC::TPipe *pipe, AscendC::TBuf<AscendC::TPosition::VECCALC> &buf,

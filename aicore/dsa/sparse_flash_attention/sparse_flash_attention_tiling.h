@@ -110,8 +110,8 @@ inline uint64_t SfaGatherBytes(int64_t rows, int64_t main, int64_t rope, uint64_
 // rounded up to 16 floats (the pitch the reduction of the partial sums gives a row in UB, so that
 // its T rows stay 32-byte aligned).
 inline uint64_t SfaQueueBytes(const SparseFlashAttentionTilingData &d, uint64_t elem, bool grad) {
-  const uint64_t gathered = SfaGatherBytes(d.gatherRows, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, elem);
-  const int64_t part = d.dim > d.vDim ? (d.dim > d.ropeDim ? d.dim : d.ropeDim) : (d.vDim > d.ropeDim ? d.vDim : d.ropeDim);
+  const int64_t main = d.dim > d.vDim ? d.dim : d.vDim, part = main > d.ropeDim ? main : d.ropeDim;
+  const uint64_t gathered = SfaGatherBytes(d.gatherRows, main, d.ropeDim, elem);
   const uint64_t keyRow = AlignUp(uint64_t(part), 16) * 4;
   return grad && keyRow > gathered ? keyRow : gathered;
 }

@@ -7,9 +7,9 @@
 // accumulates d[q | q_rope] of its rows, and takes the tile's key gradients dSᵀ [Q | Q_rope] and
 // Pᵀ dO with the cube, which the store atomics add row by row into the block's own partial sums
 // of the key gradients (one fp32 row per key row and key head). After a SyncAll every block sums
-// a slice of the key rows over all blocks' partials, in block order, into d key, d key_rope and
-// d value. Deterministic: a block's adds come in its items' order and the blocks' sums in block
-// order, whatever the timing. The cube work is that of the selected pairs alone; the partial sums
+// a slice of the key rows over all blocks' partials, pairwise in a fixed tree, into d key,
+// d key_rope and d value. Deterministic: a block's adds come in its items' order and the blocks'
+// sums in the tree's, whatever the timing. The cube work is that of the selected pairs alone; the partial sums
 // cost a [key rows, qkDim + vDim] fp32 workspace per block.
 #include "../../sparse_flash_attention/sparse_flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
@@ -79,9 +79,10 @@ class SparseFlashAttentionGradKernel {
     if (td.packed || td.lengthsKv) cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
     // The block's workspace, in SfaWorkspaceFloats' order.
     wsBase_ = (__gm__ float *)GetUserWorkspace(a.workspace);
+    blockFloats_ = ms_ops::SfaWorkspaceFloats(td, true);
     const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile), qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim);
     const uint64_t pitch = ms_ops::SfaGradPitch(td);
-    __gm__ float *ws = wsBase_ + GetBlockIdx() * ms_ops::SfaWorkspaceFloats(td, true);
+    __gm__ float *block = wsBase_ + GetBlockIdx() * blockFloats_, *ws = block;
     sGm_.SetGlobalBuffer(ws, g * nTile);
     dpGm_.SetGlobalBuffer(ws + g * nTile, g * nTile);
     pGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * nTile), g * nTile);
@@ -95,6 +96,7 @@ class SparseFlashAttentionGradKernel {
     vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
     ws += 2 * g * qk + nTile * qk + nTile * dv;
     keyGradGm_.SetGlobalBuffer(ws, nTile * pitch);
+    partAt_ = uint64_t(ws + nTile * pitch - block);
     partGm_ = PartOf(GetBlockIdx());
 
     const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > td.nTile ? wide : td.nTile;
@@ -299,12 +301,11 @@ class SparseFlashAttentionGradKernel {
     gatherQ_.FreeTensor(x);
   }
 
+  // Block `block`'s partial sums: at partAt_ of every block's workspace.
   __aicore__ inline GlobalTensor<float> PartOf(uint64_t block) const {
     GlobalTensor<float> p;
-    const uint64_t rows = ms_ops::SfaGradKeyRows(*td_);
-    p.SetGlobalBuffer(wsBase_ + block * ms_ops::SfaWorkspaceFloats(*td_, true) +
-                          (ms_ops::SfaWorkspaceFloats(*td_, true) - rows * ms_ops::SfaGradPitch(*td_)),
-                      rows * ms_ops::SfaGradPitch(*td_));
+    p.SetGlobalBuffer(wsBase_ + block * blockFloats_ + partAt_,
+                      ms_ops::SfaGradKeyRows(*td_) * ms_ops::SfaGradPitch(*td_));
     return p;
   }
 
@@ -433,7 +434,8 @@ class SparseFlashAttentionGradKernel {
   int32_t vStride_ = 0;
   uint32_t queBytes_ = 0;  // bytes of a gather queue buffer (SfaQueueBytes)
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, keyGradGm_, partGm_;
-  __gm__ float *wsBase_ = nullptr;  // every block's workspace, the partial sums at the end of each
+  __gm__ float *wsBase_ = nullptr;  // the first block's workspace
+  uint64_t blockFloats_ = 0, partAt_ = 0;  // floats of a block's workspace; where its partial sums start
   const SparseFlashAttentionTilingData *td_ = nullptr;
 };
 
