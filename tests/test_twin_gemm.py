@@ -1,5 +1,5 @@
 """The twin's fp32 GEMM (aicore/twin/twin_gemm.cpp, behind ms_ops::twin::Sgemm for products with
-few rows of C) and its bf16 GEMM (aicore/twin/twin_bgemm.cpp, behind bf16 Matmuls where the CPU has
+few rows of C or a shallow k) and its bf16 GEMM (aicore/twin/twin_bgemm.cpp, behind bf16 Matmuls where the CPU has
 AVX512-BF16): values against a float64 product for every transpose, beta and awkward shape, and
 their chain semantics bitwise: an element's bits do not depend on where or how it was computed."""
 import ctypes
@@ -126,11 +126,12 @@ def chain_variants(lib, a, b, c0, accumulate):
     out = [("stored as given", run())]
     for trans in ((0, 1), (1, 0), (1, 1)):
         out.append((f"transposes {trans}", run(trans)))
-    split = c0.copy()
-    k1 = 256  # a k block boundary
-    gemm(lib, a[:, :k1], b[:k1], split, 0, 0, accumulate)
-    gemm(lib, a[:, k1:], b[k1:], split, 0, 0, 1)
-    out.append(("k split in two calls", split))
+    if k > 256:
+        split = c0.copy()
+        k1 = 256  # a k block boundary
+        gemm(lib, a[:, :k1], b[:k1], split, 0, 0, accumulate)
+        gemm(lib, a[:, k1:], b[k1:], split, 0, 0, 1)
+        out.append(("k split in two calls", split))
     # Blocks at an offset (rows 11..30, columns 0..6 and 7..), written into a C of their own and
     # pasted back.
     blocks = c0.copy()
@@ -147,9 +148,12 @@ def chain_variants(lib, a, b, c0, accumulate):
 
 
 @pytest.mark.parametrize("accumulate", [0, 1])
-def test_chain_semantics_bitwise(lib, accumulate):
-    rng = np.random.default_rng(7 + accumulate)
-    m, n, k = 45, 301, 600  # several k blocks, several column blocks, edge tiles in m and n
+@pytest.mark.parametrize("k", [600, 16])
+def test_chain_semantics_bitwise(lib, accumulate, k):
+    # k = 600: several k blocks. k = 16: the shallow path (B not transposed, any rows) against the
+    # register tiles of the transposed-B variants. Several column blocks, edge tiles in m and n.
+    rng = np.random.default_rng(7 + accumulate + k)
+    m, n = 45, 301
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     c0 = rng.standard_normal((m, n), dtype=np.float32)

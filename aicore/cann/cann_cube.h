@@ -19,15 +19,16 @@ inline matmul_tiling::DataType CubeType(ge::DataType d) {
 }
 
 // The API's tiling of C[m, n] = op(A) op(B) with K = k: A and B of type `in` (A transposed when
-// transA, B when transB) and an fp32 C, all in GM (ND), no bias, in matrices of orgM x orgN x orgK
-// (kernels that set the org shapes at run time pass m, n, k). False when the API finds none.
+// transA, B when transB) in GM and an fp32 C at cPos (GM, or VECIN for C into UB), all ND, no bias,
+// in matrices of orgM x orgN x orgK (kernels that set the org shapes at run time pass m, n, k).
+// False when the API finds none.
 inline bool ApiCubeTiling(const platform_ascendc::PlatformAscendC &ascendc, matmul_tiling::DataType in, bool transA,
                           bool transB, int64_t m, int64_t n, int64_t k, int64_t orgM, int64_t orgN, int64_t orgK,
-                          TCubeTiling &out) {
+                          TCubeTiling &out, matmul_tiling::TPosition cPos = matmul_tiling::TPosition::GM) {
   matmul_tiling::MatmulApiTiling api(ascendc);
   api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, in, transA);
   api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, in, transB);
-  api.SetCType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
+  api.SetCType(cPos, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
   api.EnableBias(false);
   api.SetOrgShape(orgM, orgN, orgK);
   api.SetShape(m, n, k);
@@ -36,8 +37,9 @@ inline bool ApiCubeTiling(const platform_ascendc::PlatformAscendC &ascendc, matm
 }
 
 inline bool ApiCubeTiling(const platform_ascendc::PlatformAscendC &ascendc, matmul_tiling::DataType in, bool transA,
-                          bool transB, int64_t m, int64_t n, int64_t k, TCubeTiling &out) {
-  return ApiCubeTiling(ascendc, in, transA, transB, m, n, k, m, n, k, out);
+                          bool transB, int64_t m, int64_t n, int64_t k, TCubeTiling &out,
+                          matmul_tiling::TPosition cPos = matmul_tiling::TPosition::GM) {
+  return ApiCubeTiling(ascendc, in, transA, transB, m, n, k, m, n, k, out, cPos);
 }
 
 }  // namespace ms_ops

@@ -232,6 +232,59 @@ void PackedA(const View &a, const View &bt, int m, int n, int k, float *c, int l
   }
 }
 
+// C = op(A) B (+ C when `accumulate`) for a shallow k <= kShallowK with B's rows contiguous: each
+// row of C straight from B's rows, kSR rows by kSV vectors at a time, no packing and no transpose.
+// PackedA pays a 16 x 16 transpose per register tile whatever k is; at k = 16 (the sparse attention
+// gradient's dSᵀ Q over a group of 16 heads) that and packing made it slower than OpenBLAS. Each
+// element is the same one chain from +0 over kk = 0..k-1 as in Micro (k is within one kKC block).
+constexpr int kSR = 4;
+#ifdef __AVX512F__
+constexpr int kSV = 4;  // 16 accumulators + 4 rows of B + 1 broadcast of 32 zmm registers
+#else
+constexpr int kSV = 2;  // 8 + 2 + 1 of 16 ymm registers
+#endif
+
+template <int R, int V>
+inline void ShallowTile(const View &a, int i0, const float *b, int ldb, int j0, int k, float *c, int ldc,
+                        bool accumulate) {
+  vf acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < V; ++h) acc[r][h] = vf{};
+  for (int kk = 0; kk < k; ++kk) {
+    vf bv[V];
+    for (int h = 0; h < V; ++h) bv[h] = Load<vf>(b + size_t(kk) * ldb + j0 + h * kLanes);
+    for (int r = 0; r < R; ++r) {
+      const vf s = Splat(*a.At(i0 + r, kk));
+      for (int h = 0; h < V; ++h) acc[r][h] = Fma(s, bv[h], acc[r][h]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < V; ++h) {
+      float *p = c + size_t(i0 + r) * ldc + j0 + h * kLanes;
+      Store(p, accumulate ? Load<vf>(p) + acc[r][h] : acc[r][h]);
+    }
+}
+
+template <int R>
+void ShallowRows(const View &a, int i0, const float *b, int ldb, int n, int k, float *c, int ldc, bool accumulate) {
+  int j0 = 0;
+  for (; j0 + kSV * kLanes <= n; j0 += kSV * kLanes) ShallowTile<R, kSV>(a, i0, b, ldb, j0, k, c, ldc, accumulate);
+  for (; j0 + kLanes <= n; j0 += kLanes) ShallowTile<R, 1>(a, i0, b, ldb, j0, k, c, ldc, accumulate);
+  for (; j0 < n; ++j0)
+    for (int r = 0; r < R; ++r) {
+      float t = 0.0f;
+      for (int kk = 0; kk < k; ++kk) t = __builtin_fmaf(*a.At(i0 + r, kk), b[size_t(kk) * ldb + j0], t);
+      float &e = c[size_t(i0 + r) * ldc + j0];
+      e = accumulate ? e + t : t;
+    }
+}
+
+void Shallow(const View &a, const float *b, int ldb, int m, int n, int k, float *c, int ldc, bool accumulate) {
+  int i0 = 0;
+  for (; i0 + kSR <= m; i0 += kSR) ShallowRows<kSR>(a, i0, b, ldb, n, k, c, ldc, accumulate);
+  for (; i0 < m; ++i0) ShallowRows<1>(a, i0, b, ldb, n, k, c, ldc, accumulate);
+}
+
 }  // namespace
 
 void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
@@ -242,6 +295,7 @@ void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda
       for (int i = 0; i < m; ++i) std::memset(c + size_t(i) * ldc, 0, sizeof(float) * n);
     return;
   }
+  if (k <= kShallowK && !transB) return Shallow(Op(a, lda, transA), b, ldb, m, n, k, c, ldc, accumulate);
   // op(A) as m lines of depth k; op(B) as n lines (its columns) of depth k.
   PackedA(Op(a, lda, transA), Op(b, ldb, !transB), m, n, k, c, ldc, accumulate);
 }

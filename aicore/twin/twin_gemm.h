@@ -11,9 +11,12 @@ namespace twin {
 // 71); Gemm packs op(A), the small one, into 16-lane panels and reads op(B) in place. With 8 rows
 // or fewer half a panel or more is padding, and OpenBLAS is the faster (8 x 1024 x 128: 0.67x).
 constexpr int kGemmMinRows = 9, kGemmRows = 32;
+// Depths k up to which Sgemm takes Gemm for any number of rows when B is not transposed: C's rows
+// come straight from B's (a rank-k update), where OpenBLAS first clears C and then packs.
+constexpr int kShallowK = 32;
 
 // C[m x n] (row-major, row stride ldc) = op(A) op(B), plus C when `accumulate`; any m, fastest
-// for kGemmMinRows <= m <= kGemmRows.
+// for kGemmMinRows <= m <= kGemmRows, or k <= kShallowK with B not transposed.
 void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
           int ldc, bool accumulate);
 

@@ -170,13 +170,14 @@ struct SfaSelectedRows {
 
 // Rows rowOf(0), ..., rowOf(n - 1) of a tensor of `main`-element rows and of its rope tensor
 // (`rope`-element rows, the same row numbers; none when rope is 0) into rows 0..n-1 of dst, each
-// main + rope elements: up to `batch` rows per queue buffer, each run of evenly spaced source rows
+// main then rope elements, rows `pitch` >= main + rope elements apart (the elements between are
+// not written): up to `batch` rows per queue buffer, each run of evenly spaced source rows
 // (a token's heads, a key tile's rows of one key head, adjacent selected keys) in one strided
 // DataCopyPad, and every part of a buffer out to the workspace in one strided copy.
 template <typename T, typename RowOf>
 __aicore__ inline void SfaGatherRows(SfaGatherQue &que, uint32_t batch, const AscendC::GlobalTensor<T> &dst,
                                      const AscendC::GlobalTensor<T> &mainGm, const AscendC::GlobalTensor<T> &ropeGm,
-                                     int64_t main, int64_t rope, uint32_t n, const RowOf &rowOf) {
+                                     int64_t main, int64_t rope, int64_t pitch, uint32_t n, const RowOf &rowOf) {
   const uint32_t mainBytes = static_cast<uint32_t>(main * int64_t(sizeof(T)));
   const uint32_t ropeBytes = static_cast<uint32_t>(rope * int64_t(sizeof(T)));
   const uint32_t mainPitch = static_cast<uint32_t>(ms_ops::SfaGatherBytes(1, main, 0, sizeof(T)) / sizeof(T));
@@ -203,9 +204,11 @@ __aicore__ inline void SfaGatherRows(SfaGatherQue &que, uint32_t batch, const As
     }
     que.EnQue(buf);
     buf = que.DeQue<T>();
-    const AscendC::GlobalTensor<T> out = dst[int64_t(j0) * (main + rope)];
-    AscendC::DataCopyPad(out, buf, AscendC::DataCopyExtParams(m, mainBytes, 0, ropeBytes, 0));
-    if (rope > 0) AscendC::DataCopyPad(out[main], ropeUb, AscendC::DataCopyExtParams(m, ropeBytes, 0, mainBytes, 0));
+    const AscendC::GlobalTensor<T> out = dst[int64_t(j0) * pitch];
+    const uint32_t rowBytes = static_cast<uint32_t>(pitch * int64_t(sizeof(T)));
+    AscendC::DataCopyPad(out, buf, AscendC::DataCopyExtParams(m, mainBytes, 0, rowBytes - mainBytes, 0));
+    if (rope > 0)
+      AscendC::DataCopyPad(out[main], ropeUb, AscendC::DataCopyExtParams(m, ropeBytes, 0, rowBytes - ropeBytes, 0));
     que.FreeTensor(buf);
   }
 }

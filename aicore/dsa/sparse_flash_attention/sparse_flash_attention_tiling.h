@@ -86,17 +86,23 @@ inline uint64_t SfaGradPitch(const SparseFlashAttentionTilingData &d) { return u
 // Key rows of the backward's partial sums: every key token row's key heads.
 inline uint64_t SfaGradKeyRows(const SparseFlashAttentionTilingData &d) { return uint64_t(d.kRows * d.heads2); }
 
+// Elements between the backward's gathered query rows [q | q_rope] and dO rows in its workspace:
+// qkDim and vDim rounded up to 8, so that the fp32 key gradient rows the cube puts into UB
+// (dSᵀ Q, Pᵀ dO, as wide as these rows) start 32-byte aligned.
+inline uint64_t SfaGradQPitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.qkDim), 8); }
+inline uint64_t SfaGradVPitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.vDim), 8); }
+
 // Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
 // fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
 // [G, qkDim], K [nTile, qkDim] and V [nTile, vDim]. Backward: S and dP [G, nTile], P and dS as T
-// [G, nTile], the dQ accumulator [G, qkDim], gathered Q, K and V as forward, the tile's key
-// gradients [nTile, SfaGradPitch] and the block's partial sums of the key gradients
+// [G, nTile], the dQ accumulator [G, qkDim], gathered Q [G, SfaGradQPitch], K and V as forward,
+// gathered dO [G, SfaGradVPitch] and the block's partial sums of the key gradients
 // [SfaGradKeyRows, SfaGradPitch].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
-  const uint64_t both = 2 * g * n + g * qk + n * qk + n * v;
-  if (!grad) return both + 2 * g * v;
-  return both + 2 * g * n + g * qk + (n + SfaGradKeyRows(d)) * SfaGradPitch(d);
+  if (!grad) return 2 * g * n + g * qk + n * qk + n * v + 2 * g * v;
+  return 4 * g * n + g * qk + g * SfaGradQPitch(d) + n * qk + n * v + g * SfaGradVPitch(d) +
+         SfaGradKeyRows(d) * SfaGradPitch(d);
 }
 
 // Bytes of one buffer of the kernels' gather queue: `rows` rows of a main part of `main` elements
@@ -106,13 +112,13 @@ inline uint64_t SfaGatherBytes(int64_t rows, int64_t main, int64_t rope, uint64_
 }
 
 // Bytes of one buffer of the gather queue: gatherRows gathered rows of `elem`-byte elements and,
-// backward, at least one fp32 row of the widest key gradient part (d key, d key_rope or d value)
-// rounded up to 16 floats (the pitch the reduction of the partial sums gives a row in UB, so that
-// its T rows stay 32-byte aligned).
+// backward, at least one fp32 key gradient row (d[k | k_rope] or dv) rounded up to 16 floats: the
+// cube's key gradients come into these buffers, and the reduction of the partial sums gives its
+// rows that pitch in UB so that their T rows stay 32-byte aligned.
 inline uint64_t SfaQueueBytes(const SparseFlashAttentionTilingData &d, uint64_t elem, bool grad) {
-  const int64_t main = d.dim > d.vDim ? d.dim : d.vDim, part = main > d.ropeDim ? main : d.ropeDim;
+  const int64_t main = d.dim > d.vDim ? d.dim : d.vDim, wide = d.qkDim > d.vDim ? d.qkDim : d.vDim;
   const uint64_t gathered = SfaGatherBytes(d.gatherRows, main, d.ropeDim, elem);
-  const uint64_t keyRow = AlignUp(uint64_t(part), 16) * 4;
+  const uint64_t keyRow = AlignUp(uint64_t(wide), 16) * 4;
   return grad && keyRow > gathered ? keyRow : gathered;
 }
 
@@ -180,7 +186,7 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   t.blockDim = static_cast<uint32_t>(blocks);
   d.mmNT = SfaCubeTiling(p.dataType, t.blockDim, d.group, d.nTile, wide);
   d.mmNN = SfaCubeTiling(p.dataType, t.blockDim, d.group, wide, d.nTile);
-  d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, d.nTile, wide, d.group);
+  d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, d.nTile, int64_t(AlignUp(uint64_t(wide), 8)), d.group);
   t.tilingKey = p.dataType == SfaFloat::kF32 ? 1 : p.dataType == SfaFloat::kF16 ? 2 : 3;
   t.workspaceBytes = blocks * SfaWorkspaceFloats(d, grad) * 4;
   return t;

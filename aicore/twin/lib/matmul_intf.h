@@ -271,6 +271,9 @@ class Matmul {
     if (uint64_t(ubCmatrix.TwinCap()) < uint64_t(m_) * n_)
       twin_detail::UbOutOfRange(call, uint64_t(m_) * n_, ubCmatrix.TwinCap());
     ::ms_ops::twin::CubeUnit unit;
+    // fp32 C without bias or atomic: the product straight into UB, as into GM above.
+    if constexpr (std::is_same_v<DstT, float>)
+      if (!hasBias_ && enAtomic == 0) return Product(unit, call, 0, 0, m_, n_, ubCmatrix.TwinData(), n_, false);
     float *acc = unit.Scratch(2, size_t(m_) * n_);
     Product(unit, call, 0, 0, m_, n_, acc, n_, false);
     Store(ubCmatrix.TwinData(), n_, acc, m_, n_, enAtomic);

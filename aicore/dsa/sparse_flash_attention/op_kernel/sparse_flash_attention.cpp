@@ -125,7 +125,7 @@ class SparseFlashAttentionKernel {
     // The previous item's reads of the workspace and copies out of the states are done.
     PipeBarrier<PIPE_ALL>();
     const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
-    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, g,
+    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, td.qkDim, g,
                   SfaLinearRows{t * td.heads1 + n2 * td.group, 1});
     Duplicate(St(kRunMax), kSfaLowest, g);
     Duplicate(St(kSum), 0.0f, g);
@@ -138,8 +138,8 @@ class SparseFlashAttentionKernel {
       if (nt == 0) break;
       // The previous tile's matmuls have read the gathered rows.
       PipeBarrier<PIPE_ALL>();
-      SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, nt, keys);
-      if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, nt, keys);
+      SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, td.qkDim, nt, keys);
+      if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, td.vDim, nt, keys);
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
       mmNT.SetOrgShape(g, nt, qk, qk);

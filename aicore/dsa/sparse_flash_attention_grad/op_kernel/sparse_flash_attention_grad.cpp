@@ -5,8 +5,9 @@
 // An item (query row, key head) gathers its G query rows and, nTile visible selected keys at a
 // time, the key and value rows; it recomputes S and dP with the cube and P, dS in UB in fp32,
 // accumulates d[q | q_rope] of its rows, and takes the tile's key gradients dSᵀ [Q | Q_rope] and
-// Pᵀ dO with the cube, which the store atomics add row by row into the block's own partial sums
-// of the key gradients (one fp32 row per key row and key head). After a SyncAll every block sums
+// Pᵀ dO with the cube into UB, as many keys at a time as a queue buffer holds, which the store
+// atomics add row by row into the block's own partial sums of the key gradients (one fp32 row per
+// key row and key head). After a SyncAll every block sums
 // a slice of the key rows over all blocks' partials, pairwise in a fixed tree, into d key,
 // d key_rope and d value. Deterministic: a block's adds come in its items' order and the blocks'
 // sums in the tree's, whatever the timing. The cube work is that of the selected pairs alone; the partial sums
@@ -46,6 +47,7 @@ class SparseFlashAttentionGradKernel {
   using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
   using NDTrans = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;
   using Acc = MatmulType<TPosition::GM, CubeFormat::ND, float>;
+  using AccUb = MatmulType<TPosition::VECIN, CubeFormat::ND, float>;
 
  public:
   __aicore__ inline SparseFlashAttentionGradKernel() {}
@@ -54,7 +56,7 @@ class SparseFlashAttentionGradKernel {
   TPipe pipe;
   Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
   Matmul<ND, ND, Acc> mmNN;       // dQ += dS K
-  Matmul<NDTrans, ND, Acc> mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q
+  Matmul<NDTrans, ND, AccUb> mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q, into UB
 
   __aicore__ inline void Init(const SfagArgs &a, const SparseFlashAttentionTilingData &td) {
     td_ = &td;
@@ -81,7 +83,7 @@ class SparseFlashAttentionGradKernel {
     wsBase_ = (__gm__ float *)GetUserWorkspace(a.workspace);
     blockFloats_ = ms_ops::SfaWorkspaceFloats(td, true);
     const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile), qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim);
-    const uint64_t pitch = ms_ops::SfaGradPitch(td);
+    const uint64_t qPitch = ms_ops::SfaGradQPitch(td), vPitch = ms_ops::SfaGradVPitch(td);
     __gm__ float *block = wsBase_ + GetBlockIdx() * blockFloats_, *ws = block;
     sGm_.SetGlobalBuffer(ws, g * nTile);
     dpGm_.SetGlobalBuffer(ws + g * nTile, g * nTile);
@@ -89,14 +91,16 @@ class SparseFlashAttentionGradKernel {
     dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * g * nTile), g * nTile);
     ws += 4 * g * nTile;
     accGm_.SetGlobalBuffer(ws, g * qk);
-    qgGm_.SetGlobalBuffer((__gm__ T *)(ws + g * qk), g * qk);
-    kgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * qk), nTile * qk);
-    vgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * qk + nTile * qk), nTile * dv);
+    ws += g * qk;
+    qgGm_.SetGlobalBuffer((__gm__ T *)ws, g * qPitch);
+    ws += g * qPitch;
+    kgGm_.SetGlobalBuffer((__gm__ T *)ws, nTile * qk);
+    vgGm_.SetGlobalBuffer((__gm__ T *)(ws + nTile * qk), nTile * dv);
     vTile_ = td.valueIsKey ? kgGm_ : vgGm_;
     vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
-    ws += 2 * g * qk + nTile * qk + nTile * dv;
-    keyGradGm_.SetGlobalBuffer(ws, nTile * pitch);
-    partAt_ = uint64_t(ws + nTile * pitch - block);
+    ws += nTile * qk + nTile * dv;
+    doGm_.SetGlobalBuffer((__gm__ T *)ws, g * vPitch);
+    partAt_ = uint64_t(ws + g * vPitch - block);
     partGm_ = PartOf(GetBlockIdx());
 
     const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > td.nTile ? wide : td.nTile;
@@ -120,6 +124,12 @@ class SparseFlashAttentionGradKernel {
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(UbBytes(int64_t(wide), sizeof(T)) / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
+    // The rows' padding columns of gathered Q and dO enter the key gradients' padding columns
+    // (never copied out): zeros, so that no NaN of the fresh workspace travels through the cube.
+    for (uint32_t h = 0; h < g; ++h) {
+      CopyOut(qgGm_[h * qPitch], zero_.Get<T>(), static_cast<uint32_t>(qPitch));
+      CopyOut(doGm_[h * vPitch], zero_.Get<T>(), static_cast<uint32_t>(vPitch));
+    }
   }
 
   __aicore__ inline void Process() {
@@ -147,12 +157,13 @@ class SparseFlashAttentionGradKernel {
     const SparseFlashAttentionTilingData &td = *td_;
     const SfaSeq sq = SfaSequenceOfRow(td, cumQ_, cumKv_, t);
     const uint32_t g = static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
-    const uint32_t dv = static_cast<uint32_t>(td.vDim), pitch = static_cast<uint32_t>(ms_ops::SfaGradPitch(td));
     const int64_t head0 = t * td.heads1 + n2 * td.group;
+    const int64_t qPitch = int64_t(ms_ops::SfaGradQPitch(td)), vPitch = int64_t(ms_ops::SfaGradVPitch(td));
     // The previous item's reads of the workspace and UB rows are done.
     PipeBarrier<PIPE_ALL>();
     const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
-    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, g, SfaLinearRows{head0, 1});
+    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, qPitch, g, SfaLinearRows{head0, 1});
+    SfaGatherRows(gatherQ_, batch, doGm_, dyGm_, dyGm_, td.vDim, 0, vPitch, g, SfaLinearRows{head0, 1});
     RowStats(t, n2, SfaStatBase(td, sq, t, n2));
     cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, t - sq.qStart));
     const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
@@ -164,8 +175,8 @@ class SparseFlashAttentionGradKernel {
       const uint32_t nt = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
       if (nt == 0) break;
       PipeBarrier<PIPE_ALL>();
-      SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, nt, keys);
-      if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, nt, keys);
+      SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, td.qkDim, nt, keys);
+      if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, td.vDim, nt, keys);
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
       ScoreRows(dy, nt);
@@ -178,11 +189,7 @@ class SparseFlashAttentionGradKernel {
       mmNN.IterateAll(accGm_, started ? 1 : 0, true);
       mmNN.End();
       started = true;
-      // The tile's key gradients, one row of pitch floats per key: d[k | k_rope], then dv.
-      TileProduct(nt, qk, dsGm_, qgGm_, keyGradGm_);
-      TileProduct(nt, dv, pGm_, dy, keyGradGm_[qk]);
-      PipeBarrier<PIPE_ALL>();
-      AddKeyGrads(keys, nt, pitch);
+      AddKeyGrads(keys, nt);
       if (nt < td.nTile) break;
     }
     PipeBarrier<PIPE_ALL>();
@@ -193,41 +200,49 @@ class SparseFlashAttentionGradKernel {
     }
   }
 
-  // C [nt x n] (rows SfaGradPitch apart) = Aᵀ B: A the group's [G, nt] P or dS, B G rows of n
-  // elements, compact.
-  __aicore__ inline void TileProduct(uint32_t nt, uint32_t n, const GlobalTensor<T> &a, const GlobalTensor<T> &b,
-                                     const GlobalTensor<float> &c) {
+  // The tile's key gradients added to the block's partial sums at their key rows, in the tile's
+  // order, as many keys at a time as a queue buffer holds rows: the cube puts d[k | k_rope] =
+  // dSᵀ [Q | Q_rope] and dv = Pᵀ dO of those keys into the two buffers (rows as wide as the
+  // gathered Q and dO rows), and each row goes out with a store atomic.
+  __aicore__ inline void AddKeyGrads(const SfaSelectedRows &keys, uint32_t nt) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const uint32_t qk = static_cast<uint32_t>(td.qkDim), dv = static_cast<uint32_t>(td.vDim);
+    const uint32_t qPitch = static_cast<uint32_t>(ms_ops::SfaGradQPitch(td));
+    const uint32_t vPitch = static_cast<uint32_t>(ms_ops::SfaGradVPitch(td));
+    const uint64_t pitch = ms_ops::SfaGradPitch(td);
+    const uint32_t per = queBytes_ / ((qPitch > vPitch ? qPitch : vPitch) * 4);
+    for (uint32_t j0 = 0; j0 < nt; j0 += per) {
+      const uint32_t m = nt - j0 < per ? nt - j0 : per;
+      LocalTensor<float> dk = gatherQ_.AllocTensor<float>(), dvUb = gatherQ_.AllocTensor<float>();
+      TileProduct(nt, m, qPitch, dsGm_[j0], qgGm_, dk);
+      TileProduct(nt, m, vPitch, pGm_[j0], doGm_, dvUb);
+      // The cube's rows have landed in UB.
+      PipeBarrier<PIPE_ALL>();
+      SetAtomicAdd<float>();
+      for (uint32_t j = 0; j < m; ++j) {
+        const GlobalTensor<float> row = partGm_[uint64_t(keys(j0 + j)) * pitch];
+        CopyOut(row, dk[j * qPitch], qk);
+        CopyOut(row[qk], dvUb[j * vPitch], dv);
+      }
+      SetAtomicNone();
+      // The copies out have read both buffers before the next keys' products overwrite them.
+      PipeBarrier<PIPE_ALL>();
+      gatherQ_.FreeTensor(dk);
+      gatherQ_.FreeTensor(dvUb);
+    }
+  }
+
+  // C [m x n] in UB (rows n apart) = Aᵀ B: A the columns j0.. of the group's [G, nt] P or dS
+  // (`a` starts at column j0), B G rows of n elements.
+  __aicore__ inline void TileProduct(uint32_t nt, uint32_t m, uint32_t n, const GlobalTensor<T> &a,
+                                     const GlobalTensor<T> &b, const LocalTensor<float> &c) {
     const uint32_t g = static_cast<uint32_t>(td_->group);
-    mmTN.SetOrgShape(nt, n, g, g, static_cast<uint32_t>(ms_ops::SfaGradPitch(*td_)));
-    mmTN.SetSingleShape(nt, n, g);
+    mmTN.SetOrgShape(nt, n, g, g);
+    mmTN.SetSingleShape(m, n, g);
     mmTN.SetTensorA(a, true);
     mmTN.SetTensorB(b);
     mmTN.IterateAll(c, 0);
     mmTN.End();
-  }
-
-  // The tile's key gradient rows added to the block's partial sums at their key rows, in the
-  // tile's order: through UB as many rows at a time as a queue buffer holds, each row out with a
-  // store atomic (rows wider than a buffer in windows of columns).
-  __aicore__ inline void AddKeyGrads(const SfaSelectedRows &keys, uint32_t nt, uint32_t pitch) {
-    const uint32_t cap = queBytes_ / kUbAlign * (kUbAlign / 4), width = pitch < cap ? pitch : cap;
-    const DataCopyPadExtParams<float> noPad(false, 0, 0, 0);
-    for (uint32_t c0 = 0; c0 < pitch; c0 += width) {
-      const uint32_t len = pitch - c0 < width ? pitch - c0 : width;
-      const uint32_t ubPitch = UbBytes(len, 4) / 4, per = queBytes_ / (ubPitch * 4);
-      for (uint32_t j0 = 0; j0 < nt; j0 += per) {
-        const uint32_t m = nt - j0 < per ? nt - j0 : per;
-        LocalTensor<float> buf = gatherQ_.AllocTensor<float>();
-        DataCopyPad(buf, keyGradGm_[uint64_t(j0) * pitch + c0], DataCopyExtParams(m, len * 4, (pitch - len) * 4, 0, 0),
-                    noPad);
-        gatherQ_.EnQue(buf);
-        buf = gatherQ_.DeQue<float>();
-        SetAtomicAdd<float>();
-        for (uint32_t j = 0; j < m; ++j) CopyOut(partGm_[uint64_t(keys(j0 + j)) * pitch + c0], buf[j * ubPitch], len);
-        SetAtomicNone();
-        gatherQ_.FreeTensor(buf);
-      }
-    }
   }
 
   // The block's partial sums set to zero, a queue buffer of zeros at a time.
@@ -316,7 +331,7 @@ class SparseFlashAttentionGradKernel {
   __aicore__ inline void ScoreRows(const GlobalTensor<T> &dy, uint32_t nt) {
     const int32_t qk = static_cast<int32_t>(td_->qkDim), dv = static_cast<int32_t>(td_->vDim);
     const int32_t g = static_cast<int32_t>(td_->group);
-    mmNT.SetOrgShape(g, nt, qk, qk);
+    mmNT.SetOrgShape(g, nt, static_cast<int32_t>(ms_ops::SfaGradQPitch(*td_)), qk);
     mmNT.SetSingleShape(g, nt, qk);
     mmNT.SetTensorA(qgGm_);
     mmNT.SetTensorB(kgGm_, true);
@@ -429,11 +444,11 @@ class SparseFlashAttentionGradKernel {
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, dqRopeGm_, dkRopeGm_;
-  GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, vgGm_;
+  GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, vgGm_, doGm_;
   GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
   int32_t vStride_ = 0;
   uint32_t queBytes_ = 0;  // bytes of a gather queue buffer (SfaQueueBytes)
-  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, keyGradGm_, partGm_;
+  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, partGm_;
   __gm__ float *wsBase_ = nullptr;  // the first block's workspace
   uint64_t blockFloats_ = 0, partAt_ = 0;  // floats of a block's workspace; where its partial sums start
   const SparseFlashAttentionTilingData *td_ = nullptr;
