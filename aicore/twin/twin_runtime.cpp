@@ -536,11 +536,17 @@ bool SpansOverlap(const GmSpan &a, const GmSpan &b) {
 
 namespace {
 
-// The spans held now, behind a spinning lock. A span is held for one store's combine and nothing
-// is waited for meanwhile, so the lock is held for a few list operations: with a mutex and a
-// condition variable, the two threads' millions of row adds per launch (the sparse attention
-// gradient's partial sums) met in futex sleeps and wake-ups, 7% of that kernel's time.
-struct HeldSpans {
+// The spans held now, listed in buckets of GM addresses (4 KiB each, modulo kBuckets): a span is
+// in the list of every bucket its extent meets, so that spans that share a byte share a bucket.
+// A bucket's lock is held for a few list operations (never while combining, never while waiting),
+// and blocks combining into far-apart bytes take different locks: with one list behind one mutex
+// and condition variable, the two threads' millions of row adds per launch (the sparse attention
+// gradient's partial sums) spent 10-15% of that kernel's time passing the lock's cache line and
+// in futex wake-ups.
+constexpr unsigned kBucketShift = 12;
+constexpr uint32_t kBuckets = 1024;
+
+struct alignas(64) Bucket {
   std::atomic<bool> busy{false};
   std::vector<GmSpan> held;
 
@@ -561,36 +567,55 @@ struct HeldSpans {
   }
 };
 
-HeldSpans &AllHeldSpans() {
-  static HeldSpans *spans = new HeldSpans();  // never destroyed: blocks may still run at exit
-  return *spans;
+Bucket *AllBuckets() {
+  static Bucket *buckets = new Bucket[kBuckets];  // never destroyed: blocks may still run at exit
+  return buckets;
+}
+
+// f(i) for the buckets a span's extent meets, in increasing i (the order every holder locks them
+// in, so that two spans locking overlapping sets cannot deadlock).
+template <class F>
+void ForEachBucket(const GmSpan &s, F f) {
+  if (s.rows == 0 || s.bytes == 0) return;
+  const uint64_t lo = s.at >> kBucketShift, hi = (s.at + (s.rows - 1) * s.pitch + s.bytes - 1) >> kBucketShift;
+  if (hi - lo + 1 >= kBuckets) {
+    for (uint32_t i = 0; i < kBuckets; ++i) f(i);
+    return;
+  }
+  const uint32_t first = static_cast<uint32_t>(lo % kBuckets), end = first + static_cast<uint32_t>(hi - lo + 1);
+  for (uint32_t i = 0; end > kBuckets && i < end - kBuckets; ++i) f(i);
+  for (uint32_t i = first; i < end && i < kBuckets; ++i) f(i);
 }
 
 }  // namespace
 
 AtomicSpan::AtomicSpan(const GmSpan &span) : span_(span) {
-  HeldSpans &h = AllHeldSpans();
+  Bucket *b = AllBuckets();
   for (;;) {
-    h.Lock();
-    if (std::none_of(h.held.begin(), h.held.end(), [&](const GmSpan &o) { return SpansOverlap(o, span_); })) {
-      h.held.push_back(span_);
-      h.Unlock();
-      return;
-    }
-    h.Unlock();
-    // An overlapping span is held by a block on another thread, for one combine.
+    bool clear = true;
+    ForEachBucket(span_, [&](uint32_t i) { b[i].Lock(); });
+    ForEachBucket(span_, [&](uint32_t i) {
+      clear = clear && std::none_of(b[i].held.begin(), b[i].held.end(),
+                                    [&](const GmSpan &o) { return SpansOverlap(o, span_); });
+    });
+    if (clear) ForEachBucket(span_, [&](uint32_t i) { b[i].held.push_back(span_); });
+    ForEachBucket(span_, [&](uint32_t i) { b[i].Unlock(); });
+    if (clear) return;
+    // A block on another thread combines into some of these bytes, for one store or one product.
     std::this_thread::yield();
   }
 }
 
 AtomicSpan::~AtomicSpan() {
-  HeldSpans &h = AllHeldSpans();
-  h.Lock();
-  const auto it = std::find_if(h.held.begin(), h.held.end(), [&](const GmSpan &o) {
-    return o.at == span_.at && o.rows == span_.rows && o.bytes == span_.bytes && o.pitch == span_.pitch;
+  Bucket *b = AllBuckets();
+  ForEachBucket(span_, [&](uint32_t i) {
+    b[i].Lock();
+    std::vector<GmSpan> &held = b[i].held;
+    held.erase(std::find_if(held.begin(), held.end(), [&](const GmSpan &o) {
+      return o.at == span_.at && o.rows == span_.rows && o.bytes == span_.bytes && o.pitch == span_.pitch;
+    }));
+    b[i].Unlock();
   });
-  h.held.erase(it);
-  h.Unlock();
 }
 
 void SyncAllBlocks(bool aivOnly) {
