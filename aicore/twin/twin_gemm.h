@@ -8,7 +8,8 @@ namespace twin {
 
 // Rows of C for which Sgemm takes Gemm rather than OpenBLAS. OpenBLAS packs op(B) on every call,
 // which costs as much as the product when C has a few rows (16 x 128 x 576: 24 GFLOP/s of its
-// 71); Gemm packs op(A), the small one, into 16-lane panels and reads op(B) in place. With 8 rows
+// 71); Gemm reads op(B) in place: with B transposed it packs op(A), the small one, into 16-lane
+// panels; otherwise it builds C's rows straight from B's rows. With 8 rows
 // or fewer half a panel or more is padding, and OpenBLAS is the faster (8 x 1024 x 128: 0.67x).
 constexpr int kGemmMinRows = 9, kGemmRows = 32;
 // Depths k up to which Sgemm takes Gemm for any number of rows when B is not transposed: C's rows
