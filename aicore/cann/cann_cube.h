@@ -18,16 +18,17 @@ inline matmul_tiling::DataType CubeType(ge::DataType d) {
                                : matmul_tiling::DataType::DT_BF16;
 }
 
-// The API's tiling of C[m, n] = op(A) op(B) with K = k: A and B of type `in` (A transposed when
-// transA, B when transB) in GM and an fp32 C at cPos (GM, or VECIN for C into UB), all ND, no bias,
-// in matrices of orgM x orgN x orgK (kernels that set the org shapes at run time pass m, n, k).
-// False when the API finds none.
+// The API's tiling of C[m, n] = op(A) op(B) with K = k: A of type `in` in GM, B of type `in` at
+// bPos (GM, or VECOUT for B in UB), A transposed when transA, B when transB, and an fp32 C at cPos
+// (GM, or VECIN for C into UB), all ND, no bias, in matrices of orgM x orgN x orgK (kernels that
+// set the org shapes at run time pass m, n, k). False when the API finds none.
 inline bool ApiCubeTiling(const platform_ascendc::PlatformAscendC &ascendc, matmul_tiling::DataType in, bool transA,
                           bool transB, int64_t m, int64_t n, int64_t k, int64_t orgM, int64_t orgN, int64_t orgK,
-                          TCubeTiling &out, matmul_tiling::TPosition cPos = matmul_tiling::TPosition::GM) {
+                          TCubeTiling &out, matmul_tiling::TPosition cPos = matmul_tiling::TPosition::GM,
+                          matmul_tiling::TPosition bPos = matmul_tiling::TPosition::GM) {
   matmul_tiling::MatmulApiTiling api(ascendc);
   api.SetAType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, in, transA);
-  api.SetBType(matmul_tiling::TPosition::GM, matmul_tiling::CubeFormat::ND, in, transB);
+  api.SetBType(bPos, matmul_tiling::CubeFormat::ND, in, transB);
   api.SetCType(cPos, matmul_tiling::CubeFormat::ND, matmul_tiling::DataType::DT_FLOAT);
   api.EnableBias(false);
   api.SetOrgShape(orgM, orgN, orgK);
@@ -38,8 +39,9 @@ inline bool ApiCubeTiling(const platform_ascendc::PlatformAscendC &ascendc, matm
 
 inline bool ApiCubeTiling(const platform_ascendc::PlatformAscendC &ascendc, matmul_tiling::DataType in, bool transA,
                           bool transB, int64_t m, int64_t n, int64_t k, TCubeTiling &out,
-                          matmul_tiling::TPosition cPos = matmul_tiling::TPosition::GM) {
-  return ApiCubeTiling(ascendc, in, transA, transB, m, n, k, m, n, k, out, cPos);
+                          matmul_tiling::TPosition cPos = matmul_tiling::TPosition::GM,
+                          matmul_tiling::TPosition bPos = matmul_tiling::TPosition::GM) {
+  return ApiCubeTiling(ascendc, in, transA, transB, m, n, k, m, n, k, out, cPos, bPos);
 }
 
 }  // namespace ms_ops

@@ -168,47 +168,64 @@ struct SfaSelectedRows {
   }
 };
 
-// Rows rowOf(0), ..., rowOf(n - 1) of a tensor of `main`-element rows and of its rope tensor
-// (`rope`-element rows, the same row numbers; none when rope is 0) into rows 0..n-1 of dst, each
-// main then rope elements, rows `pitch` >= main + rope elements apart (the elements between are
-// not written): up to `batch` rows per queue buffer, each run of evenly spaced source rows
-// (a token's heads, a key tile's rows of one key head, adjacent selected keys) in one strided
-// DataCopyPad, and every part of a buffer out to the workspace in one strided copy.
+// Rows rowOf(first), ..., rowOf(first + n - 1) of a tensor of `main`-element rows and of its rope
+// tensor (`rope`-element rows, the same row numbers; none when rope is 0) into a UB buffer laid out
+// for `batch` >= n rows: row j's main part at buf[j * mainPitch], its rope part at
+// buf[batch * mainPitch + j * ropePitch] (SfaUbPitch), each run of evenly spaced source rows (a
+// token's heads, a key tile's rows of one key head, adjacent selected keys) in one strided
+// DataCopyPad. The copies are MTE2's: the caller orders them before the buffer's readers.
+template <typename T>
+__aicore__ inline uint32_t SfaUbPitch(int64_t part) {
+  return static_cast<uint32_t>(ms_ops::SfaGatherBytes(1, part, 0, sizeof(T)) / sizeof(T));
+}
+
+template <typename T, typename RowOf>
+__aicore__ inline void SfaGatherToUb(const AscendC::LocalTensor<T> &buf, uint32_t batch,
+                                     const AscendC::GlobalTensor<T> &mainGm, const AscendC::GlobalTensor<T> &ropeGm,
+                                     int64_t main, int64_t rope, uint32_t first, uint32_t n, const RowOf &rowOf) {
+  const uint32_t mainBytes = static_cast<uint32_t>(main * int64_t(sizeof(T)));
+  const uint32_t ropeBytes = static_cast<uint32_t>(rope * int64_t(sizeof(T)));
+  const uint32_t mainPitch = SfaUbPitch<T>(main), ropePitch = SfaUbPitch<T>(rope);
+  const AscendC::DataCopyPadExtParams<T> noPad(false, 0, 0, 0);
+  const AscendC::LocalTensor<T> ropeUb = buf[batch * mainPitch];
+  for (uint32_t j = 0; j < n;) {
+    const int64_t r = rowOf(first + j);
+    const int64_t step = j + 1 < n ? rowOf(first + j + 1) - r : 1;
+    uint32_t run = 1;
+    // Spacings whose gap would not fit DataCopyPad's 32-bit stride are copied row by row.
+    if (step >= 1 && (step - 1) * int64_t(mainBytes > ropeBytes ? mainBytes : ropeBytes) < (int64_t(1) << 31))
+      while (j + run < n && rowOf(first + j + run) == r + int64_t(run) * step) ++run;
+    const uint32_t gap = static_cast<uint32_t>(run > 1 ? step - 1 : 0);
+    AscendC::DataCopyPad(buf[j * mainPitch], mainGm[r * main],
+                         AscendC::DataCopyExtParams(run, mainBytes, gap * mainBytes, 0, 0), noPad);
+    if (rope > 0)
+      AscendC::DataCopyPad(ropeUb[j * ropePitch], ropeGm[r * rope],
+                           AscendC::DataCopyExtParams(run, ropeBytes, gap * ropeBytes, 0, 0), noPad);
+    j += run;
+  }
+}
+
+// The same rows into rows 0..n-1 of dst in GM, each main then rope elements, rows `pitch` >=
+// main + rope elements apart (the elements between are not written): up to `batch` rows per queue
+// buffer, and every part of a buffer out to GM in one strided copy.
 template <typename T, typename RowOf>
 __aicore__ inline void SfaGatherRows(SfaGatherQue &que, uint32_t batch, const AscendC::GlobalTensor<T> &dst,
                                      const AscendC::GlobalTensor<T> &mainGm, const AscendC::GlobalTensor<T> &ropeGm,
                                      int64_t main, int64_t rope, int64_t pitch, uint32_t n, const RowOf &rowOf) {
   const uint32_t mainBytes = static_cast<uint32_t>(main * int64_t(sizeof(T)));
   const uint32_t ropeBytes = static_cast<uint32_t>(rope * int64_t(sizeof(T)));
-  const uint32_t mainPitch = static_cast<uint32_t>(ms_ops::SfaGatherBytes(1, main, 0, sizeof(T)) / sizeof(T));
-  const uint32_t ropePitch = static_cast<uint32_t>(ms_ops::SfaGatherBytes(1, 0, rope, sizeof(T)) / sizeof(T));
-  const AscendC::DataCopyPadExtParams<T> noPad(false, 0, 0, 0);
+  const uint32_t rowBytes = static_cast<uint32_t>(pitch * int64_t(sizeof(T)));
   for (uint32_t j0 = 0; j0 < n; j0 += batch) {
     const uint32_t m = n - j0 < batch ? n - j0 : batch;
     AscendC::LocalTensor<T> buf = que.AllocTensor<T>();
-    const AscendC::LocalTensor<T> ropeUb = buf[batch * mainPitch];
-    for (uint32_t j = 0; j < m;) {
-      const int64_t r = rowOf(j0 + j);
-      const int64_t step = j + 1 < m ? rowOf(j0 + j + 1) - r : 1;
-      uint32_t run = 1;
-      // Spacings whose gap would not fit DataCopyPad's 32-bit stride are copied row by row.
-      if (step >= 1 && (step - 1) * int64_t(mainBytes > ropeBytes ? mainBytes : ropeBytes) < (int64_t(1) << 31))
-        while (j + run < m && rowOf(j0 + j + run) == r + int64_t(run) * step) ++run;
-      const uint32_t gap = static_cast<uint32_t>(run > 1 ? step - 1 : 0);
-      AscendC::DataCopyPad(buf[j * mainPitch], mainGm[r * main],
-                           AscendC::DataCopyExtParams(run, mainBytes, gap * mainBytes, 0, 0), noPad);
-      if (rope > 0)
-        AscendC::DataCopyPad(ropeUb[j * ropePitch], ropeGm[r * rope],
-                             AscendC::DataCopyExtParams(run, ropeBytes, gap * ropeBytes, 0, 0), noPad);
-      j += run;
-    }
+    SfaGatherToUb(buf, batch, mainGm, ropeGm, main, rope, j0, m, rowOf);
     que.EnQue(buf);
     buf = que.DeQue<T>();
     const AscendC::GlobalTensor<T> out = dst[int64_t(j0) * pitch];
-    const uint32_t rowBytes = static_cast<uint32_t>(pitch * int64_t(sizeof(T)));
     AscendC::DataCopyPad(out, buf, AscendC::DataCopyExtParams(m, mainBytes, 0, rowBytes - mainBytes, 0));
     if (rope > 0)
-      AscendC::DataCopyPad(out[main], ropeUb, AscendC::DataCopyExtParams(m, ropeBytes, 0, rowBytes - ropeBytes, 0));
+      AscendC::DataCopyPad(out[main], buf[batch * SfaUbPitch<T>(main)],
+                           AscendC::DataCopyExtParams(m, ropeBytes, 0, rowBytes - ropeBytes, 0));
     que.FreeTensor(buf);
   }
 }

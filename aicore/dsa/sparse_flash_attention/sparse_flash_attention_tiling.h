@@ -94,13 +94,13 @@ inline uint64_t SfaGradVPitch(const SparseFlashAttentionTilingData &d) { return 
 
 // Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
 // fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
-// [G, qkDim], K [nTile, qkDim] and V [nTile, vDim]. Backward: S and dP [G, nTile], P and dS as T
+// [G, qkDim] (its key and value rows stay in UB). Backward: S and dP [G, nTile], P and dS as T
 // [G, nTile], the dQ accumulator [G, qkDim], gathered Q [G, SfaGradQPitch], K and V as forward,
 // gathered dO [G, SfaGradVPitch] and the block's partial sums of the key gradients
 // [SfaGradKeyRows, SfaGradPitch].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
-  if (!grad) return 2 * g * n + g * qk + n * qk + n * v + 2 * g * v;
+  if (!grad) return 2 * g * n + g * qk + 2 * g * v;
   return 4 * g * n + g * qk + g * SfaGradQPitch(d) + n * qk + n * v + g * SfaGradVPitch(d) +
          SfaGradKeyRows(d) * SfaGradPitch(d);
 }

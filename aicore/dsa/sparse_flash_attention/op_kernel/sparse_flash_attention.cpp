@@ -8,12 +8,14 @@
 // no visible key outputs 0 (max the lowest float, sum 0).
 //
 // A work item is (query row, key head). Its G query rows (with rope) are gathered once into the
-// block's workspace; then, nTile visible keys at a time, the key rows (with rope) and value rows
-// are gathered there too (each selected row once for all G heads, gatherRows rows per pass
-// through a double-buffered UB queue), the cube computes S = Q Kᵀ [G, nt], the vector pass turns it into
-// P = exp(scale S - new max) (T, for the cube) and updates the running max and sum, the cube
-// computes P V and the vector pass folds it into the fp32 accumulator with exp(old max - new max).
-// Nothing scales with the sequence length but the index list, read in chunks.
+// block's workspace; then, nTile visible keys at a time: the key rows (with rope) are gathered
+// into UB gatherRows at a time (each selected row once for all G heads), where the cube reads
+// them for those columns of S = Q Kᵀ [G, nt] (the main and rope parts as two products, as the
+// gradient recomputes them); the vector pass turns S into P = exp(scale S - new max) (T, for the
+// cube) and updates the running max and sum; the value rows come into UB the same way for P V,
+// summed over the batches by the cube, and the vector pass folds P V into the fp32 accumulator
+// with exp(old max - new max). No gathered row goes back out to GM. Nothing scales with the
+// sequence length but the index list, read in chunks.
 #include "../sparse_flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
 
@@ -42,7 +44,8 @@ struct SfaArgs {
 template <typename T>
 class SparseFlashAttentionKernel {
   using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
-  using NDTrans = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;
+  using Ub = MatmulType<TPosition::VECOUT, CubeFormat::ND, T>;
+  using UbTrans = MatmulType<TPosition::VECOUT, CubeFormat::ND, T, true>;
   using Acc = MatmulType<TPosition::GM, CubeFormat::ND, float>;
 
  public:
@@ -50,8 +53,8 @@ class SparseFlashAttentionKernel {
 
   // Registered by Run with REGIST_MATMUL_OBJ before Init's InitBuffer calls.
   TPipe pipe;
-  Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ
-  Matmul<ND, ND, Acc> mmNN;       // P V
+  Matmul<ND, UbTrans, Acc> mmNT;  // S = Q Kᵀ, K's rows in UB
+  Matmul<ND, Ub, Acc> mmNN;       // P V, V's rows in UB
 
   __aicore__ inline void Init(const SfaArgs &a, const SparseFlashAttentionTilingData &td) {
     td_ = &td;
@@ -78,10 +81,6 @@ class SparseFlashAttentionKernel {
     pvGm_.SetGlobalBuffer(ws + 2 * g * n, g * dv);
     accGm_.SetGlobalBuffer(ws + 2 * g * n + g * dv, g * dv);
     qgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * n + 2 * g * dv), g * qk);
-    kgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * n + 2 * g * dv + g * qk), n * qk);
-    vgGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * n + 2 * g * dv + g * qk + n * qk), n * dv);
-    vTile_ = td.valueIsKey ? kgGm_ : vgGm_;
-    vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
 
     const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > td.nTile ? wide : td.nTile;
     const uint32_t row = UbBytes(len, 4);
@@ -136,31 +135,64 @@ class SparseFlashAttentionKernel {
     for (;;) {
       const uint32_t nt = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
       if (nt == 0) break;
-      // The previous tile's matmuls have read the gathered rows.
-      PipeBarrier<PIPE_ALL>();
-      SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, td.qkDim, nt, keys);
-      if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, td.vDim, nt, keys);
-      // The cube reads the gathered rows from GM: the copies out must have landed.
-      PipeBarrier<PIPE_ALL>();
-      mmNT.SetOrgShape(g, nt, qk, qk);
-      mmNT.SetSingleShape(g, nt, qk);
-      mmNT.SetTensorA(qgGm_);
-      mmNT.SetTensorB(kgGm_, true);
-      mmNT.IterateAll(sGm_, 0, true);
-      mmNT.End();
+      for (uint32_t b0 = 0; b0 < nt; b0 += batch) Scores(keys, nt, b0, nt - b0 < batch ? nt - b0 : batch);
       Probabilities(nt);
-      PipeBarrier<PIPE_ALL>();
-      mmNN.SetOrgShape(g, vStride_, nt, nt);
-      mmNN.SetSingleShape(g, static_cast<int>(td.vDim), nt);
-      mmNN.SetTensorA(pGm_);
-      mmNN.SetTensorB(vTile_);
-      mmNN.IterateAll(pvGm_, 0, true);
-      mmNN.End();
+      for (uint32_t b0 = 0; b0 < nt; b0 += batch) ValueRows(keys, nt, b0, nt - b0 < batch ? nt - b0 : batch);
       Accumulate(started);
       started = true;
       if (nt < td.nTile) break;
     }
     Finish(sq, t, n2, started);
+  }
+
+  // Columns b0..b0+m-1 of S [G, nt]: keys b0.. of the tile gathered into UB, S_main = Q K_mainᵀ
+  // then S += Q_rope K_ropeᵀ (the gradient's ScoreRows splits the product the same way, so that
+  // its recomputed scores are these to the bit).
+  __aicore__ inline void Scores(const SfaSelectedRows &keys, uint32_t nt, uint32_t b0, uint32_t m) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const int32_t g = static_cast<int32_t>(td.group), qk = static_cast<int32_t>(td.qkDim);
+    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
+    // The previous readers of the buffer (a product, the previous vector pass) are done.
+    PipeBarrier<PIPE_ALL>();
+    LocalTensor<T> k = gatherQ_.AllocTensor<T>();
+    SfaGatherToUb(k, batch, kGm_, kRopeGm_, td.dim, td.ropeDim, b0, m, keys);
+    // The cube reads the rows where MTE2 put them.
+    PipeBarrier<PIPE_ALL>();
+    mmNT.SetOrgShape(g, static_cast<int32_t>(m), qk, static_cast<int32_t>(SfaUbPitch<T>(td.dim)), static_cast<int32_t>(nt));
+    mmNT.SetSingleShape(g, static_cast<int32_t>(m), static_cast<int32_t>(td.dim));
+    mmNT.SetTensorA(qgGm_);
+    mmNT.SetTensorB(k, true);
+    mmNT.IterateAll(sGm_[b0], 0);
+    if (td.ropeDim > 0) {
+      mmNT.SetOrgShape(g, static_cast<int32_t>(m), qk, static_cast<int32_t>(SfaUbPitch<T>(td.ropeDim)),
+                       static_cast<int32_t>(nt));
+      mmNT.SetSingleShape(g, static_cast<int32_t>(m), static_cast<int32_t>(td.ropeDim));
+      mmNT.SetTensorA(qgGm_[td.dim]);
+      mmNT.SetTensorB(k[batch * SfaUbPitch<T>(td.dim)], true);
+      mmNT.IterateAll(sGm_[b0], 1);
+    }
+    mmNT.End();
+    gatherQ_.FreeTensor(k);
+  }
+
+  // P V += P[:, b0..b0+m-1] V_rows of keys b0.. of the tile, gathered into UB (the first batch
+  // sets P V).
+  __aicore__ inline void ValueRows(const SfaSelectedRows &keys, uint32_t nt, uint32_t b0, uint32_t m) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const int32_t g = static_cast<int32_t>(td.group), dv = static_cast<int32_t>(td.vDim);
+    // P's copies out and the previous product's reads are done.
+    PipeBarrier<PIPE_ALL>();
+    LocalTensor<T> v = gatherQ_.AllocTensor<T>();
+    SfaGatherToUb(v, static_cast<uint32_t>(td.gatherRows), vGm_, vGm_, td.vDim, 0, b0, m, keys);
+    PipeBarrier<PIPE_ALL>();
+    mmNN.SetOrgShape(g, static_cast<int32_t>(SfaUbPitch<T>(td.vDim)), static_cast<int32_t>(nt),
+                     static_cast<int32_t>(m), dv);
+    mmNN.SetSingleShape(g, dv, static_cast<int32_t>(m));
+    mmNN.SetTensorA(pGm_[b0]);
+    mmNN.SetTensorB(v);
+    mmNN.IterateAll(pvGm_, b0 > 0 ? 1 : 0);
+    mmNN.End();
+    gatherQ_.FreeTensor(v);
   }
 
   // P rows of the tile (every gathered key is visible), the new running max and the tile's sums;
@@ -282,9 +314,7 @@ class SparseFlashAttentionKernel {
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> tableGm_;
   GlobalTensor<int32_t> idxGm_;
-  GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, outGm_, pGm_, qgGm_, kgGm_, vgGm_;
-  GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
-  int32_t vStride_ = 0;
+  GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, outGm_, pGm_, qgGm_;
   GlobalTensor<float> maxGm_, sumGm_, sGm_, pvGm_, accGm_;
   const SparseFlashAttentionTilingData *td_ = nullptr;
   uint32_t swap_ = 0, stateStride_ = 0;

@@ -325,20 +325,28 @@ class SparseFlashAttentionGradKernel {
   }
 
   // S = Q Kᵀ and dP = dO Vᵀ of the group's G gathered query rows (dO rows vDim apart from `dy`)
-  // against the nt gathered keys and values, into the S and dP tiles. G rows at a time, the
-  // forward's shape: the recomputed scores must equal the forward's to the bit, or P drifts from
-  // the statistics.
+  // against the nt gathered keys and values, into the S and dP tiles. G rows at a time and S's
+  // main and rope parts as two products, the forward's shapes: the recomputed scores must equal
+  // the forward's to the bit, or P drifts from the statistics.
   __aicore__ inline void ScoreRows(const GlobalTensor<T> &dy, uint32_t nt) {
-    const int32_t qk = static_cast<int32_t>(td_->qkDim), dv = static_cast<int32_t>(td_->vDim);
-    const int32_t g = static_cast<int32_t>(td_->group);
-    mmNT.SetOrgShape(g, nt, static_cast<int32_t>(ms_ops::SfaGradQPitch(*td_)), qk);
-    mmNT.SetSingleShape(g, nt, qk);
+    const SparseFlashAttentionTilingData &td = *td_;
+    const int32_t qk = static_cast<int32_t>(td.qkDim), dv = static_cast<int32_t>(td.vDim);
+    const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt);
+    const int32_t qPitch = static_cast<int32_t>(ms_ops::SfaGradQPitch(td));
+    mmNT.SetOrgShape(g, n, qPitch, qk);
+    mmNT.SetSingleShape(g, n, static_cast<int32_t>(td.dim));
     mmNT.SetTensorA(qgGm_);
     mmNT.SetTensorB(kgGm_, true);
     mmNT.IterateAll(sGm_, 0, true);
+    if (td.ropeDim > 0) {
+      mmNT.SetSingleShape(g, n, static_cast<int32_t>(td.ropeDim));
+      mmNT.SetTensorA(qgGm_[td.dim]);
+      mmNT.SetTensorB(kgGm_[td.dim], true);
+      mmNT.IterateAll(sGm_, 1, true);
+    }
     mmNT.End();
-    mmNT.SetOrgShape(g, nt, dv, vStride_);
-    mmNT.SetSingleShape(g, nt, dv);
+    mmNT.SetOrgShape(g, n, dv, vStride_);
+    mmNT.SetSingleShape(g, n, dv);
     mmNT.SetTensorA(dy);
     mmNT.SetTensorB(vTile_, true);
     mmNT.IterateAll(dpGm_, 0, true);
