@@ -90,7 +90,9 @@ inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *o
         !ApiCubeTiling(ascendc, CubeType(dtype), false, false, rows, wide, keys, d.mmNN, matmul_tiling::TPosition::GM,
                        gathered) ||
         !ApiCubeTiling(ascendc, CubeType(dtype), true, false, keys, padded, rows, d.mmTN,
-                       matmul_tiling::TPosition::VECIN))
+                       matmul_tiling::TPosition::VECIN) ||
+        !ApiCubeTiling(ascendc, CubeType(dtype), false, true, rows, keys, wide, d.mmDP, matmul_tiling::TPosition::GM,
+                       matmul_tiling::TPosition::VECOUT))
       error = "the Matmul tiling API refused a tile";
   }
   if (!error.empty()) {

@@ -41,9 +41,10 @@ struct SparseFlashAttentionTilingData {
   // query rows past their sequence's length see no key. Paged keys always have them.
   uint32_t lengthsQ, lengthsKv, paged;
   float scale;
-  TCubeTiling mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
+  TCubeTiling mmNT;  // S = Q Kᵀ (backward: and dP = dO Vᵀ when value is key)
   TCubeTiling mmNN;  // O += P V, dQ += dS K
   TCubeTiling mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q (backward only)
+  TCubeTiling mmDP;  // dP = dO Vᵀ with V's rows in UB (backward only)
 };
 
 namespace ms_ops {
@@ -95,13 +96,13 @@ inline uint64_t SfaGradVPitch(const SparseFlashAttentionTilingData &d) { return 
 // Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
 // fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
 // [G, qkDim] (its key and value rows stay in UB). Backward: S and dP [G, nTile], P and dS as T
-// [G, nTile], the dQ accumulator [G, qkDim], gathered Q [G, SfaGradQPitch], K and V as forward,
-// gathered dO [G, SfaGradVPitch] and the block's partial sums of the key gradients
+// [G, nTile], the dQ accumulator [G, qkDim], gathered Q [G, SfaGradQPitch], K [nTile, qkDim]
+// (V's rows stay in UB), gathered dO [G, SfaGradVPitch] and the block's partial sums of the key gradients
 // [SfaGradKeyRows, SfaGradPitch].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
   if (!grad) return 2 * g * n + g * qk + 2 * g * v;
-  return 4 * g * n + g * qk + g * SfaGradQPitch(d) + n * qk + n * v + g * SfaGradVPitch(d) +
+  return 4 * g * n + g * qk + g * SfaGradQPitch(d) + n * qk + g * SfaGradVPitch(d) +
          SfaGradKeyRows(d) * SfaGradPitch(d);
 }
 
@@ -186,6 +187,7 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   t.blockDim = static_cast<uint32_t>(blocks);
   d.mmNT = SfaCubeTiling(p.dataType, t.blockDim, d.group, d.nTile, wide);
   d.mmNN = SfaCubeTiling(p.dataType, t.blockDim, d.group, wide, d.nTile);
+  d.mmDP = d.mmNT;
   d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, d.nTile, int64_t(AlignUp(uint64_t(wide), 8)), d.group);
   t.tilingKey = p.dataType == SfaFloat::kF32 ? 1 : p.dataType == SfaFloat::kF16 ? 2 : 3;
   t.workspaceBytes = blocks * SfaWorkspaceFloats(d, grad) * 4;

@@ -120,7 +120,7 @@ class SparseFlashAttentionKernel {
   __aicore__ inline void Item(int64_t t, int64_t n2) {
     const SparseFlashAttentionTilingData &td = *td_;
     const SfaSeq sq = SfaSequenceOfRow(td, cumQ_, cumKv_, t);
-    const uint32_t g = static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
+    const uint32_t g = static_cast<uint32_t>(td.group);
     // The previous item's reads of the workspace and copies out of the states are done.
     PipeBarrier<PIPE_ALL>();
     const uint32_t batch = static_cast<uint32_t>(td.gatherRows);

@@ -46,6 +46,7 @@ template <typename T>
 class SparseFlashAttentionGradKernel {
   using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
   using NDTrans = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;
+  using UbTrans = MatmulType<TPosition::VECOUT, CubeFormat::ND, T, true>;
   using Acc = MatmulType<TPosition::GM, CubeFormat::ND, float>;
   using AccUb = MatmulType<TPosition::VECIN, CubeFormat::ND, float>;
 
@@ -54,7 +55,8 @@ class SparseFlashAttentionGradKernel {
 
   // Registered by Run with REGIST_MATMUL_OBJ before Init's InitBuffer calls.
   TPipe pipe;
-  Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ, dP = dO Vᵀ
+  Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ (and dP = dO Vᵀ when value is key)
+  Matmul<ND, UbTrans, Acc> mmDP;  // dP = dO Vᵀ, V's rows in UB
   Matmul<ND, ND, Acc> mmNN;       // dQ += dS K
   Matmul<NDTrans, ND, AccUb> mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q, into UB
 
@@ -82,7 +84,7 @@ class SparseFlashAttentionGradKernel {
     // The block's workspace, in SfaWorkspaceFloats' order.
     wsBase_ = (__gm__ float *)GetUserWorkspace(a.workspace);
     blockFloats_ = ms_ops::SfaWorkspaceFloats(td, true);
-    const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile), qk = uint64_t(td.qkDim), dv = uint64_t(td.vDim);
+    const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile), qk = uint64_t(td.qkDim);
     const uint64_t qPitch = ms_ops::SfaGradQPitch(td), vPitch = ms_ops::SfaGradVPitch(td);
     __gm__ float *block = wsBase_ + GetBlockIdx() * blockFloats_, *ws = block;
     sGm_.SetGlobalBuffer(ws, g * nTile);
@@ -95,10 +97,7 @@ class SparseFlashAttentionGradKernel {
     qgGm_.SetGlobalBuffer((__gm__ T *)ws, g * qPitch);
     ws += g * qPitch;
     kgGm_.SetGlobalBuffer((__gm__ T *)ws, nTile * qk);
-    vgGm_.SetGlobalBuffer((__gm__ T *)(ws + nTile * qk), nTile * dv);
-    vTile_ = td.valueIsKey ? kgGm_ : vgGm_;
-    vStride_ = static_cast<int32_t>(td.valueIsKey ? td.qkDim : td.vDim);
-    ws += nTile * qk + nTile * dv;
+    ws += nTile * qk;
     doGm_.SetGlobalBuffer((__gm__ T *)ws, g * vPitch);
     partAt_ = uint64_t(ws + g * vPitch - block);
     partGm_ = PartOf(GetBlockIdx());
@@ -143,6 +142,7 @@ class SparseFlashAttentionGradKernel {
     const int64_t items = td.qRows * td.heads2;
     for (int64_t it = GetBlockIdx(); it < items; it += GetBlockNum()) QueryItem(it / td.heads2, it % td.heads2);
     mmNT.End();
+    mmDP.End();
     mmNN.End();
     mmTN.End();
     // Every block's partial sums are complete before any block adds them up.
@@ -176,10 +176,9 @@ class SparseFlashAttentionGradKernel {
       if (nt == 0) break;
       PipeBarrier<PIPE_ALL>();
       SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, td.qkDim, nt, keys);
-      if (!td.valueIsKey) SfaGatherRows(gatherQ_, batch, vgGm_, vGm_, vGm_, td.vDim, 0, td.vDim, nt, keys);
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      ScoreRows(dy, nt);
+      ScoreRows(dy, keys, nt);
       Rebuild(nt);
       PipeBarrier<PIPE_ALL>();
       mmNN.SetOrgShape(g, qk, nt, nt);
@@ -328,7 +327,7 @@ class SparseFlashAttentionGradKernel {
   // against the nt gathered keys and values, into the S and dP tiles. G rows at a time and S's
   // main and rope parts as two products, the forward's shapes: the recomputed scores must equal
   // the forward's to the bit, or P drifts from the statistics.
-  __aicore__ inline void ScoreRows(const GlobalTensor<T> &dy, uint32_t nt) {
+  __aicore__ inline void ScoreRows(const GlobalTensor<T> &dy, const SfaSelectedRows &keys, uint32_t nt) {
     const SparseFlashAttentionTilingData &td = *td_;
     const int32_t qk = static_cast<int32_t>(td.qkDim), dv = static_cast<int32_t>(td.vDim);
     const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt);
@@ -344,13 +343,35 @@ class SparseFlashAttentionGradKernel {
       mmNT.SetTensorB(kgGm_[td.dim], true);
       mmNT.IterateAll(sGm_, 1, true);
     }
+    if (td.valueIsKey) {
+      // The value rows are the gathered key rows' main parts.
+      mmNT.SetOrgShape(g, n, dv, qk);
+      mmNT.SetSingleShape(g, n, dv);
+      mmNT.SetTensorA(dy);
+      mmNT.SetTensorB(kgGm_, true);
+      mmNT.IterateAll(dpGm_, 0, true);
+      mmNT.End();
+      return;
+    }
     mmNT.End();
-    mmNT.SetOrgShape(g, n, dv, vStride_);
-    mmNT.SetSingleShape(g, n, dv);
-    mmNT.SetTensorA(dy);
-    mmNT.SetTensorB(vTile_, true);
-    mmNT.IterateAll(dpGm_, 0, true);
-    mmNT.End();
+    // Columns b0.. of dP from the value rows of keys b0.., gathered into UB where the cube reads
+    // them (they never go out to GM).
+    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
+    for (uint32_t b0 = 0; b0 < nt; b0 += batch) {
+      const uint32_t m = nt - b0 < batch ? nt - b0 : batch;
+      // The previous batch's product has read the buffer.
+      PipeBarrier<PIPE_ALL>();
+      LocalTensor<T> v = gatherQ_.AllocTensor<T>();
+      SfaGatherToUb(v, batch, vGm_, vGm_, td.vDim, 0, b0, m, keys);
+      PipeBarrier<PIPE_ALL>();
+      mmDP.SetOrgShape(g, static_cast<int32_t>(m), dv, static_cast<int32_t>(SfaUbPitch<T>(td.vDim)), n);
+      mmDP.SetSingleShape(g, static_cast<int32_t>(m), dv);
+      mmDP.SetTensorA(dy);
+      mmDP.SetTensorB(v, true);
+      mmDP.IterateAll(dpGm_[b0], 0);
+      mmDP.End();
+      gatherQ_.FreeTensor(v);
+    }
   }
 
   // softmax_max / softmax_sum of the group's rows of (query row t, key head n2) into UB, and
@@ -452,9 +473,7 @@ class SparseFlashAttentionGradKernel {
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, dqRopeGm_, dkRopeGm_;
-  GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, vgGm_, doGm_;
-  GlobalTensor<T> vTile_;  // the gathered value rows, vStride_ apart (vgGm_, or kgGm_ when value is key)
-  int32_t vStride_ = 0;
+  GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, doGm_;
   uint32_t queBytes_ = 0;  // bytes of a gather queue buffer (SfaQueueBytes)
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, partGm_;
   __gm__ float *wsBase_ = nullptr;  // the first block's workspace
@@ -467,7 +486,8 @@ __aicore__ inline void Run(const SfagArgs &a, const SparseFlashAttentionTilingDa
   SparseFlashAttentionGradKernel<T> op;
   // At kernel scope and outside any braces, before any InitBuffer: the vector core's client of
   // the cube core must live until the kernel ends.
-  REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mmNT, &td.mmNT, op.mmNN, &td.mmNN, op.mmTN, &td.mmTN);
+  REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mmNT, &td.mmNT, op.mmDP, &td.mmDP, op.mmNN, &td.mmNN, op.mmTN,
+                    &td.mmTN);
   op.Init(a, td);
   op.Process();
 }
