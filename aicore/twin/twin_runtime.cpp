@@ -538,7 +538,8 @@ namespace {
 
 // The spans held now, listed in buckets of GM addresses (4 KiB each, modulo kBuckets): a span is
 // in the list of every bucket its extent meets, so that spans that share a byte share a bucket.
-// A bucket's lock is held for a few list operations (never while combining, never while waiting),
+// A bucket's lock is held for a few list operations, or while one row is combined (never while
+// waiting),
 // and blocks combining into far-apart bytes take different locks: with one list behind one mutex
 // and condition variable, the two threads' millions of row adds per launch (the sparse attention
 // gradient's partial sums) spent 10-15% of that kernel's time passing the lock's cache line and
@@ -598,6 +599,13 @@ AtomicSpan::AtomicSpan(const GmSpan &span) : span_(span) {
       clear = clear && std::none_of(b[i].held.begin(), b[i].held.end(),
                                     [&](const GmSpan &o) { return SpansOverlap(o, span_); });
     });
+    if (clear && span_.rows == 1) {
+      // One run (a store atomic's row): combined under the buckets' locks, held until the
+      // destructor, with no list entry. Spans listed by others exclude it, and while it holds
+      // the locks no span can be listed over it.
+      locked_ = true;
+      return;
+    }
     if (clear) ForEachBucket(span_, [&](uint32_t i) { b[i].held.push_back(span_); });
     ForEachBucket(span_, [&](uint32_t i) { b[i].Unlock(); });
     if (clear) return;
@@ -608,6 +616,10 @@ AtomicSpan::AtomicSpan(const GmSpan &span) : span_(span) {
 
 AtomicSpan::~AtomicSpan() {
   Bucket *b = AllBuckets();
+  if (locked_) {
+    ForEachBucket(span_, [&](uint32_t i) { b[i].Unlock(); });
+    return;
+  }
   ForEachBucket(span_, [&](uint32_t i) {
     b[i].Lock();
     std::vector<GmSpan> &held = b[i].held;

@@ -150,7 +150,8 @@ bool SpansOverlap(const GmSpan &a, const GmSpan &b);
 
 // Held while a store atomic combines into its span (twin_atomic.h, Matmul's enAtomic): blocks whose
 // spans share a byte wait for each other, so that no update is lost, as with the NPU's atomics,
-// while blocks combining into disjoint bytes (other columns of the same rows, say) go on at once.
+// while blocks combining into disjoint bytes (other columns of the same rows, say) go on at once
+// (one-row spans within the same 4 KiB of GM wait for each other too: the twin's lock granule).
 // Nothing else is waited for while one is held, so holders cannot deadlock.
 class AtomicSpan {
  public:
@@ -161,6 +162,7 @@ class AtomicSpan {
 
  private:
   GmSpan span_;
+  bool locked_ = false;  // a one-row span, held as its buckets' locks
 };
 
 // KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY): the running block is a cube core. Only outside a
