@@ -536,20 +536,22 @@ bool SpansOverlap(const GmSpan &a, const GmSpan &b) {
 
 namespace {
 
-// The spans held now, listed in buckets of GM addresses (4 KiB each, modulo kBuckets): a span is
-// in the list of every bucket its extent meets, so that spans that share a byte share a bucket.
-// A bucket's lock is held for a few list operations, or while one row is combined (never while
-// waiting),
-// and blocks combining into far-apart bytes take different locks: with one list behind one mutex
-// and condition variable, the two threads' millions of row adds per launch (the sparse attention
-// gradient's partial sums) spent 10-15% of that kernel's time passing the lock's cache line and
-// in futex wake-ups.
+// The spans held now. Small spans (at most kSmallBuckets buckets of 4 KiB) are listed in buckets of
+// GM addresses (modulo kBuckets): in the list of every bucket their extent meets, so that small
+// spans that share a byte share a bucket; a one-row span is not listed but holds its buckets' locks
+// while it combines. Large spans (a Matmul's enAtomic C) are listed once, in their own list, which
+// small spans consult whenever one is held. A bucket's lock is held for a few list operations or one
+// row's combine (never while waiting), and blocks combining into far-apart bytes take different
+// locks: with one list behind one mutex and condition variable, the two threads' millions of row
+// adds per launch (the sparse attention gradient's partial sums) spent 10-15% of that kernel's time
+// passing the lock's cache line and in futex wake-ups; with large spans listed in every bucket as
+// well, each of their overlap checks ran once per bucket (the cross-entropy gradient-in-forward
+// 25% slower).
 constexpr unsigned kBucketShift = 12;
-constexpr uint32_t kBuckets = 1024;
+constexpr uint32_t kBuckets = 1024, kSmallBuckets = 16;
 
-struct alignas(64) Bucket {
+struct SpinLock {
   std::atomic<bool> busy{false};
-  std::vector<GmSpan> held;
 
   void Lock() {
     for (int spins = 0; busy.exchange(true, std::memory_order_acquire); ++spins) {
@@ -568,47 +570,108 @@ struct alignas(64) Bucket {
   }
 };
 
+struct alignas(64) Bucket {
+  SpinLock lock;
+  std::vector<GmSpan> held;
+};
+
+struct LargeSpans {
+  SpinLock lock;
+  std::vector<GmSpan> held;
+  std::atomic<uint32_t> count{0};  // held.size(), read without the lock
+};
+
 Bucket *AllBuckets() {
   static Bucket *buckets = new Bucket[kBuckets];  // never destroyed: blocks may still run at exit
   return buckets;
+}
+
+LargeSpans &AllLargeSpans() {
+  static LargeSpans *large = new LargeSpans();  // never destroyed, as the buckets
+  return *large;
+}
+
+// The buckets a span's extent meets (kBuckets when it meets them all).
+uint64_t BucketCount(const GmSpan &s) {
+  if (s.rows == 0 || s.bytes == 0) return 0;
+  const uint64_t lo = s.at >> kBucketShift, hi = (s.at + (s.rows - 1) * s.pitch + s.bytes - 1) >> kBucketShift;
+  return std::min<uint64_t>(hi - lo + 1, kBuckets);
 }
 
 // f(i) for the buckets a span's extent meets, in increasing i (the order every holder locks them
 // in, so that two spans locking overlapping sets cannot deadlock).
 template <class F>
 void ForEachBucket(const GmSpan &s, F f) {
-  if (s.rows == 0 || s.bytes == 0) return;
-  const uint64_t lo = s.at >> kBucketShift, hi = (s.at + (s.rows - 1) * s.pitch + s.bytes - 1) >> kBucketShift;
-  if (hi - lo + 1 >= kBuckets) {
+  const uint64_t count = BucketCount(s);
+  if (count == kBuckets) {
     for (uint32_t i = 0; i < kBuckets; ++i) f(i);
     return;
   }
-  const uint32_t first = static_cast<uint32_t>(lo % kBuckets), end = first + static_cast<uint32_t>(hi - lo + 1);
+  if (count == 0) return;
+  const uint32_t first = static_cast<uint32_t>((s.at >> kBucketShift) % kBuckets);
+  const uint32_t end = first + static_cast<uint32_t>(count);
   for (uint32_t i = 0; end > kBuckets && i < end - kBuckets; ++i) f(i);
   for (uint32_t i = first; i < end && i < kBuckets; ++i) f(i);
 }
 
+bool OverlapsAny(const std::vector<GmSpan> &held, const GmSpan &span) {
+  return std::any_of(held.begin(), held.end(), [&](const GmSpan &o) { return SpansOverlap(o, span); });
+}
+
+void Erase(std::vector<GmSpan> &held, const GmSpan &span) {
+  held.erase(std::find_if(held.begin(), held.end(), [&](const GmSpan &o) {
+    return o.at == span.at && o.rows == span.rows && o.bytes == span.bytes && o.pitch == span.pitch;
+  }));
+}
+
 }  // namespace
 
-AtomicSpan::AtomicSpan(const GmSpan &span) : span_(span) {
+AtomicSpan::AtomicSpan(const GmSpan &span) : span_(span), large_(BucketCount(span) > kSmallBuckets) {
   Bucket *b = AllBuckets();
+  LargeSpans &large = AllLargeSpans();
   for (;;) {
-    bool clear = true;
-    ForEachBucket(span_, [&](uint32_t i) { b[i].Lock(); });
-    ForEachBucket(span_, [&](uint32_t i) {
-      clear = clear && std::none_of(b[i].held.begin(), b[i].held.end(),
-                                    [&](const GmSpan &o) { return SpansOverlap(o, span_); });
-    });
-    if (clear && span_.rows == 1) {
-      // One run (a store atomic's row): combined under the buckets' locks, held until the
-      // destructor, with no list entry. Spans listed by others exclude it, and while it holds
-      // the locks no span can be listed over it.
-      locked_ = true;
-      return;
+    if (large_) {
+      large.lock.Lock();
+      const bool clear = !OverlapsAny(large.held, span_);
+      if (clear) {
+        large.held.push_back(span_);
+        large.count.fetch_add(1, std::memory_order_seq_cst);
+      }
+      large.lock.Unlock();
+      if (clear) {
+        // Small spans that begin from now on find this one in the list; those already held over
+        // these bytes are waited for (a one-row span holds its bucket's lock until it is done).
+        bool small = false;
+        ForEachBucket(span_, [&](uint32_t i) {
+          b[i].lock.Lock();
+          small = small || OverlapsAny(b[i].held, span_);
+          b[i].lock.Unlock();
+        });
+        if (!small) return;
+        large.lock.Lock();
+        Erase(large.held, span_);
+        large.count.fetch_sub(1, std::memory_order_seq_cst);
+        large.lock.Unlock();
+      }
+    } else {
+      ForEachBucket(span_, [&](uint32_t i) { b[i].lock.Lock(); });
+      bool clear = true;
+      ForEachBucket(span_, [&](uint32_t i) { clear = clear && !OverlapsAny(b[i].held, span_); });
+      if (clear && large.count.load(std::memory_order_seq_cst) > 0) {
+        large.lock.Lock();
+        clear = !OverlapsAny(large.held, span_);
+        large.lock.Unlock();
+      }
+      if (clear && span_.rows == 1) {
+        // One run (a store atomic's row): combined under the buckets' locks, held until the
+        // destructor, with no list entry.
+        locked_ = true;
+        return;
+      }
+      if (clear) ForEachBucket(span_, [&](uint32_t i) { b[i].held.push_back(span_); });
+      ForEachBucket(span_, [&](uint32_t i) { b[i].lock.Unlock(); });
+      if (clear) return;
     }
-    if (clear) ForEachBucket(span_, [&](uint32_t i) { b[i].held.push_back(span_); });
-    ForEachBucket(span_, [&](uint32_t i) { b[i].Unlock(); });
-    if (clear) return;
     // A block on another thread combines into some of these bytes, for one store or one product.
     std::this_thread::yield();
   }
@@ -617,17 +680,20 @@ AtomicSpan::AtomicSpan(const GmSpan &span) : span_(span) {
 AtomicSpan::~AtomicSpan() {
   Bucket *b = AllBuckets();
   if (locked_) {
-    ForEachBucket(span_, [&](uint32_t i) { b[i].Unlock(); });
-    return;
+    ForEachBucket(span_, [&](uint32_t i) { b[i].lock.Unlock(); });
+  } else if (large_) {
+    LargeSpans &large = AllLargeSpans();
+    large.lock.Lock();
+    Erase(large.held, span_);
+    large.count.fetch_sub(1, std::memory_order_seq_cst);
+    large.lock.Unlock();
+  } else {
+    ForEachBucket(span_, [&](uint32_t i) {
+      b[i].lock.Lock();
+      Erase(b[i].held, span_);
+      b[i].lock.Unlock();
+    });
   }
-  ForEachBucket(span_, [&](uint32_t i) {
-    b[i].Lock();
-    std::vector<GmSpan> &held = b[i].held;
-    held.erase(std::find_if(held.begin(), held.end(), [&](const GmSpan &o) {
-      return o.at == span_.at && o.rows == span_.rows && o.bytes == span_.bytes && o.pitch == span_.pitch;
-    }));
-    b[i].Unlock();
-  });
 }
 
 void SyncAllBlocks(bool aivOnly) {

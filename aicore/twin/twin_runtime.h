@@ -152,6 +152,7 @@ bool SpansOverlap(const GmSpan &a, const GmSpan &b);
 // spans share a byte wait for each other, so that no update is lost, as with the NPU's atomics,
 // while blocks combining into disjoint bytes (other columns of the same rows, say) go on at once
 // (one-row spans within the same 4 KiB of GM wait for each other too: the twin's lock granule).
+// twin_runtime.cpp says how the held spans are kept.
 // Nothing else is waited for while one is held, so holders cannot deadlock.
 class AtomicSpan {
  public:
@@ -162,6 +163,7 @@ class AtomicSpan {
 
  private:
   GmSpan span_;
+  bool large_;           // listed in the large spans' list, not in buckets
   bool locked_ = false;  // a one-row span, held as its buckets' locks
 };
 
