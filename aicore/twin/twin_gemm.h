@@ -9,8 +9,9 @@ namespace twin {
 // Rows of C for which Sgemm takes Gemm rather than OpenBLAS. OpenBLAS packs op(B) on every call,
 // which costs as much as the product when C has a few rows (16 x 128 x 576: 24 GFLOP/s of its
 // 71); Gemm reads op(B) in place: with B transposed it packs op(A), the small one, into 16-lane
-// panels; otherwise it builds C's rows straight from B's rows. With 8 rows
-// or fewer half a panel or more is padding, and OpenBLAS is the faster (8 x 1024 x 128: 0.67x).
+// panels; otherwise it builds C's rows straight from B's rows. With 8 rows or fewer, half a
+// panel or more is padding, and OpenBLAS was the faster (8 x 1024 x 128: 0.67x; measured before
+// the row path, which has no panels).
 constexpr int kGemmMinRows = 9, kGemmRows = 32;
 // Depths k up to which Sgemm takes Gemm for any number of rows when B is not transposed: C's rows
 // come straight from B's (a rank-k update), where OpenBLAS first clears C and then packs.

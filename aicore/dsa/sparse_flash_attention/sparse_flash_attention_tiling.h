@@ -97,8 +97,8 @@ inline uint64_t SfaGradVPitch(const SparseFlashAttentionTilingData &d) { return 
 // fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
 // [G, qkDim] (its key and value rows stay in UB). Backward: S and dP [G, nTile], P and dS as T
 // [G, nTile], the dQ accumulator [G, qkDim], gathered Q [G, SfaGradQPitch], K [nTile, qkDim]
-// (V's rows stay in UB), gathered dO [G, SfaGradVPitch] and the block's partial sums of the key gradients
-// [SfaGradKeyRows, SfaGradPitch].
+// (V's rows stay in UB), gathered dO [G, SfaGradVPitch] and the block's partial sums of the key
+// gradients [SfaGradKeyRows, SfaGradPitch].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
   if (!grad) return 2 * g * n + g * qk + 2 * g * v;
@@ -170,7 +170,8 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, row = wide > d.nTile ? wide : d.nTile;
   const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes);
   const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes +
-                      AlignUp(uint64_t(d.nTile) * 4, kBlockBytes) + 3 * AlignUp(uint64_t(d.group) * 4, kBlockBytes) + 64;
+                      AlignUp(uint64_t(d.nTile) * 4, kBlockBytes) +
+                      3 * AlignUp(uint64_t(d.group) * 4, kBlockBytes) + 64;
   const uint64_t sz = p.dataType == SfaFloat::kF32 ? 4 : 2;
   const uint64_t gatherRow = SfaGatherBytes(1, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, sz);
   const uint64_t fit = ub < platform.ubSize ? (platform.ubSize - ub) / (2 * gatherRow) : 0;

@@ -158,7 +158,8 @@ class SparseFlashAttentionKernel {
     SfaGatherToUb(k, batch, kGm_, kRopeGm_, td.dim, td.ropeDim, b0, m, keys);
     // The cube reads the rows where MTE2 put them.
     PipeBarrier<PIPE_ALL>();
-    mmNT.SetOrgShape(g, static_cast<int32_t>(m), qk, static_cast<int32_t>(SfaUbPitch<T>(td.dim)), static_cast<int32_t>(nt));
+    mmNT.SetOrgShape(g, static_cast<int32_t>(m), qk, static_cast<int32_t>(SfaUbPitch<T>(td.dim)),
+                     static_cast<int32_t>(nt));
     mmNT.SetSingleShape(g, static_cast<int32_t>(m), static_cast<int32_t>(td.dim));
     mmNT.SetTensorA(qgGm_);
     mmNT.SetTensorB(k, true);

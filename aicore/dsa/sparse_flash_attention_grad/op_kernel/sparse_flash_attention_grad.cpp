@@ -2,15 +2,15 @@
 // sparse_flash_attention, with P rebuilt from the forward's statistics over each query row's
 // visible selected keys (sparse_flash_attention.cpp), D = rowsum(dO ∘ O), dS = scale·P∘(dO Vᵀ - D):
 //   d[q | q_rope] = dS [K | K_rope],  dV_j = Σ P_j dO,  d[k | k_rope]_j = Σ dS_j [q | q_rope].
-// An item (query row, key head) gathers its G query rows and, nTile visible selected keys at a
-// time, the key and value rows; it recomputes S and dP with the cube and P, dS in UB in fp32,
-// accumulates d[q | q_rope] of its rows, and takes the tile's key gradients dSᵀ [Q | Q_rope] and
-// Pᵀ dO with the cube into UB, as many keys at a time as a queue buffer holds, which the store
-// atomics add row by row into the block's own partial sums of the key gradients (one fp32 row per
-// key row and key head). After a SyncAll every block sums
-// a slice of the key rows over all blocks' partials, pairwise in a fixed tree, into d key,
-// d key_rope and d value. Deterministic: a block's adds come in its items' order and the blocks'
-// sums in the tree's, whatever the timing. The cube work is that of the selected pairs alone; the partial sums
+// An item (query row, key head) gathers its G query rows and dO rows and, nTile visible selected
+// keys at a time, the key rows into its workspace and the value rows into UB; it recomputes S and
+// dP with the cube and P, dS in UB in fp32, accumulates d[q | q_rope] of its rows, and takes the
+// tile's key gradients dSᵀ [Q | Q_rope] and Pᵀ dO with the cube into UB, as many keys at a time as
+// a queue buffer holds, which the store atomics add row by row into the block's own partial sums
+// of the key gradients (one fp32 row per key row and key head). After a SyncAll every block sums a
+// slice of the key rows over all blocks' partials, pairwise in a fixed tree, into d key, d key_rope
+// and d value. Deterministic: a block's adds come in its items' order and the blocks' sums in the
+// tree's, whatever the timing. The cube work is that of the selected pairs alone; the partial sums
 // cost a [key rows, qkDim + vDim] fp32 workspace per block.
 #include "../../sparse_flash_attention/sparse_flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
@@ -178,7 +178,8 @@ class SparseFlashAttentionGradKernel {
       SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, td.qkDim, nt, keys);
       // The cube reads the gathered rows from GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      ScoreRows(dy, keys, nt);
+      ScoreRows(nt);
+      DpRows(dy, keys, nt);
       Rebuild(nt);
       PipeBarrier<PIPE_ALL>();
       mmNN.SetOrgShape(g, qk, nt, nt);
@@ -268,7 +269,8 @@ class SparseFlashAttentionGradKernel {
     const uint32_t n = static_cast<uint32_t>(end - begin);
     PipeBarrier<PIPE_ALL>();
     ReducePart(begin, n, 0, static_cast<uint32_t>(td.dim), dkGm_);
-    if (td.ropeDim > 0) ReducePart(begin, n, static_cast<uint32_t>(td.dim), static_cast<uint32_t>(td.ropeDim), dkRopeGm_);
+    if (td.ropeDim > 0)
+      ReducePart(begin, n, static_cast<uint32_t>(td.dim), static_cast<uint32_t>(td.ropeDim), dkRopeGm_);
     ReducePart(begin, n, qk, static_cast<uint32_t>(td.vDim), dvGm_);
   }
 
@@ -323,15 +325,13 @@ class SparseFlashAttentionGradKernel {
     return p;
   }
 
-  // S = Q Kᵀ and dP = dO Vᵀ of the group's G gathered query rows (dO rows vDim apart from `dy`)
-  // against the nt gathered keys and values, into the S and dP tiles. G rows at a time and S's
-  // main and rope parts as two products, the forward's shapes: the recomputed scores must equal
-  // the forward's to the bit, or P drifts from the statistics.
-  __aicore__ inline void ScoreRows(const GlobalTensor<T> &dy, const SfaSelectedRows &keys, uint32_t nt) {
+  // S = Q Kᵀ of the group's G gathered query rows against the nt gathered keys, into the S tile.
+  // G rows at a time and its main and rope parts as two products, the forward's shapes: the
+  // recomputed scores must equal the forward's to the bit, or P drifts from the statistics.
+  __aicore__ inline void ScoreRows(uint32_t nt) {
     const SparseFlashAttentionTilingData &td = *td_;
-    const int32_t qk = static_cast<int32_t>(td.qkDim), dv = static_cast<int32_t>(td.vDim);
-    const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt);
-    const int32_t qPitch = static_cast<int32_t>(ms_ops::SfaGradQPitch(td));
+    const int32_t qk = static_cast<int32_t>(td.qkDim), g = static_cast<int32_t>(td.group);
+    const int32_t n = static_cast<int32_t>(nt), qPitch = static_cast<int32_t>(ms_ops::SfaGradQPitch(td));
     mmNT.SetOrgShape(g, n, qPitch, qk);
     mmNT.SetSingleShape(g, n, static_cast<int32_t>(td.dim));
     mmNT.SetTensorA(qgGm_);
@@ -343,8 +343,17 @@ class SparseFlashAttentionGradKernel {
       mmNT.SetTensorB(kgGm_[td.dim], true);
       mmNT.IterateAll(sGm_, 1, true);
     }
+    mmNT.End();
+  }
+
+  // dP = dO Vᵀ of the group's G rows (dO rows vDim apart from `dy`) against the tile's nt keys,
+  // into the dP tile: when value is the key tensor, from the gathered key rows' main parts; else
+  // batch by batch from the value rows gathered into UB, where the cube reads them.
+  __aicore__ inline void DpRows(const GlobalTensor<T> &dy, const SfaSelectedRows &keys, uint32_t nt) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const int32_t qk = static_cast<int32_t>(td.qkDim), dv = static_cast<int32_t>(td.vDim);
+    const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt);
     if (td.valueIsKey) {
-      // The value rows are the gathered key rows' main parts.
       mmNT.SetOrgShape(g, n, dv, qk);
       mmNT.SetSingleShape(g, n, dv);
       mmNT.SetTensorA(dy);
@@ -353,9 +362,6 @@ class SparseFlashAttentionGradKernel {
       mmNT.End();
       return;
     }
-    mmNT.End();
-    // Columns b0.. of dP from the value rows of keys b0.., gathered into UB where the cube reads
-    // them (they never go out to GM).
     const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
     for (uint32_t b0 = 0; b0 < nt; b0 += batch) {
       const uint32_t m = nt - b0 < batch ? nt - b0 : batch;
