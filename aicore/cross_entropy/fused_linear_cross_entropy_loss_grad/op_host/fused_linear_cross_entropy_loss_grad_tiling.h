@@ -13,10 +13,14 @@
 // needs A and B of one dtype; for fp32 it is the logits tile itself) and an fp32 [nt, H]
 // weight_grad tile accumulator (fp16/bf16 only). Nothing grows with V.
 //
-// fp32 with the softmax given runs no steps: block b takes its even share of the BT rows
-// (input_grad = p W, K = V) and of the V rows (weight_grad = p^T X', K = BT) as two Matmuls, after
-// one SyncAll that makes X' = diag(grad) X (fp32 [BT, H] workspace) and the blocks' [2, H] partial
-// sums (label smoothing) visible to all. Each block writes only its own rows.
+// fp32 with the softmax given runs no steps: block b takes its even share of the V rows
+// (weight_grad = p^T X', K = BT) as one Matmul, after one SyncAll that makes X' = diag(grad) X
+// (fp32 [BT, H] workspace) and the blocks' [2, H] partial sums (label smoothing) visible to all.
+// p W (K = V) is cut into R row groups x Kg vocabulary groups, one per block: a group of rows
+// times the whole weight would repack all of W in every block, while a vocabulary group is read by
+// one block only. Group 0 writes input_grad, group j > 0 its fp32 [BT, H] partial in workspace;
+// after a second SyncAll each block adds the partials of its rows in group order (deterministic).
+// Kg is capped so that the partials take at most a quarter of the softmax's bytes.
 #ifndef MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD_TILING_H_
 #define MS_OPS_FUSED_LINEAR_CROSS_ENTROPY_LOSS_GRAD_TILING_H_
 
@@ -58,6 +62,19 @@ constexpr int64_t kFlceMaxTileCols = 256;
 constexpr int64_t kFlceMaxChunkRows = 256;
 constexpr int64_t kFlceMinChunkRows = 128;
 constexpr uint64_t kFlceWorkspaceAlign = 512;  // cube-friendly GM alignment of every workspace region
+// Rows per row group of the direct p W product. On the CPU twin (BT = 4096, H = 1024, V = 32000, one
+// core, sgemm of one block's product): 171 rows x all of V ran at 152 GFLOP/s, 1024 rows x V / 6
+// at 198 (the whole-matrix sgemm's rate, as the weight is packed once in all).
+constexpr int64_t kFlceDirectGroupRows = 1024;
+
+// (R, Kg) of the direct p W product (see the top of this file): Kg as large as the blocks allow
+// with row groups of about kFlceDirectGroupRows and the partials' cap, then as many row groups
+// as the blocks left allow.
+inline void FlceDirectGroups(int64_t rows, int64_t hidden, int64_t vocab, int64_t blocks, int64_t &r, int64_t &kg) {
+  const int64_t r0 = std::clamp<int64_t>(CeilDiv(rows, kFlceDirectGroupRows), 1, blocks);
+  kg = std::clamp<int64_t>(std::min<int64_t>(blocks / r0, 1 + vocab / (4 * std::max<int64_t>(hidden, 1))), 1, vocab);
+  r = std::max<int64_t>(1, blocks / kg);
+}
 
 // UB bytes of one BT chunk's row data: grad, logits_max and sum_exp_logits (memory-saving mode),
 // masked_target and the target_mask bytes. The kernel's InitBuffer calls follow this formula.
@@ -149,6 +166,12 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   if (direct) ws += AlignUp(uint64_t(p.rows) * p.hidden * 4, kFlceWorkspaceAlign);
   d.partialsOffset = ws;
   if (direct) ws += AlignUp(uint64_t(blocks) * 2 * p.hidden * 4, kFlceWorkspaceAlign);
+  int64_t groupRows = 1, groupVocab = 1;
+  if (direct) FlceDirectGroups(rows, p.hidden, p.vocab, blocks, groupRows, groupVocab);
+  d.inputRowGroups = groupRows;
+  d.inputVocabGroups = groupVocab;
+  d.inputPartialsOffset = ws;
+  ws += AlignUp(uint64_t(groupVocab - 1) * p.rows * p.hidden * 4, kFlceWorkspaceAlign);
 
   d.rows = p.rows;
   d.hidden = p.hidden;
@@ -167,7 +190,7 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   if (direct) {
     // The largest shares (BlockShare gives the first blocks one row more).
     d.mmWeight = FlceCube(CeilDiv(p.vocab, blocks), h, rows, elemBytes, blocks);
-    d.mmInput = FlceCube(CeilDiv(rows, blocks), h, p.vocab, elemBytes, blocks);
+    d.mmInput = FlceCube(CeilDiv(rows, groupRows), h, CeilDiv(p.vocab, groupVocab), elemBytes, blocks);
   } else {
     d.mmWeight = FlceCube(nt, h, mt, elemBytes, blocks);
     d.mmInput = FlceCube(mt, h, nt, elemBytes, blocks);

@@ -16,8 +16,9 @@
 //   input_grad  = diag(grad) (p W) - s grad[r] colsum(W) - (1 - a) grad[r] W[t_r],
 //   weight_grad = p^T X' - s sum_r X'_r - (1 - a) sum_{r: t_r = j} X'_r   (s = a / Vg),
 // the target terms over the unmasked rows whose target lies in the shard: each block runs one
-// Matmul over its share of the rows (K = V) and one over its share of the vocabulary (K = BT),
-// straight from the stored softmax, then adds the rank-one terms to its own rows.
+// Matmul for its (row group, vocabulary group) of p W (K = V / Kg, into input_grad or a partial)
+// and one over its share of the vocabulary (K = BT), straight from the stored softmax; after a
+// SyncAll it adds the partials and the rank-one terms to its own rows.
 #include "../../flce_grad_common.h"
 #include "fused_linear_cross_entropy_loss_grad_tiling_data.h"
 #include "lib/matmul_intf.h"
@@ -99,6 +100,8 @@ class FlceGradKernel {
     if constexpr (kDirect) {
       scaledGm_.SetGlobalBuffer((__gm__ float *)(user + td.scaledInputOffset), xy);
       partGm_.SetGlobalBuffer((__gm__ float *)(user + td.partialsOffset), uint64_t(blocks_) * 2 * hidden_);
+      inputPartGm_.SetGlobalBuffer((__gm__ float *)(user + td.inputPartialsOffset),
+                                   uint64_t(td.inputVocabGroups - 1) * xy);
     }
 
     // Same sizes as FlceGradUbRowData and ubChunkBytes in the host tiling.
@@ -165,13 +168,21 @@ class FlceGradKernel {
     // X' and every block's partial sums are complete.
     SyncAll();
     const int32_t h = static_cast<int32_t>(hidden_);
-    if (r1 > r0) {
-      mmInput.SetOrgShape(static_cast<int32_t>(rows_), h, static_cast<int32_t>(vocab_));
-      mmInput.SetSingleShape(static_cast<int32_t>(r1 - r0), h, static_cast<int32_t>(vocab_));
-      mmInput.SetTensorA(softmaxGm_[r0 * vocab_]);
-      mmInput.SetTensorB(wGm_);
-      mmInput.IterateAll(inputGradGm_[r0 * hidden_]);
-      mmInput.End();
+    const int64_t groupRows = td_->inputRowGroups, groupVocab = td_->inputVocabGroups;
+    if (block_ < groupRows * groupVocab) {
+      int64_t g0, g1, k0, k1;
+      const int64_t vocabGroup = block_ / groupRows;
+      BlockShare(rows_, block_ % groupRows, groupRows, g0, g1);
+      BlockShare(vocab_, vocabGroup, groupVocab, k0, k1);
+      if (g1 > g0 && k1 > k0) {
+        mmInput.SetOrgShape(static_cast<int32_t>(rows_), h, static_cast<int32_t>(vocab_));
+        mmInput.SetSingleShape(static_cast<int32_t>(g1 - g0), h, static_cast<int32_t>(k1 - k0));
+        mmInput.SetTensorA(softmaxGm_[g0 * vocab_ + k0]);
+        mmInput.SetTensorB(wGm_[k0 * hidden_]);
+        mmInput.IterateAll(vocabGroup == 0 ? inputGradGm_[g0 * hidden_]
+                                           : inputPartGm_[((vocabGroup - 1) * rows_ + g0) * hidden_]);
+        mmInput.End();
+      }
     }
     if (v1 > v0) {
       mmWeight.SetOrgShape(static_cast<int32_t>(vocab_), h, static_cast<int32_t>(rows_));
@@ -181,8 +192,8 @@ class FlceGradKernel {
       mmWeight.IterateAll(weightGradGm_[v0 * hidden_]);
       mmWeight.End();
     }
-    // The vector core reads the products back from GM.
-    PipeBarrier<PIPE_ALL>();
+    // The vector cores read the products back from GM, input_grad's rows from other blocks'.
+    SyncAll();
     for (int64_t c0 = 0; c0 < hidden_; c0 += piece) {
       const uint32_t len = static_cast<uint32_t>(Min64(piece, hidden_ - c0));
       FixInputRows(r0, r1, c0, len);
@@ -265,7 +276,7 @@ class FlceGradKernel {
   }
 
   // input_grad rows [r0, r1), columns [c0, c0 + len): grad[r] (p W)[r] - s grad[r] colsum(W) -
-  // (1 - a) grad[r] W[t_r].
+  // (1 - a) grad[r] W[t_r], (p W)[r] summed over the vocabulary groups in order.
   __aicore__ inline void FixInputRows(int64_t r0, int64_t r1, int64_t c0, uint32_t len) {
     const float smooth = td_->smoothPerClass, targetWeight = td_->targetWeight;
     const LocalTensor<float> grad = gradBuf_.Get<float>(), colSum = accBuf_.Get<float>();
@@ -277,6 +288,11 @@ class FlceGradKernel {
         const float g = grad.GetValue(i);
         int64_t j = 0;
         LocalTensor<float> in = LoadRow(inputGradGm_[(m0 + i) * hidden_ + c0], len);
+        for (int64_t group = 1; group < td_->inputVocabGroups; ++group) {
+          LocalTensor<float> part = LoadRow(inputPartGm_[((group - 1) * rows_ + m0 + i) * hidden_ + c0], len);
+          Add(in, in, part, len);
+          inQ_.FreeTensor(part);
+        }
         const LocalTensor<float> out = outQ_.template AllocTensor<float>();
         Muls(out, in, g, len);
         inQ_.FreeTensor(in);
@@ -459,6 +475,7 @@ class FlceGradKernel {
 
   GlobalTensor<float> gradGm_, maxGm_, sumGm_, softmaxGm_, inputAccGm_, weightAccGm_, logitsGm_;
   GlobalTensor<float> scaledGm_, partGm_;  // ProcessDirect: X' [BT, H]; per block [2, H] partial sums
+  GlobalTensor<float> inputPartGm_;         // ProcessDirect: vocabulary groups 1.. of p W, [Kg - 1, BT, H]
   GlobalTensor<T> xGm_, wGm_, inputGradGm_, weightGradGm_, gGm_;
   GlobalTensor<uint8_t> maskGm_;
   GlobalTensor<TI> targetGm_;

@@ -23,13 +23,16 @@ struct FusedLinearCrossEntropyLossGradTilingData {
   uint64_t weightAccOffset; // fp32 [nt, H] weight_grad tile accumulator (fp16/bf16 only)
   uint64_t scaledInputOffset;  // workspace bytes: fp32 [BT, H] X' = diag(grad) X (fp32 with softmax only)
   uint64_t partialsOffset;     // fp32 [blocks, 2, H]: sums of X' and of W over each block's share (same)
+  int64_t inputRowGroups;      // R: row groups of the direct p W product (fp32 with softmax; else 1)
+  int64_t inputVocabGroups;    // Kg: its vocabulary groups (K split; else 1)
+  uint64_t inputPartialsOffset;  // fp32 [Kg - 1, BT, H]: vocabulary groups 1.. of p W (same)
   float smoothPerClass;     // label_smoothing / vocab_size
   float targetWeight;       // 1 - label_smoothing
   uint32_t ubChunkBytes;    // bytes of each of the four UB row buffers (two in, two out)
   uint32_t batchRows;       // rows of a G tile handled per UB pass
   TCubeTiling mmLogits;  // [mt, nt] = X[chunk] * W[tile]^T, K = H
   TCubeTiling mmWeight;  // [nt, H] += G^T * X[chunk], K = mt (fp32 with softmax: [V share, H] = p^T X', K = BT)
-  TCubeTiling mmInput;  // [mt, H] += G * W[tile], K = nt (fp32 with softmax: [BT share, H] = p W, K = V)
+  TCubeTiling mmInput;  // [mt, H] += G * W[tile], K = nt (fp32 with softmax: [BT / R, H] = p W, K = V / Kg)
 };
 
 // Tiling key: the cross-entropy key of (dtype, masked_target dtype) (common/cross_entropy_common.h,
