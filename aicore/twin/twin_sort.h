@@ -74,6 +74,82 @@ inline void PutProposal(uint8_t *p, T score, uint32_t index) {
 // thread's (a thread runs other blocks while one waits at SyncAll).
 inline uint16_t *MrgSortCounts() { return ::ms_ops::twin::Current().mrgSortCounts; }
 
+// key[e] = SortKey(score of structure e) + 1 for the n structures at q: for float, the same
+// ranking from the score's bits without branches, so that the loop vectorizes.
+template <typename T>
+inline void QueueKeys(const uint8_t *q, uint32_t n, uint32_t *key) {
+  if constexpr (std::is_same_v<T, float>) {
+    for (uint32_t e = 0; e < n; ++e) {
+      uint32_t u;
+      std::memcpy(&u, q + uint64_t(e) * kProposalBytes, 4);
+      const uint32_t mag = u & 0x7FFFFFFFu;
+      const uint32_t bits = mag == 0 ? 0u : u;  // -0 ranks as +0
+      const uint32_t k = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+      key[e] = mag > 0x7F800000u ? 1u : k + 1;  // NaN below every number
+    }
+  } else {
+    for (uint32_t e = 0; e < n; ++e) key[e] = KeyAt<T>(q + uint64_t(e) * kProposalBytes) + 1;
+  }
+}
+
+// The merges of MrgSort: `total` structures from the queues q (key[j]: the SortKey + 1 of queue j's
+// structures, then a 0, so an exhausted queue never wins) into o, the largest head first, the
+// earlier queue on equal keys; pos[j]: what each queue gave. Which queue wins is data-dependent:
+// the loops select by arithmetic on the winner, not by branches, and keep the chain from one
+// step's winner to the next step's heads short (the heads are reloaded, not stored).
+inline void MergeTwo(uint8_t *o, uint64_t total, const uint8_t *const q[4], uint32_t *const key[4], uint32_t pos[4]) {
+  const uint64_t *w0 = reinterpret_cast<const uint64_t *>(q[0]), *w1 = reinterpret_cast<const uint64_t *>(q[1]);
+  const uint32_t *key0 = key[0], *key1 = key[1];
+  uint32_t i0 = 0, i1 = 0;
+  for (uint64_t step = 0; step < total; ++step, o += kProposalBytes) {
+    const uint32_t take1 = key1[i1] > key0[i0];
+    // Only the winner is read: an exhausted queue's index points past its end.
+    std::memcpy(o, take1 ? w1 + i1 : w0 + i0, kProposalBytes);
+    i1 += take1;
+    i0 += take1 ^ 1u;
+  }
+  pos[0] = i0;
+  pos[1] = i1;
+}
+
+inline void MergeFour(uint8_t *o, uint64_t total, const uint8_t *const q[4], uint32_t *const key[4], uint32_t pos[4]) {
+  const uint64_t *w[4];
+  for (int j = 0; j < 4; ++j) w[j] = reinterpret_cast<const uint64_t *>(q[j]);
+  const uint32_t *key0 = key[0], *key1 = key[1], *key2 = key[2], *key3 = key[3];
+  uint32_t i0 = 0, i1 = 0, i2 = 0, i3 = 0;
+  for (uint64_t step = 0; step < total; ++step, o += kProposalBytes) {
+    const uint32_t h0 = key0[i0], h1 = key1[i1], h2 = key2[i2], h3 = key3[i3];
+    const uint32_t b1 = h1 > h0, b3 = h3 > h2;
+    const uint32_t high = (b3 ? h3 : h2) > (b1 ? h1 : h0);
+    const uint32_t b = high * 2 + (high ? b3 : b1);
+    const uint32_t s0 = b == 0, s1 = b == 1, s2 = b == 2, s3 = b == 3;
+    std::memcpy(o, w[b] + (i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3), kProposalBytes);
+    i0 += s0;
+    i1 += s1;
+    i2 += s2;
+    i3 += s3;
+  }
+  pos[0] = i0;
+  pos[1] = i1;
+  pos[2] = i2;
+  pos[3] = i3;
+}
+
+// With ifExhaustedSuspension: the merge stops as soon as one of the queues is exhausted.
+inline void MergeUntilExhausted(uint8_t *o, uint64_t total, int queues, const uint8_t *const q[4],
+                                uint32_t *const key[4], const uint32_t len[4], uint32_t pos[4]) {
+  for (uint64_t step = 0; step < total; ++step, o += kProposalBytes) {
+    bool exhausted = false;
+    for (int j = 0; j < queues; ++j) exhausted |= pos[j] == len[j];
+    if (exhausted) break;
+    int b = 0;
+    for (int j = 1; j < queues; ++j)
+      if (key[j][pos[j]] > key[b][pos[b]]) b = j;
+    std::memcpy(o, q[b] + uint64_t(pos[b]) * kProposalBytes, kProposalBytes);
+    ++pos[b];
+  }
+}
+
 }  // namespace twin_detail
 
 // Each repeat places element i at its rank: the elements with a larger score plus the earlier
@@ -136,8 +212,9 @@ inline void MrgSort(const LocalTensor<T> &dst, const MrgSortSrcList<T> &src, con
   uint8_t *out = reinterpret_cast<uint8_t *>(d);
   uint16_t *counts = MrgSortCounts();
   // Each queue's keys (SortKey + 1) with a 0 after its last: a queue without a head never wins.
-  // The heads' keys stay in registers.
-  std::vector<uint32_t> keys(total + 4);
+  // Scratch of this call alone (no block switch happens inside an API call).
+  thread_local std::vector<uint32_t> keys;
+  if (keys.size() < total + 4) keys.resize(total + 4);
   for (uint32_t r = 0; r < params.repeatTimes; ++r) {
     const uint8_t *q[4];
     uint32_t len[4], *key[4];
@@ -145,41 +222,19 @@ inline void MrgSort(const LocalTensor<T> &dst, const MrgSortSrcList<T> &src, con
       len[j] = j < queues ? params.elementLengths[j] : 0;
       q[j] = j < queues ? in[j] + uint64_t(r) * total * kProposalBytes : nullptr;
       key[j] = keys.data() + at;
-      for (uint32_t e = 0; e < len[j]; ++e) key[j][e] = KeyAt<T>(q[j] + uint64_t(e) * kProposalBytes) + 1;
+      QueueKeys<T>(q[j], len[j], key[j]);
       key[j][len[j]] = 0;
       at += len[j] + 1;
     }
     uint8_t *o = out + uint64_t(r) * total * kProposalBytes;
-    uint32_t i0 = 0, i1 = 0, i2 = 0, i3 = 0;
-    uint32_t k0 = key[0][0], k1 = key[1][0], k2 = key[2][0], k3 = key[3][0];
-    const bool suspend = params.ifExhaustedSuspension;
-    for (uint64_t step = 0; step < total; ++step) {
-      if (suspend && (i0 == len[0] || i1 == len[1] || (queues > 2 && i2 == len[2]) || (queues > 3 && i3 == len[3])))
-        break;
-      // The largest head, the earlier queue on equal keys.
-      const bool b1 = k1 > k0, b3 = k3 > k2;
-      const uint32_t klo = b1 ? k1 : k0, khi = b3 ? k3 : k2;
-      const bool high = khi > klo;
-      const int b = high ? (b3 ? 3 : 2) : (b1 ? 1 : 0);
-      const uint8_t *src = b == 0 ? q[0] + uint64_t(i0) * kProposalBytes
-                           : b == 1 ? q[1] + uint64_t(i1) * kProposalBytes
-                           : b == 2 ? q[2] + uint64_t(i2) * kProposalBytes
-                                    : q[3] + uint64_t(i3) * kProposalBytes;
-      std::memcpy(o, src, kProposalBytes);
-      o += kProposalBytes;
-      i0 += b == 0;
-      i1 += b == 1;
-      i2 += b == 2;
-      i3 += b == 3;
-      k0 = key[0][i0];
-      k1 = key[1][i1];
-      k2 = key[2][i2];
-      k3 = key[3][i3];
-    }
-    counts[0] = static_cast<uint16_t>(i0);
-    counts[1] = static_cast<uint16_t>(i1);
-    counts[2] = static_cast<uint16_t>(i2);
-    counts[3] = static_cast<uint16_t>(i3);
+    uint32_t pos[4] = {0, 0, 0, 0};
+    if (params.ifExhaustedSuspension)
+      MergeUntilExhausted(o, total, queues, q, key, len, pos);
+    else if (queues == 2)
+      MergeTwo(o, total, q, key, pos);
+    else
+      MergeFour(o, total, q, key, pos);
+    for (int j = 0; j < 4; ++j) counts[j] = static_cast<uint16_t>(pos[j]);
   }
 }
 
