@@ -17,6 +17,14 @@ __aicore__ inline uint32_t UbBytes(int64_t elems, uint32_t elemBytes) {
 
 __aicore__ inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// Rows [r0, r1) of `total` that block `block` of `blocks` owns: an even split, the first
+// total % blocks blocks one row more.
+__aicore__ inline void BlockShare(int64_t total, int64_t block, int64_t blocks, int64_t &r0, int64_t &r1) {
+  const int64_t per = total / blocks, extra = total % blocks;
+  r0 = block * per + Min64(block, extra);
+  r1 = r0 + per + (block < extra ? 1 : 0);
+}
+
 // This block's item of round `round` when items sorted from the most expensive down are dealt to
 // the blocks back and forth (0..B-1, then B-1..0, ...): the blocks' totals stay within about one
 // item of each other, where round robin hands block 0 the largest item of every round.

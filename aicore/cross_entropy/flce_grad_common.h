@@ -1,6 +1,6 @@
 // Kernel helpers shared by the cross-entropy gradient kernels (fused_linear_cross_entropy_loss_grad
-// and fused_linear_cross_entropy_grad_in_forward): the even split of rows over the blocks, and
-// zeroing or fp32-to-T rounding of GM ranges through a kernel's own UB queues. Kernel code only.
+// and fused_linear_cross_entropy_grad_in_forward): zeroing or fp32-to-T rounding of GM ranges
+// through a kernel's own UB queues. Kernel code only.
 #ifndef MS_OPS_CROSS_ENTROPY_FLCE_GRAD_COMMON_H_
 #define MS_OPS_CROSS_ENTROPY_FLCE_GRAD_COMMON_H_
 
@@ -8,14 +8,6 @@
 
 namespace ms_ops {
 namespace kernel {
-
-// Rows [r0, r1) of `total` that block `block` of `blocks` owns: an even split, the first
-// total % blocks blocks one row more.
-__aicore__ inline void BlockShare(int64_t total, int64_t block, int64_t blocks, int64_t &r0, int64_t &r1) {
-  const int64_t per = total / blocks, extra = total % blocks;
-  r0 = block * per + Min64(block, extra);
-  r1 = r0 + per + (block < extra ? 1 : 0);
-}
 
 // dst[0, count) = 0, through one `bufBytes` buffer of the VECOUT queue `outQ`.
 template <typename U, class Q>

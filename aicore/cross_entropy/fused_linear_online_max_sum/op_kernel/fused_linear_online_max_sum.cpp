@@ -13,9 +13,11 @@
 // values) it is in the shard for target_mask and masked_target but its predicted logit is 0.
 //
 // A block owns whole 8-row groups. For each tile of its rows it walks the vocabulary in tiles:
-// the Matmul writes the fp32 logits tile to GM (the block's workspace tile, or its place in
-// vocab_parallel_logits), and the vector pass folds the tile into the rows' running state with
-// the online softmax update sum = sum · exp(old max − new max) + Σ_j exp(z − new max).
+// the Matmul writes the fp32 logits tile to the block's workspace, and the vector pass folds the
+// tile into the rows' running state with the online softmax update
+// sum = sum · exp(old max − new max) + Σ_j exp(z − new max). Returned logits are instead computed
+// first, whole, by the blocks' parts of the product (row group x vocabulary group, see the
+// tiling), and after a SyncAll the vector passes fold the rows' tiles from vocab_parallel_logits.
 #include "../../../common/kernel_utils.h"
 #include "fused_linear_online_max_sum_tiling_data.h"
 #include "lib/matmul_intf.h"
@@ -49,6 +51,7 @@ class FusedLinearOnlineMaxSumKernel {
   __aicore__ inline void Init(GM_ADDR input, GM_ADDR weight, GM_ADDR target, GM_ADDR logitsMax, GM_ADDR sumExp,
                               GM_ADDR predicted, GM_ADDR targetMask, GM_ADDR maskedTarget, GM_ADDR logits,
                               GM_ADDR sumLogits, GM_ADDR workspace, const FusedLinearOnlineMaxSumTilingData &td) {
+    td_ = &td;
     rows_ = td.rows;
     hidden_ = td.hidden;
     vocab_ = td.vocab;
@@ -95,17 +98,24 @@ class FusedLinearOnlineMaxSumKernel {
   }
 
   __aicore__ inline void Process() {
+    if (tileAtRows_) {
+      LogitsPart();
+      // Every block's part of the logits has landed.
+      SyncAll();
+    }
     for (int64_t r0 = rowBegin_; r0 < rowEnd_; r0 += mTile_) {
       const uint32_t mt = static_cast<uint32_t>(Min64(rowEnd_ - r0, mTile_));
       Targets(r0, mt);
       StartRows(mt);
-      mm.SetTensorA(inputGm_[r0 * hidden_]);
+      if (!tileAtRows_) mm.SetTensorA(inputGm_[r0 * hidden_]);
       for (int64_t v0 = 0; v0 < vocab_; v0 += nTile_) {
         const uint32_t n = static_cast<uint32_t>(Min64(vocab_ - v0, nTile_));
         const GlobalTensor<float> tile = tileAtRows_ ? tileGm_[r0 * vocab_ + v0] : tileGm_;
-        mm.SetTensorB(weightGm_[v0 * hidden_], true);
-        mm.SetSingleShape(mt, n, static_cast<int32_t>(hidden_));
-        mm.IterateAll(tile);
+        if (!tileAtRows_) {
+          mm.SetTensorB(weightGm_[v0 * hidden_], true);
+          mm.SetSingleShape(mt, n, static_cast<int32_t>(hidden_));
+          mm.IterateAll(tile);
+        }
         FoldTile(tile, mt, v0, n);
       }
       FinishRows(r0, mt);
@@ -114,6 +124,24 @@ class FusedLinearOnlineMaxSumKernel {
   }
 
  private:
+  // This block's part of the returned logits: row group block % R times vocabulary group block / R,
+  // nTile columns per product.
+  __aicore__ inline void LogitsPart() {
+    const int64_t groupRows = td_->gemmRowGroups, groupVocab = td_->gemmVocabGroups, block = GetBlockIdx();
+    if (block >= groupRows * groupVocab) return;
+    int64_t g0, g1, k0, k1;
+    BlockShare(rows_, block % groupRows, groupRows, g0, g1);
+    BlockShare(vocab_, block / groupRows, groupVocab, k0, k1);
+    if (g1 == g0) return;
+    mm.SetTensorA(inputGm_[g0 * hidden_]);
+    for (int64_t v0 = k0; v0 < k1; v0 += nTile_) {
+      const int32_t n = static_cast<int32_t>(Min64(k1 - v0, nTile_));
+      mm.SetTensorB(weightGm_[v0 * hidden_], true);
+      mm.SetSingleShape(static_cast<int32_t>(g1 - g0), n, static_cast<int32_t>(hidden_));
+      mm.IterateAll(tileGm_[g0 * vocab_ + v0]);
+    }
+  }
+
   // The per-row state of a row tile: eight fp32 arrays of mTile_ elements in state_.
   enum StateArray : uint32_t { kRunMax, kNewMax, kSumExp, kSumLogits, kTileSumExp, kTileSum, kPick, kFactor };
 
@@ -243,6 +271,7 @@ class FusedLinearOnlineMaxSumKernel {
   GlobalTensor<float> maxGm_, sumExpGm_, predGm_, sumLogitsGm_, tileGm_;
   GlobalTensor<uint8_t> maskGm_;
 
+  const FusedLinearOnlineMaxSumTilingData *td_ = nullptr;
   int64_t rows_ = 0, hidden_ = 0, vocab_ = 0, vocabStart_ = 0, rangeLen_ = 0, rowBegin_ = 0, rowEnd_ = 0, ldc_ = 0;
   uint32_t mTile_ = 8, nTile_ = 0, chunkRows_ = 1, swap_ = 0;
   bool tileAtRows_ = false;

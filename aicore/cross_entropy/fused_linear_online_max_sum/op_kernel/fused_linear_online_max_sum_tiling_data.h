@@ -18,7 +18,12 @@ struct FusedLinearOnlineMaxSumTilingData {
   uint32_t nTile;          // vocabulary columns of a logits tile; row stride of the workspace tile
   uint32_t chunkRows;      // tile rows per UB chunk of the vector pass
   uint32_t returnLogits;   // 1: tiles land in vocab_parallel_logits; 0: in the block's workspace
-  TCubeTiling mm;          // logits tile = input rows x weight rowsᵀ, fp32 out
+  // Returned logits only: their product cut into gemmRowGroups x gemmVocabGroups parts, one per
+  // block, of at most gemmRows rows (the Matmul's single M); 0 otherwise.
+  uint32_t gemmRowGroups;
+  uint32_t gemmVocabGroups;
+  uint32_t gemmRows;
+  TCubeTiling mm;          // logits tile = input rows x weight rowsᵀ, fp32 out (M: mTile, or gemmRows)
 };
 
 #endif  // MS_OPS_FUSED_LINEAR_ONLINE_MAX_SUM_TILING_DATA_H_
