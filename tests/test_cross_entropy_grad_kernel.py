@@ -152,9 +152,9 @@ def test_deterministic(dtype):
 # fp32 with the softmax: two products per block (its row group x vocabulary group of p W, its share
 # of the vocabulary for p^T X'), then the partials, label-smoothing and target terms added row by row.
 @pytest.mark.parametrize("rows,hidden,vocab,alpha,vocab_size", [
-    (1001, 40, 2100, 0.1, 4 * 2100),  # 5 blocks: row shares of 200-201 start inside mask bytes; Kg = 5
-    (2100, 16, 3000, 0.1, None),      # 6 blocks: 3 row groups x 2 vocabulary groups of p W
-    (1100, 600, 3500, 0.2, None),     # 7 blocks: Kg = 2 (the partials' cap) x R = 3, one block idle
+    (1001, 40, 2100, 0.1, 4 * 2100),  # 3 blocks: row shares of 333-334 start inside mask bytes; Kg = 3
+    (2100, 16, 9000, 0.1, None),      # 9 blocks: 3 row groups x 3 vocabulary groups of p W
+    (1100, 900, 7000, 0.2, None),     # 7 blocks: Kg = 2 (the partials' cap) x R = 3, one block idle
     (40, 10000, 48, 0.1, None),       # H wider than a UB buffer: column pieces
     (3, 24, 2100, 0.3, None),         # fewer rows than blocks could take
     (520, 64, 2600, 0.0, None),       # no smoothing: no partial sums

@@ -56,11 +56,12 @@ struct FusedLinearCrossEntropyLossGradTiling {
 // Tile sizes: large enough for efficient cube work per step (each block's products are
 // mt x nt x H, nt x H x mt and mt x H x nt), small enough that the per-block workspace stays small:
 // every block holds an [mt, nt] logits tile and, for fp16/bf16, an fp32 [nt, H] weight_grad tile
-// (24 blocks x 2 MiB at H = 2048 with nt = 256), so those take 256 columns; fp32, which has no
-// weight_grad tile, takes 512. Measured on the CPU twin at BT = 4096, H = 2048, V = 32000 fp32
-// (memory-saving mode, forward + backward): 7.18 s with nt = 256, 6.77 s with 512.
+// (24 blocks x 2 MiB at H = 2048 with nt = 256), so those take at most 256 columns; fp32, which has
+// no weight_grad tile, up to 1024, then re-cut to whole rounds. Measured on the CPU twin at
+// BT = 4096, H = 2048, V = 32000 fp32 (memory-saving mode, forward + backward): 7.18 s with
+// nt = 256, 6.77 s with 512, 6.60 s with 672 (48 tiles, two whole rounds of 24), 6.64 with 1344.
 constexpr int64_t kFlceMaxTileCols = 256;
-constexpr int64_t kFlceMaxTileColsF32 = 512;
+constexpr int64_t kFlceMaxTileColsF32 = 1024;
 constexpr int64_t kFlceMaxChunkRows = 256;
 constexpr int64_t kFlceMinChunkRows = 128;
 constexpr uint64_t kFlceWorkspaceAlign = 512;  // cube-friendly GM alignment of every workspace region
@@ -121,8 +122,8 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
 
   const int64_t tiles0 =
       CeilDiv(p.vocab, p.dataType == CeFloat::kF32 ? kFlceMaxTileColsF32 : kFlceMaxTileCols);
-  const int64_t nt = AlignUp(CeilDiv(p.vocab, tiles0), 16);
-  const int64_t tiles = CeilDiv(p.vocab, nt);
+  int64_t nt = AlignUp(CeilDiv(p.vocab, tiles0), 16);
+  int64_t tiles = CeilDiv(p.vocab, nt);
   // As many chunks as blocks could use, with chunks of 128..256 tokens (fewer only to give a
   // small BT two chunks), then evened out.
   const int64_t want = std::min<int64_t>(platform.aicCoreNum, tiles);
@@ -132,6 +133,12 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   const int64_t chunks = p.rows == 0 ? 0 : CeilDiv(p.rows, mt);
   if (chunks > 0) mt = AlignUp(CeilDiv(p.rows, chunks), 16);
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>({platform.aicCoreNum, tiles, chunks}));
+  // Whole rounds: the tiles re-cut (narrower) to a multiple of the blocks, so that no block idles
+  // in a last, partial round.
+  if (tiles > blocks && tiles % blocks != 0) {
+    nt = AlignUp(CeilDiv(p.vocab, CeilDiv(tiles, blocks) * blocks), 16);
+    tiles = CeilDiv(p.vocab, nt);
+  }
 
   // fp32 with the softmax: the two whole products of ProcessDirect (the kernel's kDirect).
   const bool direct = p.dataType == CeFloat::kF32 && p.hasSoftmax;
