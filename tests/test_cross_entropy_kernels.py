@@ -98,6 +98,7 @@ CASES = {
     "BT300_2blocks_chunks": (300, 64, 1003, 0, 1003, np.int32),
     "BT6500_multi_row_tiles": (6500, 16, 200, 40, 300, np.int64),
     "BT20_V50257": (20, 32, 50257, 0, 50257, np.int32),
+    "BT2100_5x3_groups": (2100, 16, 1100, 200, 1500, np.int64),  # 5 row groups x 3 vocabulary groups
 }
 CASES_FULL = {
     "BT1030_H1024_V8000_shard": (1030, 1024, 8000, 8000, 32000, np.int64),

@@ -117,17 +117,17 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   p.int64Target = targetType == DType::kI64;
   FusedLinearOnlineMaxSumTiling t = ComputeFusedLinearOnlineMaxSumTiling(p, kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
-  // The blocks' logits tiles (memory-saving mode), poisoned: every tile is written by its Matmul
-  // before the vector pass reads it.
+  // The blocks' logits tiles (memory-saving mode) and partial statistics, poisoned: every tile is
+  // written by its Matmul before the vector pass reads it, every statistic before the merge.
   const twin::Workspace workspace(t.workspaceBytes);
   auto gm = [params](int i) { return static_cast<uint8_t *>(params[i]); };
   const auto body = [&] {
     fused_linear_online_max_sum(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), gm(6), gm(7), gm(8), gm(9),
                                 workspace.data(), reinterpret_cast<uint8_t *>(&t.data));
   };
-  // Returned logits: the blocks meet at a SyncAll between the product and the vector passes.
-  return p.returnLogits ? twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, body)
-                        : twin::Launch(kOp, t.blockDim, t.tilingKey, body);
+  // Several vocabulary groups: the blocks meet at a SyncAll before merging their statistics.
+  return t.data.vocabGroups > 1 ? twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, body)
+                                : twin::Launch(kOp, t.blockDim, t.tilingKey, body);
 }
 
 // Infer hooks never throw into MindSpore: without a readable return_logits they return the

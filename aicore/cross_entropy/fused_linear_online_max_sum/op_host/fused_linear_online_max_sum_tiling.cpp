@@ -27,8 +27,7 @@ struct FusedLinearOnlineMaxSumCompileInfo {};
 // tiling's TCubeTiling carries the same shapes, which is all the twin's Matmul reads).
 static bool FillCubeTiling(const platform_ascendc::PlatformAscendC &ascendc, ge::DataType dtype,
                            FusedLinearOnlineMaxSumTilingData &d) {
-  const int64_t m = d.returnLogits != 0 ? d.gemmRows : d.mTile;
-  return ms_ops::ApiCubeTiling(ascendc, ms_ops::CubeType(dtype), false, true, m, d.nTile, d.hidden, d.rows,
+  return ms_ops::ApiCubeTiling(ascendc, ms_ops::CubeType(dtype), false, true, d.mTile, d.nTile, d.hidden, d.rows,
                                d.returnLogits != 0 ? d.vocab : d.nTile, d.hidden, d.mm);
 }
 

@@ -1,17 +1,17 @@
 // Tiling of fused_linear_online_max_sum as a pure function of shapes, attributes, dtypes and the
 // platform, shared by the CANN TilingFunc and the CPU entry.
 //
-// Blocks (one per cube core) own contiguous runs of whole 8-row groups, so each target_mask byte
-// has one writer. A block walks its rows in tiles of mTile rows and, for each, the vocabulary in
-// tiles of nTile columns: the Matmul writes the fp32 logits tile [mTile, nTile] to GM (the block's
+// Blocks are R row groups (whole 8-row groups each, so each target_mask byte has one writer) x Kg
+// vocabulary groups (whole nTile-column tiles each); block b takes row group b % R and vocabulary
+// group b / R. It walks its rows in tiles of mTile rows and, for each, its vocabulary in tiles of
+// nTile columns: the Matmul writes the fp32 logits tile [mTile, nTile] to GM (the block's
 // workspace, or its place in vocab_parallel_logits), and the vector pass reads it back in chunks
 // of chunkRows rows to update each row's running max, rescaled sum of exponentials, sum of logits
-// and target logit. No [BT, V] buffer exists unless the logits are returned.
-//
-// Returned logits are first computed whole, cut into R row groups x Kg vocabulary groups (one part
-// per block, nTile columns per Matmul); after a SyncAll each block folds its own rows from them.
-// Row tiles of a block's ~BT / 24 rows make products too flat to run near peak: on the CPU twin
-// (one core, H = 1024) 176 x 512 tiles ran at 171 GFLOP/s, 1024 x 512 at 200.
+// and target logit. With Kg > 1 those are the row's statistics over the group's columns: they go
+// to workspace, and after a SyncAll each block merges a share of the rows over the groups in
+// group order. Cutting the vocabulary lets a block's products take many rows: on the CPU twin
+// (one core, H = 1024) 176 x 512 x 1024 products ran at 171 GFLOP/s, 512 x 512 x 1024 at 193 and
+// 1024 x 512 x 1024 at 200. No [BT, V] buffer exists unless the logits are returned.
 #ifndef MS_OPS_FUSED_LINEAR_ONLINE_MAX_SUM_TILING_H_
 #define MS_OPS_FUSED_LINEAR_ONLINE_MAX_SUM_TILING_H_
 
@@ -40,17 +40,19 @@ struct FusedLinearOnlineMaxSumTiling {
   FusedLinearOnlineMaxSumTilingData data{};
   uint32_t blockDim = 0;        // 0: nothing to compute (BT == 0)
   uint64_t tilingKey = 0;
-  uint64_t workspaceBytes = 0;  // user workspace: one fp32 [mTile, nTile] tile per block, or 0
+  uint64_t workspaceBytes = 0;  // user workspace: fp32 [mTile, nTile] tiles and partial statistics
   std::string error;            // why the problem cannot run; empty when it can
 };
 
-// Logits tiles: at least kFlomsMinBlockRows rows per block before another block is added (so each
-// tile's matrix product stays large enough to run near peak), at most kFlomsMaxTileRows rows and
-// kFlomsTileCols vocabulary columns per tile.
+// Logits tiles: at least kFlomsMinBlockRows rows per block before another block is added, about
+// kFlomsGroupRows rows per row group, at most kFlomsMaxTileRows rows (kFlomsMaxTileRowsLogits when
+// the tiles land in the returned logits, taking no workspace) and kFlomsTileCols columns per tile.
 constexpr uint64_t kFlomsMinBlockRows = 128;
-constexpr uint64_t kFlomsMaxTileRows = 256;
+constexpr uint64_t kFlomsGroupRows = 1024;
+constexpr uint64_t kFlomsMaxTileRows = 512;
+constexpr uint64_t kFlomsMaxTileRowsLogits = 1024;
 constexpr uint64_t kFlomsTileCols = 512;
-constexpr uint64_t kFlomsGemmGroupRows = 1024;  // rows per row group of the returned logits' product
+constexpr uint32_t kFlomsStats = 4;  // partial statistics per row: max, sum of exps, sum of logits, target logit
 constexpr uint32_t kFlomsStateArrays = 8;  // per-row fp32 state of a row tile, see the kernel
 constexpr uint32_t kFlomsReduceSlots = 3;  // reduction results, one 32-byte block each
 
@@ -113,11 +115,16 @@ inline FusedLinearOnlineMaxSumTiling ComputeFusedLinearOnlineMaxSumTiling(const 
   if (blocks > platform.aicCoreNum) blocks = platform.aicCoreNum;
   if (blocks > groups) blocks = groups;
   if (blocks < 1) blocks = 1;
-  const uint64_t groupsPerBlock = groups / blocks, groupsRemainder = groups % blocks;
-  const uint64_t blockRowsMax = (groupsPerBlock + (groupsRemainder > 0 ? 1 : 0)) * 8;
-  const uint64_t tilesPerBlock = CeilDiv(blockRowsMax, kFlomsMaxTileRows);
-  const uint64_t mTile = AlignUp(CeilDiv(blockRowsMax, tilesPerBlock), 8);
   const uint64_t nTile = uint64_t(p.vocab) < kFlomsTileCols ? uint64_t(p.vocab) : kFlomsTileCols;
+  const uint64_t vocabTiles = CeilDiv(uint64_t(p.vocab), nTile);
+  uint64_t rowGroups = std::clamp<uint64_t>(CeilDiv(rows, kFlomsGroupRows), 1, blocks);
+  const uint64_t vocabGroups = std::clamp<uint64_t>(blocks / rowGroups, 1, vocabTiles);
+  rowGroups = std::clamp<uint64_t>(blocks / vocabGroups, 1, std::max<uint64_t>(groups, 1));
+  blocks = rowGroups * vocabGroups;
+  const uint64_t groupRowsMax = CeilDiv(groups, rowGroups) * 8;
+  const uint64_t maxTileRows = p.returnLogits ? kFlomsMaxTileRowsLogits : kFlomsMaxTileRows;
+  const uint64_t tilesPerGroup = CeilDiv(groupRowsMax, maxTileRows);
+  const uint64_t mTile = AlignUp(CeilDiv(groupRowsMax, tilesPerGroup), 8);
   const uint64_t pitch = FlomsPitch(nTile);
 
   const uint32_t targetBytes = p.int64Target ? 8 : 4;
@@ -135,24 +142,20 @@ inline FusedLinearOnlineMaxSumTiling ComputeFusedLinearOnlineMaxSumTiling(const 
   d.vocab = p.vocab;
   d.vocabStart = p.vocabStart;
   d.vocabEnd = p.vocabEnd;
-  d.groupsPerBlock = static_cast<int64_t>(groupsPerBlock);
-  d.groupsRemainder = static_cast<int64_t>(groupsRemainder);
+  d.rowGroups = static_cast<int64_t>(rowGroups);
+  d.vocabGroups = static_cast<int64_t>(vocabGroups);
   d.mTile = static_cast<uint32_t>(mTile);
   d.nTile = static_cast<uint32_t>(nTile);
   d.chunkRows = static_cast<uint32_t>(chunkCap < mTile ? chunkCap : mTile);
   d.returnLogits = p.returnLogits ? 1 : 0;
   t.blockDim = rows == 0 ? 0 : static_cast<uint32_t>(blocks);
-  uint64_t productRows = mTile;
-  if (p.returnLogits) {
-    const uint64_t groupRows = std::min<uint64_t>(std::max<uint64_t>(CeilDiv(rows, kFlomsGemmGroupRows), 1), blocks);
-    d.gemmRowGroups = static_cast<uint32_t>(groupRows);
-    d.gemmVocabGroups = static_cast<uint32_t>(std::max<uint64_t>(blocks / groupRows, 1));
-    d.gemmRows = static_cast<uint32_t>(CeilDiv(rows, groupRows));
-    productRows = std::max<uint64_t>(d.gemmRows, 1);
-  }
-  d.mm = FlomsCubeTiling(p, t.blockDim, productRows, nTile);
+  d.mm = FlomsCubeTiling(p, t.blockDim, mTile, nTile);
   t.tilingKey = CrossEntropyKey(p.dataType, p.int64Target);
-  t.workspaceBytes = p.returnLogits || rows == 0 ? 0 : blocks * mTile * nTile * 4;
+  const uint64_t tiles = p.returnLogits ? 0 : AlignUp(blocks * mTile * nTile * 4, kBlockBytes);
+  d.statsOffset = tiles;
+  d.statsPitch = AlignUp(rows, 8);
+  const uint64_t stats = vocabGroups > 1 ? vocabGroups * kFlomsStats * d.statsPitch * 4 : 0;
+  t.workspaceBytes = rows == 0 ? 0 : tiles + stats;
   return t;
 }
 

@@ -12,12 +12,14 @@
 // range longer than the weight) has no column: the CPU entry refuses it; here (the NPU checks no
 // values) it is in the shard for target_mask and masked_target but its predicted logit is 0.
 //
-// A block owns whole 8-row groups. For each tile of its rows it walks the vocabulary in tiles:
-// the Matmul writes the fp32 logits tile to the block's workspace, and the vector pass folds the
-// tile into the rows' running state with the online softmax update
-// sum = sum · exp(old max − new max) + Σ_j exp(z − new max). Returned logits are instead computed
-// first, whole, by the blocks' parts of the product (row group x vocabulary group, see the
-// tiling), and after a SyncAll the vector passes fold the rows' tiles from vocab_parallel_logits.
+// A block owns whole 8-row groups of one row group and whole tiles of one vocabulary group (see the
+// tiling header). For each tile of its rows it walks its vocabulary in tiles: the Matmul writes the
+// fp32 logits tile to GM (the block's workspace tile, or its place in vocab_parallel_logits), and
+// the vector pass folds the tile into the rows' running state with the online softmax update
+// sum = sum · exp(old max − new max) + Σ_j exp(z − new max). With several vocabulary groups each
+// block stores its rows' statistics over its group's columns, and after a SyncAll each block merges
+// a share of the rows over the groups, in group order: max = max_g max_g,
+// sum = Σ_g sum_g · exp(max_g − max), the sums of logits and the target logit added.
 #include "../../../common/kernel_utils.h"
 #include "fused_linear_online_max_sum_tiling_data.h"
 #include "lib/matmul_intf.h"
@@ -33,6 +35,9 @@ constexpr float kLowest = -3.40282347e+38f;
 
 // Offsets (floats) of the reduction results in reduceOut_: one 32-byte block each.
 constexpr uint32_t kRedMax = 0, kRedSumExp = 8, kRedSum = 16;
+
+// The partial statistics of a row over one vocabulary group, in workspace (kFlomsStats of them).
+constexpr uint32_t kStats = 4, kStatMax = 0, kStatSumExp = 1, kStatSum = 2, kStatPick = 3;
 
 // T: dtype of input and weight; G: dtype of target and masked_target.
 template <typename T, typename G>
@@ -60,10 +65,18 @@ class FusedLinearOnlineMaxSumKernel {
     mTile_ = td.mTile;
     nTile_ = td.nTile;
     chunkRows_ = td.chunkRows;
-    const int64_t block = GetBlockIdx();
-    const int64_t extra = block < td.groupsRemainder ? block : td.groupsRemainder;
-    rowBegin_ = (block * td.groupsPerBlock + extra) * 8;
-    rowEnd_ = Min64(rowBegin_ + (td.groupsPerBlock + (block < td.groupsRemainder ? 1 : 0)) * 8, rows_);
+    const int64_t block = GetBlockIdx(), groups = (rows_ + 7) / 8;
+    vocabGroup_ = block / td.rowGroups;
+    int64_t g0, g1, t0, t1;
+    BlockShare(groups, block % td.rowGroups, td.rowGroups, g0, g1);
+    rowBegin_ = g0 * 8;
+    rowEnd_ = Min64(g1 * 8, rows_);
+    BlockShare((vocab_ + nTile_ - 1) / nTile_, vocabGroup_, td.vocabGroups, t0, t1);
+    vocabBegin_ = t0 * nTile_;
+    vocabEnd_ = Min64(t1 * nTile_, vocab_);
+    BlockShare(groups, block, GetBlockNum(), g0, g1);
+    mergeBegin_ = g0 * 8;
+    mergeEnd_ = Min64(g1 * 8, rows_);
 
     inputGm_.SetGlobalBuffer((__gm__ T *)input, uint64_t(rows_) * hidden_);
     weightGm_.SetGlobalBuffer((__gm__ T *)weight, uint64_t(vocab_) * hidden_);
@@ -82,6 +95,8 @@ class FusedLinearOnlineMaxSumKernel {
       tileGm_.SetGlobalBuffer((__gm__ float *)GetUserWorkspace(workspace) + block * tileElems, tileElems);
       ldc_ = nTile_;
     }
+    statsGm_.SetGlobalBuffer((__gm__ float *)(GetUserWorkspace(workspace) + td.statsOffset),
+                             uint64_t(td.vocabGroups) * kStats * td.statsPitch);
     tileAtRows_ = td.returnLogits != 0;
 
     // Same sizes as FlomsUbFixed / FlomsUbPerChunkRow in the host tiling.
@@ -98,48 +113,31 @@ class FusedLinearOnlineMaxSumKernel {
   }
 
   __aicore__ inline void Process() {
-    if (tileAtRows_) {
-      LogitsPart();
-      // Every block's part of the logits has landed.
-      SyncAll();
-    }
     for (int64_t r0 = rowBegin_; r0 < rowEnd_; r0 += mTile_) {
       const uint32_t mt = static_cast<uint32_t>(Min64(rowEnd_ - r0, mTile_));
-      Targets(r0, mt);
+      // target_mask and masked_target: from the blocks of vocabulary group 0 only.
+      Targets(r0, mt, vocabGroup_ == 0);
       StartRows(mt);
-      if (!tileAtRows_) mm.SetTensorA(inputGm_[r0 * hidden_]);
-      for (int64_t v0 = 0; v0 < vocab_; v0 += nTile_) {
-        const uint32_t n = static_cast<uint32_t>(Min64(vocab_ - v0, nTile_));
+      mm.SetTensorA(inputGm_[r0 * hidden_]);
+      for (int64_t v0 = vocabBegin_; v0 < vocabEnd_; v0 += nTile_) {
+        const uint32_t n = static_cast<uint32_t>(Min64(vocabEnd_ - v0, nTile_));
         const GlobalTensor<float> tile = tileAtRows_ ? tileGm_[r0 * vocab_ + v0] : tileGm_;
-        if (!tileAtRows_) {
-          mm.SetTensorB(weightGm_[v0 * hidden_], true);
-          mm.SetSingleShape(mt, n, static_cast<int32_t>(hidden_));
-          mm.IterateAll(tile);
-        }
+        mm.SetTensorB(weightGm_[v0 * hidden_], true);
+        mm.SetSingleShape(mt, n, static_cast<int32_t>(hidden_));
+        mm.IterateAll(tile);
         FoldTile(tile, mt, v0, n);
       }
-      FinishRows(r0, mt);
+      if (td_->vocabGroups > 1) {
+        StoreStats(r0, mt);
+      } else {
+        FinishRows(r0, mt);
+      }
     }
     mm.End();
-  }
-
- private:
-  // This block's part of the returned logits: row group block % R times vocabulary group block / R,
-  // nTile columns per product.
-  __aicore__ inline void LogitsPart() {
-    const int64_t groupRows = td_->gemmRowGroups, groupVocab = td_->gemmVocabGroups, block = GetBlockIdx();
-    if (block >= groupRows * groupVocab) return;
-    int64_t g0, g1, k0, k1;
-    BlockShare(rows_, block % groupRows, groupRows, g0, g1);
-    BlockShare(vocab_, block / groupRows, groupVocab, k0, k1);
-    if (g1 == g0) return;
-    mm.SetTensorA(inputGm_[g0 * hidden_]);
-    for (int64_t v0 = k0; v0 < k1; v0 += nTile_) {
-      const int32_t n = static_cast<int32_t>(Min64(k1 - v0, nTile_));
-      mm.SetTensorB(weightGm_[v0 * hidden_], true);
-      mm.SetSingleShape(static_cast<int32_t>(g1 - g0), n, static_cast<int32_t>(hidden_));
-      mm.IterateAll(tileGm_[g0 * vocab_ + v0]);
-    }
+    if (td_->vocabGroups == 1) return;
+    // Every group's statistics of every row have landed.
+    SyncAll();
+    for (int64_t r0 = mergeBegin_; r0 < mergeEnd_; r0 += mTile_) Merge(r0, static_cast<uint32_t>(Min64(mergeEnd_ - r0, mTile_)));
   }
 
   // The per-row state of a row tile: eight fp32 arrays of mTile_ elements in state_.
@@ -151,9 +149,9 @@ class FusedLinearOnlineMaxSumKernel {
     return state_.Get<float>()[a * mTile_];
   }
 
-  // masked_target and target_mask of rows [r0, r0 + mt), and each row's local target (its
-  // column in the weight, -1 when masked or past the weight) for the vocabulary tiles.
-  __aicore__ inline void Targets(int64_t r0, uint32_t mt) {
+  // Each row's local target for rows [r0, r0 + mt) (its column in the weight, -1 when masked or
+  // past the weight) and, with `write`, their masked_target and target_mask.
+  __aicore__ inline void Targets(int64_t r0, uint32_t mt, bool write) {
     LocalTensor<G> tgt = targetQ_.AllocTensor<G>();
     CopyIn(tgt, targetGm_[r0], mt);
     targetQ_.EnQue(tgt);
@@ -167,6 +165,7 @@ class FusedLinearOnlineMaxSumKernel {
       const int64_t t = static_cast<int64_t>(tgt.GetValue(i)) - vocabStart_;
       const bool inside = t >= 0 && t < rangeLen_;
       local.SetValue(i, inside && t < vocab_ ? static_cast<int32_t>(t) : -1);
+      if (!write) continue;
       masked.SetValue(i, static_cast<G>(inside ? t : 0));
       bits |= (inside ? 0u : 1u) << (i % 8);
       if (i % 8 == 7 || i + 1 == mt) {
@@ -181,9 +180,11 @@ class FusedLinearOnlineMaxSumKernel {
     maskQ_.EnQue(mask);
     masked = maskedQ_.DeQue<G>();
     mask = maskQ_.DeQue<uint8_t>();
-    OrderPipes<HardEvent::S_MTE3>(&pipe);
-    CopyOut(maskedGm_[r0], masked, mt);
-    CopyOut(maskGm_[r0 / 8], mask, (mt + 7) / 8);
+    if (write) {
+      OrderPipes<HardEvent::S_MTE3>(&pipe);
+      CopyOut(maskedGm_[r0], masked, mt);
+      CopyOut(maskGm_[r0 / 8], mask, (mt + 7) / 8);
+    }
     maskedQ_.FreeTensor(masked);
     maskQ_.FreeTensor(mask);
   }
@@ -248,17 +249,79 @@ class FusedLinearOnlineMaxSumKernel {
 
   // predicted = target logit - max (0 when masked); the four per-row outputs of the row tile.
   __aicore__ inline void FinishRows(int64_t r0, uint32_t mt) {
-    LocalTensor<float> runMax = State(kRunMax), pred = State(kPick);
-    Sub(pred, pred, runMax, mt);
+    WriteRows(r0, mt, State(kRunMax), State(kSumExp), State(kSumLogits), State(kPick));
+  }
+
+  // The outputs of rows [r0, r0 + n) from their max, sum of exps, sum of logits and target logit
+  // (`pick`, overwritten with the predicted logit: minus the max, 0 without a local target).
+  __aicore__ inline void WriteRows(int64_t r0, uint32_t n, const LocalTensor<float> &mx, const LocalTensor<float> &sum,
+                                   const LocalTensor<float> &logits, const LocalTensor<float> &pick) {
+    Sub(pick, pick, mx, n);
     OrderPipes<HardEvent::V_S>(&pipe);
     LocalTensor<int32_t> local = localTarget_.Get<int32_t>();
-    for (uint32_t i = 0; i < mt; ++i)
-      if (local.GetValue(i) < 0) pred.SetValue(i, 0.0f);
+    for (uint32_t i = 0; i < n; ++i)
+      if (local.GetValue(i) < 0) pick.SetValue(i, 0.0f);
     OrderPipes<HardEvent::S_MTE3>(&pipe);
-    CopyOut(maxGm_[r0], runMax, mt);
-    CopyOut(sumExpGm_[r0], State(kSumExp), mt);
-    CopyOut(predGm_[r0], pred, mt);
-    CopyOut(sumLogitsGm_[r0], State(kSumLogits), mt);
+    OrderPipes<HardEvent::V_MTE3>(&pipe);
+    CopyOut(maxGm_[r0], mx, n);
+    CopyOut(sumExpGm_[r0], sum, n);
+    CopyOut(predGm_[r0], pick, n);
+    CopyOut(sumLogitsGm_[r0], logits, n);
+  }
+
+  // Statistic k of vocabulary group j, rows from r0.
+  __aicore__ inline GlobalTensor<float> Stat(int64_t j, uint32_t k, int64_t r0) {
+    return statsGm_[(uint64_t(j) * kStats + k) * td_->statsPitch + r0];
+  }
+
+  // Rows [r0, r0 + mt)'s statistics over this block's vocabulary group, to workspace: the max, the
+  // sum of exps relative to it, the sum of logits, the target logit (0 when not in the group).
+  __aicore__ inline void StoreStats(int64_t r0, uint32_t mt) {
+    OrderPipes<HardEvent::V_MTE3>(&pipe);
+    CopyOut(Stat(vocabGroup_, kStatMax, r0), State(kRunMax), mt);
+    CopyOut(Stat(vocabGroup_, kStatSumExp, r0), State(kSumExp), mt);
+    CopyOut(Stat(vocabGroup_, kStatSum, r0), State(kSumLogits), mt);
+    CopyOut(Stat(vocabGroup_, kStatPick, r0), State(kPick), mt);
+  }
+
+  // Rows [r0, r0 + n): the groups' statistics merged in group order into the four outputs. The
+  // state arrays serve as scratch (no row tile is in flight).
+  __aicore__ inline void Merge(int64_t r0, uint32_t n) {
+    Targets(r0, n, false);
+    const LocalTensor<float> st = state_.Get<float>();
+    const LocalTensor<float> mx = st[0], sum = st[mTile_], logits = st[2 * mTile_], pick = st[3 * mTile_];
+    const LocalTensor<float> x = st[4 * mTile_], y = st[5 * mTile_], newMax = st[6 * mTile_], f = st[7 * mTile_];
+    // The previous rows' outputs have left for GM before the scratch is loaded again.
+    OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
+    OrderPipes<HardEvent::V_MTE2>(&pipe);
+    CopyIn(mx, Stat(0, kStatMax, r0), n);
+    CopyIn(sum, Stat(0, kStatSumExp, r0), n);
+    CopyIn(logits, Stat(0, kStatSum, r0), n);
+    CopyIn(pick, Stat(0, kStatPick, r0), n);
+    for (int64_t j = 1; j < td_->vocabGroups; ++j) {
+      // The previous group's x and y have been read.
+      OrderPipes<HardEvent::V_MTE2>(&pipe);
+      CopyIn(x, Stat(j, kStatMax, r0), n);
+      CopyIn(y, Stat(j, kStatSumExp, r0), n);
+      OrderPipes<HardEvent::MTE2_V>(&pipe);
+      Max(newMax, mx, x, n);
+      Sub(f, mx, newMax, n);
+      Exp(f, f, n);
+      Mul(sum, sum, f, n);
+      Sub(f, x, newMax, n);
+      Exp(f, f, n);
+      Mul(y, y, f, n);
+      Add(sum, sum, y, n);
+      Adds(mx, newMax, 0.0f, n);
+      OrderPipes<HardEvent::V_MTE2>(&pipe);
+      CopyIn(x, Stat(j, kStatSum, r0), n);
+      CopyIn(y, Stat(j, kStatPick, r0), n);
+      OrderPipes<HardEvent::MTE2_V>(&pipe);
+      Add(logits, logits, x, n);
+      Add(pick, pick, y, n);
+    }
+    OrderPipes<HardEvent::MTE2_V>(&pipe);
+    WriteRows(r0, n, mx, sum, logits, pick);
   }
 
   TQue<QuePosition::VECIN, 2> chunkQ_;
@@ -268,11 +331,12 @@ class FusedLinearOnlineMaxSumKernel {
 
   GlobalTensor<T> inputGm_, weightGm_;
   GlobalTensor<G> targetGm_, maskedGm_;
-  GlobalTensor<float> maxGm_, sumExpGm_, predGm_, sumLogitsGm_, tileGm_;
+  GlobalTensor<float> maxGm_, sumExpGm_, predGm_, sumLogitsGm_, tileGm_, statsGm_;
   GlobalTensor<uint8_t> maskGm_;
 
   const FusedLinearOnlineMaxSumTilingData *td_ = nullptr;
   int64_t rows_ = 0, hidden_ = 0, vocab_ = 0, vocabStart_ = 0, rangeLen_ = 0, rowBegin_ = 0, rowEnd_ = 0, ldc_ = 0;
+  int64_t vocabGroup_ = 0, vocabBegin_ = 0, vocabEnd_ = 0, mergeBegin_ = 0, mergeEnd_ = 0;
   uint32_t mTile_ = 8, nTile_ = 0, chunkRows_ = 1, swap_ = 0;
   bool tileAtRows_ = false;
 };
