@@ -64,7 +64,8 @@ static ge::graphStatus FusedLinearOnlineMaxSumTilingFunc(gert::TilingContext *co
   // An empty BT still launches one block, which finds no rows.
   const ge::graphStatus status = ms_ops::SetTiling(context, ascendc, t.data, t.blockDim > 0 ? t.blockDim : 1,
                                                    t.tilingKey);
-  context->GetWorkspaceSizes(1)[0] += t.workspaceBytes;  // the blocks' logits tiles, after the library's part
+  // The blocks' logits tiles and partial statistics, after the library's part.
+  context->GetWorkspaceSizes(1)[0] += t.workspaceBytes;
   return status;
 }
 
