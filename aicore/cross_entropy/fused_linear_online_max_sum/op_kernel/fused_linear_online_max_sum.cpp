@@ -137,9 +137,11 @@ class FusedLinearOnlineMaxSumKernel {
     if (td_->vocabGroups == 1) return;
     // Every group's statistics of every row have landed.
     SyncAll();
-    for (int64_t r0 = mergeBegin_; r0 < mergeEnd_; r0 += mTile_) Merge(r0, static_cast<uint32_t>(Min64(mergeEnd_ - r0, mTile_)));
+    for (int64_t r0 = mergeBegin_; r0 < mergeEnd_; r0 += mTile_)
+      Merge(r0, static_cast<uint32_t>(Min64(mergeEnd_ - r0, mTile_)));
   }
 
+ private:
   // The per-row state of a row tile: eight fp32 arrays of mTile_ elements in state_.
   enum StateArray : uint32_t { kRunMax, kNewMax, kSumExp, kSumLogits, kTileSumExp, kTileSum, kPick, kFactor };
 
@@ -254,8 +256,9 @@ class FusedLinearOnlineMaxSumKernel {
 
   // The outputs of rows [r0, r0 + n) from their max, sum of exps, sum of logits and target logit
   // (`pick`, overwritten with the predicted logit: minus the max, 0 without a local target).
-  __aicore__ inline void WriteRows(int64_t r0, uint32_t n, const LocalTensor<float> &mx, const LocalTensor<float> &sum,
-                                   const LocalTensor<float> &logits, const LocalTensor<float> &pick) {
+  __aicore__ inline void WriteRows(int64_t r0, uint32_t n, const LocalTensor<float> &mx,
+                                   const LocalTensor<float> &sum, const LocalTensor<float> &logits,
+                                   const LocalTensor<float> &pick) {
     Sub(pick, pick, mx, n);
     OrderPipes<HardEvent::V_S>(&pipe);
     LocalTensor<int32_t> local = localTarget_.Get<int32_t>();
@@ -284,8 +287,8 @@ class FusedLinearOnlineMaxSumKernel {
     CopyOut(Stat(vocabGroup_, kStatPick, r0), State(kPick), mt);
   }
 
-  // Rows [r0, r0 + n): the groups' statistics merged in group order into the four outputs. The
-  // state arrays serve as scratch (no row tile is in flight).
+  // Rows [r0, r0 + n): the groups' statistics merged in group order into the four outputs (there
+  // are at least two groups). The state arrays serve as scratch (no row tile is in flight).
   __aicore__ inline void Merge(int64_t r0, uint32_t n) {
     Targets(r0, n, false);
     const LocalTensor<float> st = state_.Get<float>();
@@ -320,7 +323,6 @@ class FusedLinearOnlineMaxSumKernel {
       Add(logits, logits, x, n);
       Add(pick, pick, y, n);
     }
-    OrderPipes<HardEvent::MTE2_V>(&pipe);
     WriteRows(r0, n, mx, sum, logits, pick);
   }
 
