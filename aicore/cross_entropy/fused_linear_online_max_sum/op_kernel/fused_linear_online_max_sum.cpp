@@ -302,11 +302,7 @@ class FusedLinearOnlineMaxSumKernel {
     CopyIn(logits, Stat(0, kStatSum, r0), n);
     CopyIn(pick, Stat(0, kStatPick, r0), n);
     for (int64_t j = 1; j < td_->vocabGroups; ++j) {
-      // The previous group's x and y have been read.
-      OrderPipes<HardEvent::V_MTE2>(&pipe);
-      CopyIn(x, Stat(j, kStatMax, r0), n);
-      CopyIn(y, Stat(j, kStatSumExp, r0), n);
-      OrderPipes<HardEvent::MTE2_V>(&pipe);
+      LoadStats(x, y, j, kStatMax, kStatSumExp, r0, n);
       Max(newMax, mx, x, n);
       Sub(f, mx, newMax, n);
       Exp(f, f, n);
@@ -316,14 +312,21 @@ class FusedLinearOnlineMaxSumKernel {
       Mul(y, y, f, n);
       Add(sum, sum, y, n);
       Adds(mx, newMax, 0.0f, n);
-      OrderPipes<HardEvent::V_MTE2>(&pipe);
-      CopyIn(x, Stat(j, kStatSum, r0), n);
-      CopyIn(y, Stat(j, kStatPick, r0), n);
-      OrderPipes<HardEvent::MTE2_V>(&pipe);
+      LoadStats(x, y, j, kStatSum, kStatPick, r0, n);
       Add(logits, logits, x, n);
       Add(pick, pick, y, n);
     }
     WriteRows(r0, n, mx, sum, logits, pick);
+  }
+
+  // x and y = statistics a and b of group j for rows [r0, r0 + n), once the vector unit has read
+  // what they held, ready for it.
+  __aicore__ inline void LoadStats(const LocalTensor<float> &x, const LocalTensor<float> &y, int64_t j, uint32_t a,
+                                   uint32_t b, int64_t r0, uint32_t n) {
+    OrderPipes<HardEvent::V_MTE2>(&pipe);
+    CopyIn(x, Stat(j, a, r0), n);
+    CopyIn(y, Stat(j, b, r0), n);
+    OrderPipes<HardEvent::MTE2_V>(&pipe);
   }
 
   TQue<QuePosition::VECIN, 2> chunkQ_;
