@@ -134,7 +134,7 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   if (chunks > 0) mt = AlignUp(CeilDiv(p.rows, chunks), 16);
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>({platform.aicCoreNum, tiles, chunks}));
   // Whole rounds: the tiles re-cut (narrower) to a multiple of the blocks, so that no block idles
-  // in a last, partial round.
+  // in a last, partial round (the 16-column alignment may still leave it a tile or two short).
   if (tiles > blocks && tiles % blocks != 0) {
     nt = AlignUp(CeilDiv(p.vocab, CeilDiv(tiles, blocks) * blocks), 16);
     tiles = CeilDiv(p.vocab, nt);

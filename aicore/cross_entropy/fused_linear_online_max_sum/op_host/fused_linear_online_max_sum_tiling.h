@@ -75,7 +75,6 @@ inline uint64_t FlomsUbPerChunkRow(uint64_t pitch) { return 2 * pitch * 4; }
 // tiles fit L0A/L0B (64 KiB) and L0C (128 KiB), with room to double-buffer L0A/L0B.
 inline TCubeTiling FlomsCubeTiling(const FusedLinearOnlineMaxSumProblem &p, uint32_t blockDim, uint64_t mTile,
                                    uint64_t nTile) {
-  // mTile: the largest M of a product (a row tile, or a row group of the returned logits).
   TCubeTiling mm{};
   mm.usedCoreNum = static_cast<int32_t>(blockDim);
   mm.M = static_cast<int32_t>(p.rows);
