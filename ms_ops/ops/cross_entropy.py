@@ -194,7 +194,8 @@ def fused_linear_cross_entropy(input, weight, target, *, ignore_index=-100, redu
     - ``"memory_saving"``: no ``[N, V]`` buffer at any time: the forward keeps an online max and
       sum over vocabulary tiles and the backward recomputes each logits tile (4 GEMMs per token).
     - ``"high_performance"``: the forward keeps the ``[N, V]`` float32 softmax for the backward
-      (3 GEMMs per token).
+      (3 GEMMs per token); in float32 the backward also takes partial input gradients of up to a
+      quarter of the softmax's bytes.
     - ``"auto"`` (default): ``"grad_in_forward"`` when gradients will be needed and the loss is a
       scalar, else ``"memory_saving"`` (inference, ``reduction="none"``). Run op by op (PYNATIVE
       mode), gradients are needed inside ``ms.grad``/``value_and_grad``. In a compiled graph
