@@ -52,7 +52,6 @@ constexpr uint64_t kFlomsGroupRows = 1024;
 constexpr uint64_t kFlomsMaxTileRows = 512;
 constexpr uint64_t kFlomsMaxTileRowsLogits = 1024;
 constexpr uint64_t kFlomsTileCols = 512;
-constexpr uint32_t kFlomsStats = 4;  // partial statistics per row: max, sum of exps, sum of logits, target logit
 constexpr uint32_t kFlomsStateArrays = 8;  // per-row fp32 state of a row tile, see the kernel
 constexpr uint32_t kFlomsReduceSlots = 3;  // reduction results, one 32-byte block each
 

@@ -37,7 +37,7 @@ constexpr float kLowest = -3.40282347e+38f;
 constexpr uint32_t kRedMax = 0, kRedSumExp = 8, kRedSum = 16;
 
 // The partial statistics of a row over one vocabulary group, in workspace (kFlomsStats of them).
-constexpr uint32_t kStats = 4, kStatMax = 0, kStatSumExp = 1, kStatSum = 2, kStatPick = 3;
+constexpr uint32_t kStatMax = 0, kStatSumExp = 1, kStatSum = 2, kStatPick = 3;
 
 // T: dtype of input and weight; G: dtype of target and masked_target.
 template <typename T, typename G>
@@ -96,7 +96,7 @@ class FusedLinearOnlineMaxSumKernel {
       ldc_ = nTile_;
     }
     statsGm_.SetGlobalBuffer((__gm__ float *)(GetUserWorkspace(workspace) + td.statsOffset),
-                             uint64_t(td.vocabGroups) * kStats * td.statsPitch);
+                             uint64_t(td.vocabGroups) * kFlomsStats * td.statsPitch);
     tileAtRows_ = td.returnLogits != 0;
 
     // Same sizes as FlomsUbFixed / FlomsUbPerChunkRow in the host tiling.
@@ -159,8 +159,12 @@ class FusedLinearOnlineMaxSumKernel {
     targetQ_.EnQue(tgt);
     tgt = targetQ_.DeQue<G>();
     OrderPipes<HardEvent::MTE2_S>(&pipe);
-    LocalTensor<G> masked = maskedQ_.AllocTensor<G>();
-    LocalTensor<uint8_t> mask = maskQ_.AllocTensor<uint8_t>();
+    LocalTensor<G> masked;
+    LocalTensor<uint8_t> mask;
+    if (write) {
+      masked = maskedQ_.AllocTensor<G>();
+      mask = maskQ_.AllocTensor<uint8_t>();
+    }
     LocalTensor<int32_t> local = localTarget_.Get<int32_t>();
     uint32_t bits = 0;
     for (uint32_t i = 0; i < mt; ++i) {
@@ -178,15 +182,14 @@ class FusedLinearOnlineMaxSumKernel {
       }
     }
     targetQ_.FreeTensor(tgt);
+    if (!write) return;
     maskedQ_.EnQue(masked);
     maskQ_.EnQue(mask);
     masked = maskedQ_.DeQue<G>();
     mask = maskQ_.DeQue<uint8_t>();
-    if (write) {
-      OrderPipes<HardEvent::S_MTE3>(&pipe);
-      CopyOut(maskedGm_[r0], masked, mt);
-      CopyOut(maskGm_[r0 / 8], mask, (mt + 7) / 8);
-    }
+    OrderPipes<HardEvent::S_MTE3>(&pipe);
+    CopyOut(maskedGm_[r0], masked, mt);
+    CopyOut(maskGm_[r0 / 8], mask, (mt + 7) / 8);
     maskedQ_.FreeTensor(masked);
     maskQ_.FreeTensor(mask);
   }
@@ -274,7 +277,7 @@ class FusedLinearOnlineMaxSumKernel {
 
   // Statistic k of vocabulary group j, rows from r0.
   __aicore__ inline GlobalTensor<float> Stat(int64_t j, uint32_t k, int64_t r0) {
-    return statsGm_[(uint64_t(j) * kStats + k) * td_->statsPitch + r0];
+    return statsGm_[(uint64_t(j) * kFlomsStats + k) * td_->statsPitch + r0];
   }
 
   // Rows [r0, r0 + mt)'s statistics over this block's vocabulary group, to workspace: the max, the

@@ -23,4 +23,8 @@ struct FusedLinearOnlineMaxSumTilingData {
   TCubeTiling mm;          // logits tile = input rows x weight rowsᵀ, fp32 out
 };
 
+// fp32 partial statistics per row and vocabulary group (Kg > 1): max, sum of exps relative to it,
+// sum of logits, target logit.
+constexpr uint32_t kFlomsStats = 4;
+
 #endif  // MS_OPS_FUSED_LINEAR_ONLINE_MAX_SUM_TILING_DATA_H_
