@@ -19,7 +19,7 @@ constexpr float kFaLowest = -3.40282347e+38f;
 // for them. Real scores are far above it, so their shift is their max.
 constexpr float kFaShiftFloor = -1.0e30f;
 
-constexpr uint32_t kFaLanes = 64;  // fp32 lanes of one 256-byte vector repeat
+constexpr uint32_t kFaLanes = kVecLanes;
 // A UB tile of fp32 scores (or T probabilities) has rows of a multiple of 16 elements, so that its
 // fp32 and 16-bit rows both start on 32-byte blocks.
 constexpr uint32_t kFaRowAlign = 16;
@@ -272,35 +272,6 @@ __aicore__ inline void FaRowReduce(const AscendC::LocalTensor<float> &dst, const
   } else {
     AscendC::WholeReduceSum(dst, from, 8, n, 1, 1, 8);
   }
-}
-
-enum class FaRowOp { kSub, kMul };
-
-// dst[r, :] = x[r, :] - b[r] (kSub) or * b[r] (kMul) for the rows of [rows x pitch] fp32 tiles (dst
-// may be x), b[r] given as one 32-byte block of 8 copies per row (`blocks`), read with block
-// stride 0.
-template <FaRowOp op>
-__aicore__ inline void FaRowsByBlocks(const AscendC::LocalTensor<float> &dst, const AscendC::LocalTensor<float> &x,
-                                      const AscendC::LocalTensor<float> &blocks, uint32_t rows, uint32_t pitch) {
-  const uint8_t rep = static_cast<uint8_t>(pitch / 8), n = static_cast<uint8_t>(rows);
-  for (uint32_t c = 0; c < pitch; c += kFaLanes) {
-    const uint64_t lanes = pitch - c < kFaLanes ? pitch - c : kFaLanes;
-    const AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
-    if constexpr (op == FaRowOp::kSub) {
-      AscendC::Sub(dst[c], x[c], blocks, lanes, n, p);
-    } else {
-      AscendC::Mul(dst[c], x[c], blocks, lanes, n, p);
-    }
-  }
-}
-
-// The same with b[r] = col[r] of a contiguous vector, broadcast into `brc` by Brcb first.
-template <FaRowOp op>
-__aicore__ inline void FaRowsBy(const AscendC::LocalTensor<float> &dst, const AscendC::LocalTensor<float> &x,
-                                const AscendC::LocalTensor<float> &col, const AscendC::LocalTensor<float> &brc,
-                                uint32_t rows, uint32_t pitch) {
-  AscendC::Brcb(brc, col, static_cast<uint8_t>((rows + 7) / 8), AscendC::BrcbRepeatParams(1, 8));
-  FaRowsByBlocks<op>(dst, x, brc, rows, pitch);
 }
 
 // Bits 0 .. n-1 of a 64-lane mask (n clamped to [0, 64]).

@@ -72,6 +72,39 @@ __aicore__ inline AscendC::LocalTensor<float> ToFloat(const AscendC::LocalTensor
   }
 }
 
+// fp32 lanes of one 256-byte vector repeat.
+constexpr uint32_t kVecLanes = 64;
+
+enum class RowOp { kSub, kMul };
+
+// dst[r, :] = x[r, :] - b[r] (kSub) or * b[r] (kMul) for the rows of [rows x pitch] fp32 tiles
+// (pitch a multiple of 8, rows at most 255; dst may be x), b[r] given as one 32-byte block of 8
+// copies per row (`blocks`), read with block stride 0: one call per 64 columns for all rows.
+template <RowOp op>
+__aicore__ inline void RowsByBlocks(const AscendC::LocalTensor<float> &dst, const AscendC::LocalTensor<float> &x,
+                                    const AscendC::LocalTensor<float> &blocks, uint32_t rows, uint32_t pitch) {
+  const uint8_t rep = static_cast<uint8_t>(pitch / 8), n = static_cast<uint8_t>(rows);
+  for (uint32_t c = 0; c < pitch; c += kVecLanes) {
+    const uint64_t lanes = pitch - c < kVecLanes ? pitch - c : kVecLanes;
+    const AscendC::BinaryRepeatParams p(1, 1, 0, rep, rep, 1);
+    if constexpr (op == RowOp::kSub) {
+      AscendC::Sub(dst[c], x[c], blocks, lanes, n, p);
+    } else {
+      AscendC::Mul(dst[c], x[c], blocks, lanes, n, p);
+    }
+  }
+}
+
+// The same with b[r] = col[r] of a contiguous vector (32-byte aligned, read in whole blocks of 8),
+// broadcast into `brc` ([rows rounded up to 8, 8]) by Brcb first.
+template <RowOp op>
+__aicore__ inline void RowsBy(const AscendC::LocalTensor<float> &dst, const AscendC::LocalTensor<float> &x,
+                              const AscendC::LocalTensor<float> &col, const AscendC::LocalTensor<float> &brc,
+                              uint32_t rows, uint32_t pitch) {
+  AscendC::Brcb(brc, col, static_cast<uint8_t>((rows + 7) / 8), AscendC::BrcbRepeatParams(1, 8));
+  RowsByBlocks<op>(dst, x, brc, rows, pitch);
+}
+
 }  // namespace kernel
 }  // namespace ms_ops
 

@@ -81,18 +81,14 @@ inline ge::graphStatus SfaTilingFunc(gert::TilingContext *context, const char *o
   if (error.empty()) {
     SparseFlashAttentionTilingData &d = t.data;
     const int64_t rows = d.group, keys = d.nTile, wide = d.qkDim > d.vDim ? d.qkDim : d.vDim;
-    // The backward's key gradients go into UB, in rows of the padded pitch (SfaGradQPitch); the
-    // forward's key and value rows are gathered into UB, where its products read them.
+    // The key and value rows are gathered into UB, where the products read them; the backward's
+    // key gradients go into UB, in rows of the padded pitch (SfaGradQPitch).
     const int64_t padded = static_cast<int64_t>(AlignUp(uint64_t(wide), 8));
-    const auto gathered = grad ? matmul_tiling::TPosition::GM : matmul_tiling::TPosition::VECOUT;
-    if (!ApiCubeTiling(ascendc, CubeType(dtype), false, true, rows, keys, wide, d.mmNT, matmul_tiling::TPosition::GM,
-                       gathered) ||
-        !ApiCubeTiling(ascendc, CubeType(dtype), false, false, rows, wide, keys, d.mmNN, matmul_tiling::TPosition::GM,
-                       gathered) ||
+    const auto gm = matmul_tiling::TPosition::GM, ub = matmul_tiling::TPosition::VECOUT;
+    if (!ApiCubeTiling(ascendc, CubeType(dtype), false, true, rows, keys, wide, d.mmNT, gm, ub) ||
+        !ApiCubeTiling(ascendc, CubeType(dtype), false, false, rows, wide, keys, d.mmNN, gm, ub) ||
         !ApiCubeTiling(ascendc, CubeType(dtype), true, false, keys, padded, rows, d.mmTN,
-                       matmul_tiling::TPosition::VECIN) ||
-        !ApiCubeTiling(ascendc, CubeType(dtype), false, true, rows, keys, wide, d.mmDP, matmul_tiling::TPosition::GM,
-                       matmul_tiling::TPosition::VECOUT))
+                       matmul_tiling::TPosition::VECIN))
       error = "the Matmul tiling API refused a tile";
   }
   if (!error.empty()) {

@@ -31,7 +31,7 @@ struct SparseFlashAttentionTilingData {
   // token row blockTable[b * maxPages + p / pageSize] * pageSize + p % pageSize.
   int64_t pageSize, maxPages;
   int64_t idxChunk;                 // index entries read into UB at a time
-  int64_t nTile;                    // gathered keys per tile
+  int64_t nTile;                    // gathered keys per tile (backward: gatherRows)
   int64_t gatherRows;               // rows per buffer of the double-buffered gather queue
   uint32_t packed;
   // value is the key tensor itself (the MLA absorb layout passes one tensor twice, vDim == dim):
@@ -41,10 +41,9 @@ struct SparseFlashAttentionTilingData {
   // query rows past their sequence's length see no key. Paged keys always have them.
   uint32_t lengthsQ, lengthsKv, paged;
   float scale;
-  TCubeTiling mmNT;  // S = Q Kᵀ (backward: and dP = dO Vᵀ when value is key)
-  TCubeTiling mmNN;  // O += P V, dQ += dS K
+  TCubeTiling mmNT;  // S = Q Kᵀ (backward: and dP = dO Vᵀ), the key and value rows in UB
+  TCubeTiling mmNN;  // O += P V, dQ += dS K, the value and key rows in UB
   TCubeTiling mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q (backward only)
-  TCubeTiling mmDP;  // dP = dO Vᵀ with V's rows in UB (backward only)
 };
 
 namespace ms_ops {
@@ -93,16 +92,20 @@ inline uint64_t SfaGradKeyRows(const SparseFlashAttentionTilingData &d) { return
 inline uint64_t SfaGradQPitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.qkDim), 8); }
 inline uint64_t SfaGradVPitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.vDim), 8); }
 
+// Columns between the rows of the backward's [G, nTile] tiles of S, dP, P and dS: nTile rounded up
+// to 8, so that the vector passes over all rows of a tile at once find every row 32-byte aligned.
+inline uint64_t SfaGradTilePitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.nTile), 8); }
+
 // Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
 // fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
-// [G, qkDim] (its key and value rows stay in UB). Backward: S and dP [G, nTile], P and dS as T
-// [G, nTile], the dQ accumulator [G, qkDim], gathered Q [G, SfaGradQPitch], K [nTile, qkDim]
-// (V's rows stay in UB), gathered dO [G, SfaGradVPitch] and the block's partial sums of the key
+// [G, qkDim] (its key and value rows stay in UB). Backward: S and dP, then P and dS as T, each
+// [G, SfaGradTilePitch], the dQ accumulator [G, qkDim], gathered Q [G, SfaGradQPitch], gathered dO
+// [G, SfaGradVPitch] (the key and value rows stay in UB) and the block's partial sums of the key
 // gradients [SfaGradKeyRows, SfaGradPitch].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
   if (!grad) return 2 * g * n + g * qk + 2 * g * v;
-  return 4 * g * n + g * qk + g * SfaGradQPitch(d) + n * qk + g * SfaGradVPitch(d) +
+  return 4 * g * SfaGradTilePitch(d) + g * qk + g * SfaGradQPitch(d) + g * SfaGradVPitch(d) +
          SfaGradKeyRows(d) * SfaGradPitch(d);
 }
 
@@ -163,15 +166,18 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.scale = p.scale;
   d.idxChunk = p.topK < kSfaIdxChunk ? p.topK : kSfaIdxChunk;
   d.nTile = kSfaKeyTile;
-  // UB: index chunk, 7 fp32 rows of max(nTile, qkDim, vDim) (queues and scratch), a T row of
-  // zeros, the tile's key positions and 3 per-row states of a group; the rest goes to the gather
-  // queue's two buffers: up to kSfaGatherRows gathered rows each and, backward, at least one key
-  // row's fp32 gradients (SfaQueueBytes).
-  const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, row = wide > d.nTile ? wide : d.nTile;
+  // UB: index chunk, 8 fp32 rows (queues and scratch) of max(qkDim, vDim) and of the forward's
+  // nTile or the backward's 8 tile rows (its vector passes take 8 rows of S at a time, and its
+  // tiles are at most kSfaGatherRows keys), a T row of zeros, the tile's key positions and 5
+  // per-row states of a group; the rest goes to the gather queue's two buffers: up to
+  // kSfaGatherRows gathered rows each and, backward, at least one key row's fp32 gradients
+  // (SfaQueueBytes).
+  const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, tileCols = grad ? 8 * kSfaGatherRows : d.nTile;
+  const int64_t row = wide > tileCols ? wide : tileCols;
   const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes);
   const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes +
                       AlignUp(uint64_t(d.nTile) * 4, kBlockBytes) +
-                      3 * AlignUp(uint64_t(d.group) * 4, kBlockBytes) + 64;
+                      5 * AlignUp(uint64_t(d.group) * 4, kBlockBytes) + 64;
   const uint64_t sz = p.dataType == SfaFloat::kF32 ? 4 : 2;
   const uint64_t gatherRow = SfaGatherBytes(1, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, sz);
   const uint64_t fit = ub < platform.ubSize ? (platform.ubSize - ub) / (2 * gatherRow) : 0;
@@ -180,6 +186,9 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
     t.error = "head dims " + std::to_string(wide) + " / group " + std::to_string(d.group) + " exceed the UB of a core";
     return t;
   }
+  // The backward's key tile is one buffer of gathered rows: its key rows stay in UB from the
+  // scores to d query.
+  if (grad) d.nTile = d.gatherRows;
   const uint64_t items = uint64_t(d.qRows) * uint64_t(p.heads2);
   uint64_t blocks = items < platform.aicCoreNum ? items : platform.aicCoreNum;
   // The backward always runs: block 0 writes the zeros of absent rope parts' placeholders, and
@@ -188,7 +197,6 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   t.blockDim = static_cast<uint32_t>(blocks);
   d.mmNT = SfaCubeTiling(p.dataType, t.blockDim, d.group, d.nTile, wide);
   d.mmNN = SfaCubeTiling(p.dataType, t.blockDim, d.group, wide, d.nTile);
-  d.mmDP = d.mmNT;
   d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, d.nTile, int64_t(AlignUp(uint64_t(wide), 8)), d.group);
   t.tilingKey = p.dataType == SfaFloat::kF32 ? 1 : p.dataType == SfaFloat::kF16 ? 2 : 3;
   t.workspaceBytes = blocks * SfaWorkspaceFloats(d, grad) * 4;

@@ -253,7 +253,7 @@ class FlashAttentionScoreKernel {
     FaRowReduce<true>(St(kTileMax)[r0], s, fold, rows, pitch, nt);
     Max(newMax, St(kTileMax)[r0], St(kRunMax)[r0], static_cast<int32_t>(rows));
     Maxs(shift, newMax, kFaShiftFloor, static_cast<int32_t>(rows));
-    FaRowsBy<FaRowOp::kSub>(s, s, shift, brc_.Get<float>(), rows, pitch);
+    RowsBy<RowOp::kSub>(s, s, shift, brc_.Get<float>(), rows, pitch);
     Exp(e, s, static_cast<int32_t>(rows * pitch));
     // The row sums are the softmax's: anything applied to P from here on (dropout's keep mask)
     // leaves them as they are.
@@ -270,7 +270,7 @@ class FlashAttentionScoreKernel {
       aQ_.EnQue(acc);
       acc = aQ_.DeQue<float>();
       LocalTensor<float> o = oQ_.AllocTensor<float>();
-      FaRowsBy<FaRowOp::kMul>(o, acc, St(kFactor)[r0], brc_.Get<float>(), rows, dPitch_);
+      RowsBy<RowOp::kMul>(o, acc, St(kFactor)[r0], brc_.Get<float>(), rows, dPitch_);
       aQ_.FreeTensor(acc);
       oQ_.EnQue(o);
       o = oQ_.DeQue<float>();
@@ -300,7 +300,7 @@ class FlashAttentionScoreKernel {
         FaTileIn(acc, accGm_[uint64_t(r0) * d], rows, d, d, dPitch_);
         aQ_.EnQue(acc);
         acc = aQ_.DeQue<float>();
-        FaRowsBy<FaRowOp::kMul>(acc, acc, inv[r0], brc_.Get<float>(), rows, dPitch_);
+        RowsBy<RowOp::kMul>(acc, acc, inv[r0], brc_.Get<float>(), rows, dPitch_);
         LocalTensor<T> o = oQ_.AllocTensor<T>();
         FaNarrow(o, acc, rows * dPitch_);
         aQ_.FreeTensor(acc);

@@ -319,16 +319,16 @@ class FlashAttentionScoreGradKernel {
         FaVisible(sg, q0 + r0 + r, k0, nt, lo, hi);
         FaKeepColumns(p[r * pitch], nt, lo, hi);
       }
-      FaRowsByBlocks<FaRowOp::kSub>(p, p, shift[r0 * 8], rows, pitch);
+      RowsByBlocks<RowOp::kSub>(p, p, shift[r0 * 8], rows, pitch);
       Exp(p, p, count);
       LocalTensor<float> pOut = p;
       if (direct) pOut = outQ_.AllocTensor<float>();
-      FaRowsByBlocks<FaRowOp::kMul>(pOut, p, inv[r0 * 8], rows, pitch);
+      RowsByBlocks<RowOp::kMul>(pOut, p, inv[r0 * 8], rows, pitch);
       if (td.dropKind) {
         FaDropKeep(pipe, drop_, td, sg, n1, q0 + r0, rows, k0, nt);
         for (uint32_t r = 0; r < rows; ++r) FaDropApply(drop_, td, ds[r * pitch], ds[r * pitch], r, nt);
       }
-      FaRowsByBlocks<FaRowOp::kSub>(ds, ds, dBlk[r0 * 8], rows, pitch);
+      RowsByBlocks<RowOp::kSub>(ds, ds, dBlk[r0 * 8], rows, pitch);
       Mul(ds, ds, pOut, count);
       for (uint32_t r = 0; td.dropKind && r < rows; ++r)
         FaDropApply(drop_, td, pOut[r * pitch], pOut[r * pitch], r, nt);

@@ -2,12 +2,14 @@
 // sparse_flash_attention, with P rebuilt from the forward's statistics over each query row's
 // visible selected keys (sparse_flash_attention.cpp), D = rowsum(dO ∘ O), dS = scale·P∘(dO Vᵀ - D):
 //   d[q | q_rope] = dS [K | K_rope],  dV_j = Σ P_j dO,  d[k | k_rope]_j = Σ dS_j [q | q_rope].
-// An item (query row, key head) gathers its G query rows and dO rows and, nTile visible selected
-// keys at a time, the key rows into its workspace and the value rows into UB; it recomputes S and
-// dP with the cube and P, dS in UB in fp32, accumulates d[q | q_rope] of its rows, and takes the
-// tile's key gradients dSᵀ [Q | Q_rope] and Pᵀ dO with the cube into UB, as many keys at a time as
-// a queue buffer holds, which the store atomics add row by row into the block's own partial sums
-// of the key gradients (one fp32 row per key row and key head). After a SyncAll every block sums a
+// An item (query row, key head) gathers its G query rows and dO rows into its workspace and then,
+// nTile visible selected keys at a time (as many as a buffer of the gather queue holds), the key
+// rows into one queue buffer and the value rows into the other, where the cube reads them: S and
+// dP by the cube, P and dS in UB in fp32 (all rows of the tile in a few vector calls), d[q | q_rope]
+// of its rows accumulated by the cube from the same key rows, and the tile's key gradients
+// dSᵀ [Q | Q_rope] and Pᵀ dO by the cube into UB, which the store atomics add row by row into the
+// block's own partial sums of the key gradients (one fp32 row per key row and key head). No
+// gathered key or value row goes back out to GM. After a SyncAll every block sums a
 // slice of the key rows over all blocks' partials, pairwise in a fixed tree, into d key, d key_rope
 // and d value. Deterministic: a block's adds come in its items' order and the blocks' sums in the
 // tree's, whatever the timing. The cube work is that of the selected pairs alone; the partial sums
@@ -46,6 +48,7 @@ template <typename T>
 class SparseFlashAttentionGradKernel {
   using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
   using NDTrans = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;
+  using Ub = MatmulType<TPosition::VECOUT, CubeFormat::ND, T>;
   using UbTrans = MatmulType<TPosition::VECOUT, CubeFormat::ND, T, true>;
   using Acc = MatmulType<TPosition::GM, CubeFormat::ND, float>;
   using AccUb = MatmulType<TPosition::VECIN, CubeFormat::ND, float>;
@@ -55,9 +58,8 @@ class SparseFlashAttentionGradKernel {
 
   // Registered by Run with REGIST_MATMUL_OBJ before Init's InitBuffer calls.
   TPipe pipe;
-  Matmul<ND, NDTrans, Acc> mmNT;  // S = Q Kᵀ (and dP = dO Vᵀ when value is key)
-  Matmul<ND, UbTrans, Acc> mmDP;  // dP = dO Vᵀ, V's rows in UB
-  Matmul<ND, ND, Acc> mmNN;       // dQ += dS K
+  Matmul<ND, UbTrans, Acc> mmNT;    // S = Q Kᵀ and dP = dO Vᵀ, K's and V's rows in UB
+  Matmul<ND, Ub, Acc> mmNN;         // dQ += dS K, K's rows in UB
   Matmul<NDTrans, ND, AccUb> mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q, into UB
 
   __aicore__ inline void Init(const SfagArgs &a, const SparseFlashAttentionTilingData &td) {
@@ -84,26 +86,31 @@ class SparseFlashAttentionGradKernel {
     // The block's workspace, in SfaWorkspaceFloats' order.
     wsBase_ = (__gm__ float *)GetUserWorkspace(a.workspace);
     blockFloats_ = ms_ops::SfaWorkspaceFloats(td, true);
-    const uint64_t g = uint64_t(td.group), nTile = uint64_t(td.nTile), qk = uint64_t(td.qkDim);
+    const uint64_t g = uint64_t(td.group), qk = uint64_t(td.qkDim);
     const uint64_t qPitch = ms_ops::SfaGradQPitch(td), vPitch = ms_ops::SfaGradVPitch(td);
+    tilePitch_ = static_cast<uint32_t>(ms_ops::SfaGradTilePitch(td));
+    const uint64_t tile = g * tilePitch_;
     __gm__ float *block = wsBase_ + GetBlockIdx() * blockFloats_, *ws = block;
-    sGm_.SetGlobalBuffer(ws, g * nTile);
-    dpGm_.SetGlobalBuffer(ws + g * nTile, g * nTile);
-    pGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * g * nTile), g * nTile);
-    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * g * nTile), g * nTile);
-    ws += 4 * g * nTile;
+    sGm_.SetGlobalBuffer(ws, tile);
+    dpGm_.SetGlobalBuffer(ws + tile, tile);
+    pGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * tile), tile);
+    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * tile), tile);
+    ws += 4 * tile;
     accGm_.SetGlobalBuffer(ws, g * qk);
     ws += g * qk;
     qgGm_.SetGlobalBuffer((__gm__ T *)ws, g * qPitch);
     ws += g * qPitch;
-    kgGm_.SetGlobalBuffer((__gm__ T *)ws, nTile * qk);
-    ws += nTile * qk;
     doGm_.SetGlobalBuffer((__gm__ T *)ws, g * vPitch);
     partAt_ = uint64_t(ws + g * vPitch - block);
     partGm_ = PartOf(GetBlockIdx());
 
-    const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > td.nTile ? wide : td.nTile;
+    // Rows of fp32 as wide as a head or 8 rows of a tile (Rebuild's least chunk).
+    const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > 8 * tilePitch_ ? wide : 8 * tilePitch_;
     const uint32_t row = UbBytes(len, 4);
+    // Rows of the tile per vector pass: a multiple of 8 (one Brcb repeat of row statistics), at most
+    // 248 (one call's repeats).
+    chunkRows_ = row / 4 / tilePitch_ / 8 * 8;
+    if (chunkRows_ > 248) chunkRows_ = 248;
     pipe.InitBuffer(inQ_, 2, row);
     pipe.InitBuffer(addQ_, 1, row);
     pipe.InitBuffer(outQ_, 1, row);
@@ -142,7 +149,6 @@ class SparseFlashAttentionGradKernel {
     const int64_t items = td.qRows * td.heads2;
     for (int64_t it = GetBlockIdx(); it < items; it += GetBlockNum()) QueryItem(it / td.heads2, it % td.heads2);
     mmNT.End();
-    mmDP.End();
     mmNN.End();
     mmTN.End();
     // Every block's partial sums are complete before any block adds them up.
@@ -170,27 +176,36 @@ class SparseFlashAttentionGradKernel {
     const GlobalTensor<int32_t> noTable;
     const SfaSelectedRows keys{&td, &noTable, &sq, pos, n2};
     const GlobalTensor<T> dy = dyGm_[head0 * td.vDim];
+    const uint32_t tile = static_cast<uint32_t>(td.nTile);
     bool started = false;
     for (;;) {
-      const uint32_t nt = cursor_.Next(pos, static_cast<uint32_t>(td.nTile));
+      const uint32_t nt = cursor_.Next(pos, tile);
       if (nt == 0) break;
+      // The previous tile's products and copies are done with the queue buffers and the tiles.
       PipeBarrier<PIPE_ALL>();
-      SfaGatherRows(gatherQ_, batch, kgGm_, kGm_, kRopeGm_, td.dim, td.ropeDim, td.qkDim, nt, keys);
-      // The cube reads the gathered rows from GM: the copies out must have landed.
+      LocalTensor<T> k = gatherQ_.AllocTensor<T>();
+      SfaGatherToUb(k, tile, kGm_, kRopeGm_, td.dim, td.ropeDim, 0, nt, keys);
+      if (td.valueIsKey) {
+        // The cube reads the rows where MTE2 put them.
+        PipeBarrier<PIPE_ALL>();
+        ScoreRows(k, nt);
+        DpRows(dy, k, td.dim, nt);
+      } else {
+        LocalTensor<T> v = gatherQ_.AllocTensor<T>();
+        SfaGatherToUb(v, tile, vGm_, vGm_, td.vDim, 0, 0, nt, keys);
+        PipeBarrier<PIPE_ALL>();
+        ScoreRows(k, nt);
+        DpRows(dy, v, td.vDim, nt);
+        gatherQ_.FreeTensor(v);
+      }
+      Rebuild();
+      // The cube reads dS where the copies out put it.
       PipeBarrier<PIPE_ALL>();
-      ScoreRows(nt);
-      DpRows(dy, keys, nt);
-      Rebuild(nt);
-      PipeBarrier<PIPE_ALL>();
-      mmNN.SetOrgShape(g, qk, nt, nt);
-      mmNN.SetSingleShape(g, qk, nt);
-      mmNN.SetTensorA(dsGm_);
-      mmNN.SetTensorB(kgGm_);
-      mmNN.IterateAll(accGm_, started ? 1 : 0, true);
-      mmNN.End();
+      QueryGrads(k, nt, started);
+      gatherQ_.FreeTensor(k);
       started = true;
       AddKeyGrads(keys, nt);
-      if (nt < td.nTile) break;
+      if (nt < tile) break;
     }
     PipeBarrier<PIPE_ALL>();
     for (uint32_t h = 0; h < g; ++h) {
@@ -214,8 +229,8 @@ class SparseFlashAttentionGradKernel {
     for (uint32_t j0 = 0; j0 < nt; j0 += per) {
       const uint32_t m = nt - j0 < per ? nt - j0 : per;
       LocalTensor<float> dk = gatherQ_.AllocTensor<float>(), dvUb = gatherQ_.AllocTensor<float>();
-      TileProduct(nt, m, qPitch, dsGm_[j0], qgGm_, dk);
-      TileProduct(nt, m, vPitch, pGm_[j0], doGm_, dvUb);
+      TileProduct(m, qPitch, dsGm_[j0], qgGm_, dk);
+      TileProduct(m, vPitch, pGm_[j0], doGm_, dvUb);
       // The cube's rows have landed in UB.
       PipeBarrier<PIPE_ALL>();
       SetAtomicAdd<float>();
@@ -232,12 +247,12 @@ class SparseFlashAttentionGradKernel {
     }
   }
 
-  // C [m x n] in UB (rows n apart) = Aᵀ B: A the columns j0.. of the group's [G, nt] P or dS
-  // (`a` starts at column j0), B G rows of n elements.
-  __aicore__ inline void TileProduct(uint32_t nt, uint32_t m, uint32_t n, const GlobalTensor<T> &a,
-                                     const GlobalTensor<T> &b, const LocalTensor<float> &c) {
+  // C [m x n] in UB (rows n apart) = Aᵀ B: A the columns j0.. of the group's [G, tile pitch] P or
+  // dS (`a` starts at column j0), B G rows of n elements.
+  __aicore__ inline void TileProduct(uint32_t m, uint32_t n, const GlobalTensor<T> &a, const GlobalTensor<T> &b,
+                                     const LocalTensor<float> &c) {
     const uint32_t g = static_cast<uint32_t>(td_->group);
-    mmTN.SetOrgShape(nt, n, g, g);
+    mmTN.SetOrgShape(tilePitch_, n, g, g);
     mmTN.SetSingleShape(m, n, g);
     mmTN.SetTensorA(a, true);
     mmTN.SetTensorB(b);
@@ -325,63 +340,66 @@ class SparseFlashAttentionGradKernel {
     return p;
   }
 
-  // S = Q Kᵀ of the group's G gathered query rows against the nt gathered keys, into the S tile.
-  // G rows at a time and its main and rope parts as two products, the forward's shapes: the
-  // recomputed scores must equal the forward's to the bit, or P drifts from the statistics.
-  __aicore__ inline void ScoreRows(uint32_t nt) {
+  // S = Q Kᵀ of the group's G gathered query rows against the tile's nt key rows in UB (`k`, laid
+  // out by SfaGatherToUb), into the S tile: its main and rope parts as two products, the forward's
+  // shapes (sparse_flash_attention.cpp's Scores): the recomputed scores must equal the forward's to
+  // the bit, or P drifts from the statistics.
+  __aicore__ inline void ScoreRows(const LocalTensor<T> &k, uint32_t nt) {
     const SparseFlashAttentionTilingData &td = *td_;
-    const int32_t qk = static_cast<int32_t>(td.qkDim), g = static_cast<int32_t>(td.group);
-    const int32_t n = static_cast<int32_t>(nt), qPitch = static_cast<int32_t>(ms_ops::SfaGradQPitch(td));
-    mmNT.SetOrgShape(g, n, qPitch, qk);
+    const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt);
+    const int32_t qPitch = static_cast<int32_t>(ms_ops::SfaGradQPitch(td)), pitch = static_cast<int32_t>(tilePitch_);
+    mmNT.SetOrgShape(g, n, qPitch, static_cast<int32_t>(SfaUbPitch<T>(td.dim)), pitch);
     mmNT.SetSingleShape(g, n, static_cast<int32_t>(td.dim));
     mmNT.SetTensorA(qgGm_);
-    mmNT.SetTensorB(kgGm_, true);
-    mmNT.IterateAll(sGm_, 0, true);
+    mmNT.SetTensorB(k, true);
+    mmNT.IterateAll(sGm_, 0);
     if (td.ropeDim > 0) {
+      mmNT.SetOrgShape(g, n, qPitch, static_cast<int32_t>(SfaUbPitch<T>(td.ropeDim)), pitch);
       mmNT.SetSingleShape(g, n, static_cast<int32_t>(td.ropeDim));
       mmNT.SetTensorA(qgGm_[td.dim]);
-      mmNT.SetTensorB(kgGm_[td.dim], true);
-      mmNT.IterateAll(sGm_, 1, true);
+      mmNT.SetTensorB(k[td.nTile * SfaUbPitch<T>(td.dim)], true);
+      mmNT.IterateAll(sGm_, 1);
     }
     mmNT.End();
   }
 
-  // dP = dO Vᵀ of the group's G rows (dO rows vDim apart from `dy`) against the tile's nt keys,
-  // into the dP tile: when value is the key tensor, from the gathered key rows' main parts; else
-  // batch by batch from the value rows gathered into UB, where the cube reads them.
-  __aicore__ inline void DpRows(const GlobalTensor<T> &dy, const SfaSelectedRows &keys, uint32_t nt) {
+  // dP = dO Vᵀ of the group's G rows (dO rows vDim apart from `dy`) against the tile's nt value
+  // rows in UB (the first vDim elements of rows `width` wide: the key rows when value is key), into
+  // the dP tile.
+  __aicore__ inline void DpRows(const GlobalTensor<T> &dy, const LocalTensor<T> &v, int64_t width, uint32_t nt) {
     const SparseFlashAttentionTilingData &td = *td_;
-    const int32_t qk = static_cast<int32_t>(td.qkDim), dv = static_cast<int32_t>(td.vDim);
-    const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt);
-    if (td.valueIsKey) {
-      mmNT.SetOrgShape(g, n, dv, qk);
-      mmNT.SetSingleShape(g, n, dv);
-      mmNT.SetTensorA(dy);
-      mmNT.SetTensorB(kgGm_, true);
-      mmNT.IterateAll(dpGm_, 0, true);
-      mmNT.End();
-      return;
-    }
-    const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
-    for (uint32_t b0 = 0; b0 < nt; b0 += batch) {
-      const uint32_t m = nt - b0 < batch ? nt - b0 : batch;
-      // The previous batch's product has read the buffer.
-      PipeBarrier<PIPE_ALL>();
-      LocalTensor<T> v = gatherQ_.AllocTensor<T>();
-      SfaGatherToUb(v, batch, vGm_, vGm_, td.vDim, 0, b0, m, keys);
-      PipeBarrier<PIPE_ALL>();
-      mmDP.SetOrgShape(g, static_cast<int32_t>(m), dv, static_cast<int32_t>(SfaUbPitch<T>(td.vDim)), n);
-      mmDP.SetSingleShape(g, static_cast<int32_t>(m), dv);
-      mmDP.SetTensorA(dy);
-      mmDP.SetTensorB(v, true);
-      mmDP.IterateAll(dpGm_[b0], 0);
-      mmDP.End();
-      gatherQ_.FreeTensor(v);
-    }
+    const int32_t dv = static_cast<int32_t>(td.vDim), g = static_cast<int32_t>(td.group);
+    mmNT.SetOrgShape(g, static_cast<int32_t>(nt), dv, static_cast<int32_t>(SfaUbPitch<T>(width)),
+                     static_cast<int32_t>(tilePitch_));
+    mmNT.SetSingleShape(g, static_cast<int32_t>(nt), dv);
+    mmNT.SetTensorA(dy);
+    mmNT.SetTensorB(v, true);
+    mmNT.IterateAll(dpGm_, 0);
+    mmNT.End();
   }
 
-  // softmax_max / softmax_sum of the group's rows of (query row t, key head n2) into UB, and
-  // D = Σ dO ∘ O per row.
+  // d[q | q_rope] of the group's rows += dS K over the tile (the first tile sets them): the main
+  // and rope parts of the key rows in UB as two products into the accumulator's two column ranges.
+  __aicore__ inline void QueryGrads(const LocalTensor<T> &k, uint32_t nt, bool started) {
+    const SparseFlashAttentionTilingData &td = *td_;
+    const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt), qk = static_cast<int32_t>(td.qkDim);
+    const int32_t pitch = static_cast<int32_t>(tilePitch_);
+    mmNN.SetOrgShape(g, static_cast<int32_t>(SfaUbPitch<T>(td.dim)), pitch, n, qk);
+    mmNN.SetSingleShape(g, static_cast<int32_t>(td.dim), n);
+    mmNN.SetTensorA(dsGm_);
+    mmNN.SetTensorB(k);
+    mmNN.IterateAll(accGm_, started ? 1 : 0);
+    if (td.ropeDim > 0) {
+      mmNN.SetOrgShape(g, static_cast<int32_t>(SfaUbPitch<T>(td.ropeDim)), pitch, n, qk);
+      mmNN.SetSingleShape(g, static_cast<int32_t>(td.ropeDim), n);
+      mmNN.SetTensorB(k[td.nTile * SfaUbPitch<T>(td.dim)]);
+      mmNN.IterateAll(accGm_[td.dim], started ? 1 : 0);
+    }
+    mmNN.End();
+  }
+
+  // softmax_max and 1 / softmax_sum (0 for a row without visible keys) of the group's rows of
+  // (query row t, key head n2) into UB, and D = Σ dO ∘ O per row.
   __aicore__ inline void RowStats(int64_t t, int64_t n2, int64_t statOff) {
     const SparseFlashAttentionTilingData &td = *td_;
     const uint32_t dv = static_cast<uint32_t>(td.vDim);
@@ -390,7 +408,8 @@ class SparseFlashAttentionGradKernel {
     for (int64_t h = 0; h < td.group; ++h) {
       const uint32_t r = static_cast<uint32_t>(h);
       mx.SetValue(r, maxGm_.GetValue(statOff + h));
-      sm.SetValue(r, sumGm_.GetValue(statOff + h));
+      const float sum = sumGm_.GetValue(statOff + h);
+      sm.SetValue(r, sum > 0.0f ? 1.0f / sum : 0.0f);
       const int64_t off = (t * td.heads1 + n2 * td.group + h) * td.vDim;
       LocalTensor<T> dy = inQ_.AllocTensor<T>();
       CopyIn(dy, dyGm_[off], dv);
@@ -411,35 +430,36 @@ class SparseFlashAttentionGradKernel {
     }
   }
 
-  // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of the group's rows over the tile of
-  // nt keys, into the workspace as T for the cube.
-  __aicore__ inline void Rebuild(uint32_t nt) {
+  // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of the group's rows over the tile (its
+  // columns past the tile's keys are never read by the cube), into the workspace as T for the cube: chunkRows_
+  // rows at a time, each step one call for all of them, the rows' statistics broadcast by Brcb.
+  __aicore__ inline void Rebuild() {
     const SparseFlashAttentionTilingData &td = *td_;
-    const LocalTensor<float> mx = statMax_.Get<float>(), sm = statSum_.Get<float>(), dr = dRow_.Get<float>();
+    const uint32_t g = static_cast<uint32_t>(td.group), pitch = tilePitch_;
+    const LocalTensor<float> mx = statMax_.Get<float>(), inv = statSum_.Get<float>(), dr = dRow_.Get<float>();
+    const LocalTensor<float> brc = tmp_.Get<float>();
     // The statistics' scalar writes are done.
     OrderPipes<HardEvent::S_V>(&pipe);
-    for (uint32_t r = 0; r < static_cast<uint32_t>(td.group); ++r) {
-      OrderPipes<HardEvent::V_S>(&pipe);
-      const float sum = sm.GetValue(r), inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      const float rowMax = mx.GetValue(r), di = dr.GetValue(r);
+    for (uint32_t r0 = 0; r0 < g; r0 += chunkRows_) {
+      const uint32_t rows = g - r0 < chunkRows_ ? g - r0 : chunkRows_, n = rows * pitch;
       LocalTensor<float> p = inQ_.AllocTensor<float>();
-      CopyIn(p, sGm_[uint64_t(r) * nt], nt);
+      CopyIn(p, sGm_[uint64_t(r0) * pitch], n);
       inQ_.EnQue(p);
       p = inQ_.DeQue<float>();
       LocalTensor<float> ds = addQ_.AllocTensor<float>();
-      CopyIn(ds, dpGm_[uint64_t(r) * nt], nt);
+      CopyIn(ds, dpGm_[uint64_t(r0) * pitch], n);
       addQ_.EnQue(ds);
       ds = addQ_.DeQue<float>();
-      Muls(p, p, td.scale, nt);
-      Adds(p, p, -rowMax, nt);
-      Exp(p, p, nt);
-      Muls(p, p, inv, nt);
-      Emit(pGm_[uint64_t(r) * nt], p, nt);
-      Adds(ds, ds, -di, nt);
-      Mul(ds, ds, p, nt);
-      Muls(ds, ds, td.scale, nt);
+      Muls(p, p, td.scale, n);
+      RowsBy<RowOp::kSub>(p, p, mx[r0], brc, rows, pitch);
+      Exp(p, p, n);
+      RowsBy<RowOp::kMul>(p, p, inv[r0], brc, rows, pitch);
+      Emit(pGm_[uint64_t(r0) * pitch], p, n);
+      RowsBy<RowOp::kSub>(ds, ds, dr[r0], brc, rows, pitch);
+      Mul(ds, ds, p, n);
+      Muls(ds, ds, td.scale, n);
       inQ_.FreeTensor(p);
-      Emit(dsGm_[uint64_t(r) * nt], ds, nt);
+      Emit(dsGm_[uint64_t(r0) * pitch], ds, n);
       addQ_.FreeTensor(ds);
     }
   }
@@ -479,8 +499,10 @@ class SparseFlashAttentionGradKernel {
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, dqRopeGm_, dkRopeGm_;
-  GlobalTensor<T> pGm_, dsGm_, qgGm_, kgGm_, doGm_;
-  uint32_t queBytes_ = 0;  // bytes of a gather queue buffer (SfaQueueBytes)
+  GlobalTensor<T> pGm_, dsGm_, qgGm_, doGm_;
+  uint32_t queBytes_ = 0;   // bytes of a gather queue buffer (SfaQueueBytes)
+  uint32_t tilePitch_ = 0;  // columns between the rows of the S, dP, P and dS tiles (SfaGradTilePitch)
+  uint32_t chunkRows_ = 0;  // rows of those tiles per vector pass of Rebuild
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, partGm_;
   __gm__ float *wsBase_ = nullptr;  // the first block's workspace
   uint64_t blockFloats_ = 0, partAt_ = 0;  // floats of a block's workspace; where its partial sums start
@@ -492,8 +514,7 @@ __aicore__ inline void Run(const SfagArgs &a, const SparseFlashAttentionTilingDa
   SparseFlashAttentionGradKernel<T> op;
   // At kernel scope and outside any braces, before any InitBuffer: the vector core's client of
   // the cube core must live until the kernel ends.
-  REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mmNT, &td.mmNT, op.mmDP, &td.mmDP, op.mmNN, &td.mmNN, op.mmTN,
-                    &td.mmTN);
+  REGIST_MATMUL_OBJ(&op.pipe, GetSysWorkSpacePtr(), op.mmNT, &td.mmNT, op.mmNN, &td.mmNN, op.mmTN, &td.mmTN);
   op.Init(a, td);
   op.Process();
 }
