@@ -263,6 +263,14 @@ def test_wide_heads():
     check(q, k, v, idx, "fp32", "pynative", scale=0.01, qr=qr, kr=kr)
 
 
+def test_many_query_heads_per_key_head():
+    # Kernel numerics (PyNative): 300 query heads share one key head: the gradient's vector pass over
+    # a tile's P and dS takes its rows in chunks of at most 248 (one call's repeats), here 248 + 52.
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    q, k, v, idx, (qr, kr) = bsnd(1, 5, 40, 300, 1, 8, 12, "fp32", rope=4)
+    check(q, k, v, idx, "fp32", "pynative", scale=0.3, qr=qr, kr=kr)
+
+
 def test_mha_more_queries_than_keys(mode):
     # N1 = N2 (one query head per list); S1 > S2: in sparse_mode 3 the first S1 - S2 rows see nothing.
     # scale 0.1: at 0.3 the fp32 gradients of this small shape met the 2x-naive rule on about half
