@@ -28,18 +28,10 @@ __aicore__ inline uint32_t FaPitch(int64_t cols) {
   return static_cast<uint32_t>((cols + kFaRowAlign - 1) / kFaRowAlign * kFaRowAlign);
 }
 
-// Rows of `rowBytes` each that fit `bytes`: a multiple of 8 (one Brcb repeat of row statistics),
-// at least 8, at most 248 (one level-0 call's repeats).
-__aicore__ inline uint32_t FaRowsIn(uint32_t bytes, uint32_t rowBytes) {
-  uint32_t rows = bytes / rowBytes / 8 * 8;
-  if (rows < 8) rows = 8;
-  return rows > 248 ? 248 : rows;
-}
-
-// Rows of a UB tile of `pitch`-element rows that fit `bytes` of fp32 (rows of at least 64 lanes,
-// as FaRowReduce's scratch has).
+// Rows of a UB tile of `pitch`-element rows that fit `bytes` of fp32 (RowsIn; rows of at least 64
+// lanes, as FaRowReduce's scratch has).
 __aicore__ inline uint32_t FaChunkRows(uint32_t pitch, uint32_t bytes) {
-  return FaRowsIn(bytes, (pitch > kFaLanes ? pitch : kFaLanes) * 4);
+  return RowsIn(bytes, (pitch > kFaLanes ? pitch : kFaLanes) * 4);
 }
 
 // One sequence b: its lengths, its first packed row (TND; 0 otherwise), and its visible keys:

@@ -75,6 +75,14 @@ __aicore__ inline AscendC::LocalTensor<float> ToFloat(const AscendC::LocalTensor
 // fp32 lanes of one 256-byte vector repeat.
 constexpr uint32_t kVecLanes = 64;
 
+// Rows of `rowBytes` each that fit `bytes`: a multiple of 8 (one Brcb repeat of row statistics),
+// at least 8, at most 248 (one level-0 call's repeats).
+__aicore__ inline uint32_t RowsIn(uint32_t bytes, uint32_t rowBytes) {
+  uint32_t rows = bytes / rowBytes / 8 * 8;
+  if (rows < 8) rows = 8;
+  return rows > 248 ? 248 : rows;
+}
+
 enum class RowOp { kSub, kMul };
 
 // dst[r, :] = x[r, :] - b[r] (kSub) or * b[r] (kMul) for the rows of [rows x pitch] fp32 tiles

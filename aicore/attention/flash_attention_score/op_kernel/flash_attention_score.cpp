@@ -46,11 +46,11 @@ struct FaArgs {
 // elements (16 rows took a third more vector time in the twin).
 constexpr uint32_t kFaScoreChunkBytes = 110592, kFaChunkBytes = 16384;
 
-// Rows of a score chunk of `pitch`-element rows with T probabilities (FaRowsIn).
+// Rows of a score chunk of `pitch`-element rows with T probabilities (RowsIn).
 template <typename T>
 __aicore__ inline uint32_t FaScoreChunkRows(uint32_t pitch) {
   const uint32_t lanes = pitch > kFaLanes ? pitch : kFaLanes;
-  return FaRowsIn(kFaScoreChunkBytes, lanes * (4 + sizeof(T)) + 2 * kFaLanes * 4);
+  return RowsIn(kFaScoreChunkBytes, lanes * (4 + sizeof(T)) + 2 * kFaLanes * 4);
 }
 
 template <typename T>

@@ -107,10 +107,7 @@ class SparseFlashAttentionGradKernel {
     // Rows of fp32 as wide as a head or 8 rows of a tile (Rebuild's least chunk).
     const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > 8 * tilePitch_ ? wide : 8 * tilePitch_;
     const uint32_t row = UbBytes(len, 4);
-    // Rows of the tile per vector pass: a multiple of 8 (one Brcb repeat of row statistics), at most
-    // 248 (one call's repeats).
-    chunkRows_ = row / 4 / tilePitch_ / 8 * 8;
-    if (chunkRows_ > 248) chunkRows_ = 248;
+    chunkRows_ = RowsIn(row, tilePitch_ * 4);
     pipe.InitBuffer(inQ_, 2, row);
     pipe.InitBuffer(addQ_, 1, row);
     pipe.InitBuffer(outQ_, 1, row);
@@ -183,21 +180,18 @@ class SparseFlashAttentionGradKernel {
       if (nt == 0) break;
       // The previous tile's products and copies are done with the queue buffers and the tiles.
       PipeBarrier<PIPE_ALL>();
-      LocalTensor<T> k = gatherQ_.AllocTensor<T>();
+      LocalTensor<T> k = gatherQ_.AllocTensor<T>(), v = k;
       SfaGatherToUb(k, tile, kGm_, kRopeGm_, td.dim, td.ropeDim, 0, nt, keys);
-      if (td.valueIsKey) {
-        // The cube reads the rows where MTE2 put them.
-        PipeBarrier<PIPE_ALL>();
-        ScoreRows(k, nt);
-        DpRows(dy, k, td.dim, nt);
-      } else {
-        LocalTensor<T> v = gatherQ_.AllocTensor<T>();
+      // When value is key, dP reads the key rows' main parts.
+      if (!td.valueIsKey) {
+        v = gatherQ_.AllocTensor<T>();
         SfaGatherToUb(v, tile, vGm_, vGm_, td.vDim, 0, 0, nt, keys);
-        PipeBarrier<PIPE_ALL>();
-        ScoreRows(k, nt);
-        DpRows(dy, v, td.vDim, nt);
-        gatherQ_.FreeTensor(v);
       }
+      // The cube reads the rows where MTE2 put them.
+      PipeBarrier<PIPE_ALL>();
+      ScoreRows(k, nt);
+      DpRows(dy, v, td.valueIsKey ? td.dim : td.vDim, nt);
+      if (!td.valueIsKey) gatherQ_.FreeTensor(v);
       Rebuild();
       // The cube reads dS where the copies out put it.
       PipeBarrier<PIPE_ALL>();
@@ -431,8 +425,9 @@ class SparseFlashAttentionGradKernel {
   }
 
   // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of the group's rows over the tile (its
-  // columns past the tile's keys are never read by the cube), into the workspace as T for the cube: chunkRows_
-  // rows at a time, each step one call for all of them, the rows' statistics broadcast by Brcb.
+  // columns past the tile's keys are never read by the cube), into the workspace as T for the cube:
+  // chunkRows_ rows at a time (RowsIn), each step one call for all of them, the rows' statistics
+  // broadcast by Brcb.
   __aicore__ inline void Rebuild() {
     const SparseFlashAttentionTilingData &td = *td_;
     const uint32_t g = static_cast<uint32_t>(td.group), pitch = tilePitch_;
@@ -502,7 +497,7 @@ class SparseFlashAttentionGradKernel {
   GlobalTensor<T> pGm_, dsGm_, qgGm_, doGm_;
   uint32_t queBytes_ = 0;   // bytes of a gather queue buffer (SfaQueueBytes)
   uint32_t tilePitch_ = 0;  // columns between the rows of the S, dP, P and dS tiles (SfaGradTilePitch)
-  uint32_t chunkRows_ = 0;  // rows of those tiles per vector pass of Rebuild
+  uint32_t chunkRows_ = 0;  // rows of those tiles per vector pass of Rebuild (RowsIn)
   GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, partGm_;
   __gm__ float *wsBase_ = nullptr;  // the first block's workspace
   uint64_t blockFloats_ = 0, partAt_ = 0;  // floats of a block's workspace; where its partial sums start
