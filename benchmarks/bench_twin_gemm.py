@@ -87,9 +87,11 @@ def main():
     args = parser.parse_args()
 
     gemm_args = [I, I, I, I, I, V, I, V, I, V, I, I, I]
-    lib = build_cases(tempfile.mkdtemp(prefix="bench_twin_gemm"), "twin_gemm_cases",
-                      {"twin_gemm": gemm_args, "twin_bgemm": gemm_args, "twin_bgemm_available": [],
-                       "twin_bgemm_amx": [I]})
+    # The loaded library stays mapped after its directory is removed; nothing is left in /tmp.
+    with tempfile.TemporaryDirectory(prefix="bench_twin_gemm") as build_dir:
+        lib = build_cases(build_dir, "twin_gemm_cases",
+                          {"twin_gemm": gemm_args, "twin_bgemm": gemm_args, "twin_bgemm_available": [],
+                           "twin_bgemm_amx": [I]})
     blas = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), f"lib{scipy_openblas32.get_library()}.so"))
     blas.scipy_openblas_set_num_threads(1)
     sgemm = blas.scipy_cblas_sgemm
