@@ -1,7 +1,8 @@
-"""The twin's own fp32 GEMM (ms_ops::twin::Gemm, which Sgemm takes for products with 9 to 32 rows
+"""The twin's own fp32 GEMM (ms_ops::twin::Gemm, which Sgemm takes for products with 9 to 256 rows
 of C) against OpenBLAS, single thread, warm cache, on such shapes of the kernels' cube products
-(the DeepSeek sparse attention kernels: one token's 16 query heads against its selected keys) and,
-for reference, on smaller and larger ones that Sgemm leaves to OpenBLAS.
+(the DeepSeek sparse attention kernels: one token's 16 query heads against its selected keys;
+flash attention's 256-row tiles) and, for reference, on smaller and larger ones that Sgemm leaves
+to OpenBLAS.
 
 Ours is called through tests/twin/twin_gemm_cases.cpp (built like the twin tests' libraries),
 OpenBLAS through scipy-openblas32's cblas_sgemm with one thread. Each case is timed as the best of
@@ -32,7 +33,7 @@ from _harness import SGEMM_SHAPE  # noqa: E402
 from twin_cases import bf16_rne, build_cases  # noqa: E402
 
 SHAPES = ["16x128x576N", "16x512x128", "16x512x576N", "16x576x512", "32x256x128N", "8x1024x128",
-          "128x512x128N", "128x128x512"]
+          "128x512x128N", "128x128x512", "256x512x128N", "256x128x512", "1024x1024x1024N"]
 BF16_SHAPES = ["128x128x128N", "128x512x128N", "128x128x512", "256x512x128N", "512x512x512", "1024x1024x1024N"]
 V, I = ctypes.c_void_p, ctypes.c_int
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112

@@ -67,7 +67,8 @@ def padded(rng, rows, cols, pad):
 
 
 SHAPES = [(1, 1, 1), (5, 7, 6), (6, 16, 15), (7, 17, 16), (15, 5, 17), (16, 33, 7), (17, 6, 33),
-          (33, 15, 127), (127, 129, 5), (129, 1, 600), (600, 127, 17), (1, 600, 129), (31, 600, 600)]
+          (33, 15, 127), (127, 129, 5), (129, 1, 600), (600, 127, 17), (1, 600, 129), (31, 600, 600),
+          (530, 500, 300), (70, 490, 40)]  # blocks of rows and of B's columns, B's block copied
 
 
 def check_values(lib, rng, shapes, trans_a, trans_b, operand, value, extra_roundings):
@@ -149,11 +150,13 @@ def chain_variants(lib, a, b, c0, accumulate):
 
 @pytest.mark.parametrize("accumulate", [0, 1])
 @pytest.mark.parametrize("k", [600, 16])
-def test_chain_semantics_bitwise(lib, accumulate, k):
+@pytest.mark.parametrize("m,n", [(45, 301), (130, 501)])
+def test_chain_semantics_bitwise(lib, accumulate, k, m, n):
     # k = 600: several k blocks. k = 16: the shallow path (B not transposed, any rows) against the
-    # register tiles of the transposed-B variants. Several column blocks, edge tiles in m and n.
+    # register tiles of the transposed-B variants. Several column blocks, edge tiles in m and n;
+    # 130 x 501: 32-lane panels and B's block copied (64 rows or more) and split at 480 columns,
+    # against the single rows and narrow blocks of the other variants.
     rng = np.random.default_rng(7 + accumulate + k)
-    m, n = 45, 301
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     c0 = rng.standard_normal((m, n), dtype=np.float32)

@@ -64,7 +64,8 @@ Units &AllUnits() {
 
 void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
            int ldc, float beta) {
-  if ((m >= kGemmMinRows && m <= kGemmRows) || (k <= kShallowK && !transB))
+  if ((m >= kGemmMinRows && m <= kGemmFewRows) || (m > kGemmFewRows && m <= kGemmRows && n >= kGemmMinCols) ||
+      (k <= kShallowK && !transB))
     return Gemm(transA, transB, m, n, k, a, lda, b, ldb, c, ldc, beta != 0.0f);
   static std::once_flag once;
   std::call_once(once, [] { scipy_openblas_set_num_threads(1); });

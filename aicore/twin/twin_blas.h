@@ -1,5 +1,5 @@
 // The product behind the twin's Matmul (OpenBLAS from scipy-openblas32, resolved at load time:
-// Python loads it with RTLD_GLOBAL before ours; our own GEMM, twin_gemm.h, for few rows of C) and
+// Python loads it with RTLD_GLOBAL before ours; our own GEMM, twin_gemm.h, for up to 256 rows of C) and
 // the cube units that run it.
 #ifndef MS_OPS_TWIN_BLAS_H_
 #define MS_OPS_TWIN_BLAS_H_
@@ -11,11 +11,11 @@ namespace twin {
 
 // C[m x n] = op(A) * op(B) + beta * C, row-major, beta 0 or 1. Single-threaded: the blocks of a
 // launch are the parallelism (it is called from several threads at once; it keeps no shared state).
-// With kGemmMinRows..kGemmRows rows of C (9..32), or k <= kShallowK (32) and B not transposed,
-// twin_gemm's chain semantics: k is cut into blocks of 256 from the
-// call's k = 0; for each block in order, one sequential chain of fused multiply-adds (one rounding
-// each) from +0, then added to C (beta 1, or an earlier block) or stored (beta 0, first block; C
-// is not read). An element's bits then depend only on its row of op(A), its column of op(B), K and
+// With kGemmMinRows..kGemmFewRows rows of C (9..32), up to kGemmRows (256) with kGemmMinCols (16)
+// columns or more, or k <= kShallowK (32) and B not transposed, twin_gemm's chain semantics: k is
+// cut into blocks of 256 from the call's k = 0; for each block in order, one sequential chain of
+// fused multiply-adds (one rounding each) from +0, then added to C (beta 1, or an earlier block)
+// or stored (beta 0, first block; C is not read). An element's bits then depend only on its row of op(A), its column of op(B), K and
 // beta, not on m, n, its position or the transposes, and a k split over calls with beta 1 keeps
 // them when it falls on a block boundary (the per-block partial from +0, as OpenBLAS sums, keeps
 // long k's error close to a blocked sum; one chain over all of k exceeded the kernels' fp32

@@ -15,25 +15,33 @@ namespace {
 // GCC vector extensions rather than intrinsics: one source for AVX2, AVX-512 and anything else.
 typedef float v8f __attribute__((vector_size(32)));
 
-// Register tile: kMR streamed lines x kNR packed lanes. With AVX-512 a panel row is one 16-lane
-// vector and 12 lines make 12 accumulators (of 32 zmm registers); otherwise two 8-lane vectors
-// and 6 lines (16 ymm registers: 12 accumulators + 2 panel vectors + 1 broadcast, none spilled).
-// 8-lane vectors on an AVX-512 core ran this kernel at half its FMA rate (105 of about 200
-// GFLOP/s on one Sapphire Rapids-class core). Every C element gets the same operations either way.
-constexpr int kNR = 16;
+// Register tile: kMR streamed lines x NR packed lanes. With AVX-512 a panel row is one or two
+// 16-lane vectors and 12 lines make 12 or 24 accumulators (of 32 zmm registers); otherwise two
+// 8-lane vectors and 6 lines (16 ymm registers: 12 accumulators + 2 panel vectors + 1 broadcast,
+// none spilled). 8-lane vectors on an AVX-512 core ran this kernel at half its FMA rate (105 of
+// about 200 GFLOP/s on one Sapphire Rapids-class core). With one 16-lane vector a step is 13 loads
+// (a panel row and 12 broadcasts) for 12 FMAs, bound by the two load ports; two vectors make it 14
+// for 24, FMA-bound: 32 lanes where op(A) has more than 16 rows. Every C element gets the same
+// operations whatever the width.
 #ifdef __AVX512F__
 typedef float vf __attribute__((vector_size(64)));
-constexpr int kMR = 12;
+constexpr int kMR = 12, kWideNR = 32;
 #else
 typedef v8f vf;
-constexpr int kMR = 6;
+constexpr int kMR = 6, kWideNR = 16;
 #endif
-constexpr int kLanes = sizeof(vf) / sizeof(float), kVecs = kNR / kLanes;
-// k depth of a packed block: a kNR-wide panel (16 KiB) and the kMR streamed lines stay in L1. Also
+constexpr int kNR = 16;
+constexpr int kLanes = sizeof(vf) / sizeof(float);
+// k depth of a packed block: a panel (16 or 32 KiB) and the kMR streamed lines stay in L1. Also
 // the k block of the block-chain semantics (twin_blas.h): the fp16/bf16 widening panels of
 // matmul_intf.h (kWidenPanel, 256) split k on its boundaries.
 constexpr int kKC = 256;
-
+// Rows of op(A) packed at a time (a 512 KiB block at kKC, kept in L2 while op(B)'s columns stream
+// past it), and columns of B that the row path sweeps with every row of A before moving on (B's
+// 480 KiB block stays in L2 while A's rows stream past).
+constexpr int kMC = 512, kNC = 480;
+// Rows of C from which the row path copies B's block first (kSR-row groups reading it: 8).
+constexpr int kPackRows = 64;
 // Lane-wise fused multiply-add. Written with fmaf, not `c + a * b`: the library is built with
 // -std=c++17, where GCC does not contract, and contraction would be the compiler's choice anyway;
 // fmaf is one rounding on every target, and GCC turns this loop into one vfmadd where the ISA has it.
@@ -65,12 +73,12 @@ inline V Load(const float *p) {
 template <class V>
 inline void Store(float *p, V v) { std::memcpy(p, &v, sizeof(v)); }
 
-// w <= kNR floats. Not a memcpy of w: GCC makes a variable-size copy `rep movs`, whose start-up
+// w <= NR floats. Not a memcpy of w: GCC makes a variable-size copy `rep movs`, whose start-up
 // cost per row dominated these short rows.
+template <int NR>
 inline void CopyRow(float *dst, const float *src, int w) {
-  if (w == kNR) {
-    Store(dst, Load(src));
-    Store(dst + 8, Load(src + 8));
+  if (w == NR) {
+    for (int h = 0; h < NR; h += 8) Store(dst + h, Load(src + h));
   } else {
     for (int l = 0; l < w; ++l) dst[l] = src[l];
   }
@@ -80,13 +88,15 @@ inline void CopyRow(float *dst, const float *src, int w) {
 // arithmetic of every C element (line r a column of op(B), lane l a row of op(A)). A partial per
 // k block, added to C, as OpenBLAS sums: one chain over all of k loses accuracy that the kernels'
 // error bounds expect.
+template <int NR>
 void Micro(int kc, const float *panel, const float *const line[kMR], ptrdiff_t ks, float *t, bool add = true) {
+  constexpr int kVecs = NR / kLanes;
   vf acc[kMR][kVecs];
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r)
     for (int h = 0; h < kVecs; ++h) acc[r][h] = vf{};
   ptrdiff_t o = 0;
-  for (int kk = 0; kk < kc; ++kk, o += ks, panel += kNR) {
+  for (int kk = 0; kk < kc; ++kk, o += ks, panel += NR) {
     vf b[kVecs];
     for (int h = 0; h < kVecs; ++h) b[h] = Load<vf>(panel + h * kLanes);
 #pragma GCC unroll 12  // the accumulators must stay registers
@@ -98,25 +108,29 @@ void Micro(int kc, const float *panel, const float *const line[kMR], ptrdiff_t k
 #pragma GCC unroll 12
   for (int r = 0; r < kMR; ++r)
     for (int h = 0; h < kVecs; ++h)
-      Store(t + r * kNR + h * kLanes, add ? Load<vf>(t + r * kNR + h * kLanes) + acc[r][h] : acc[r][h]);
+      Store(t + r * NR + h * kLanes, add ? Load<vf>(t + r * NR + h * kLanes) + acc[r][h] : acc[r][h]);
 }
 
 #ifdef __AVX512F__
-// Lines [0, nr) of a register tile's sums t (line r's kNR lanes at t + r * kNR) into C's rows
-// [0, mr) (row i, column r: lane i of line r), added to C's values when `load`: a 16 x 16
-// transpose and a masked row store, where element by element the stores were a third of the
+// Lines [0, nr) of a register tile's sums t (line r's NR lanes at t + r * NR) into C's rows
+// [0, mr) (row i, column r: lane i of line r), added to C's values when `load`: 16 x 16
+// transposes and masked row stores, where element by element the stores were a third of the
 // kernel's time.
+template <int NR>
 void StoreTransposed(const float *t, float *c, int ldc, int mr, int nr, bool load) {
-  static_assert(kNR == 16 && kMR <= 16, "one 16 x 16 transpose holds the tile");
-  __m512i r[16];
-  for (int l = 0; l < 16; ++l) r[l] = l < kMR ? _mm512_castps_si512(_mm512_load_ps(t + l * kNR)) : _mm512_setzero_si512();
-  Transpose16(r);
+  static_assert(NR % 16 == 0 && kMR <= 16, "16 x 16 transposes hold the tile");
   const __mmask16 m = static_cast<__mmask16>((1u << nr) - 1);
-  for (int i = 0; i < mr; ++i) {
-    float *row = c + size_t(i) * ldc;
-    __m512 v = _mm512_castsi512_ps(r[i]);
-    if (load) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, row), v);
-    _mm512_mask_storeu_ps(row, m, v);
+  for (int h = 0; h * 16 < mr; ++h) {
+    __m512i r[16];
+    for (int l = 0; l < 16; ++l)
+      r[l] = l < kMR ? _mm512_castps_si512(_mm512_load_ps(t + l * NR + h * 16)) : _mm512_setzero_si512();
+    Transpose16(r);
+    for (int i = h * 16; i < mr && i < h * 16 + 16; ++i) {
+      float *row = c + size_t(i) * ldc;
+      __m512 v = _mm512_castsi512_ps(r[i - h * 16]);
+      if (load) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, row), v);
+      _mm512_mask_storeu_ps(row, m, v);
+    }
   }
 }
 #endif
@@ -132,8 +146,9 @@ struct View {
 // element (i, kk) is X[kk][i].
 View Op(const float *x, int ld, bool trans) { return trans ? View{x, 1, ld} : View{x, ld, 1}; }
 
-// Lanes l = 0..7 of out (row stride kNR) for depths 0..7 from line[l][0..7]: an 8 x 8 transpose
+// Lanes l = 0..7 of out (row stride NR) for depths 0..7 from line[l][0..7]: an 8 x 8 transpose
 // in three shuffle stages (unpack, pair, swap 128-bit halves), which GCC maps to the ISA's.
+template <int NR>
 void Transpose8(const float *const line[8], float *out) {
   typedef int v8i __attribute__((vector_size(32)));
   v8f r[8], t[8], u[8];
@@ -148,32 +163,33 @@ void Transpose8(const float *const line[8], float *out) {
       u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2], v8i{2, 3, 10, 11, 6, 7, 14, 15});
     }
   for (int j = 0; j < 4; ++j) {
-    Store(out + j * kNR, __builtin_shuffle(u[j], u[j + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11}));
-    Store(out + (j + 4) * kNR, __builtin_shuffle(u[j], u[j + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15}));
+    Store(out + j * NR, __builtin_shuffle(u[j], u[j + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11}));
+    Store(out + (j + 4) * NR, __builtin_shuffle(u[j], u[j + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15}));
   }
 }
 
-// Packs the first `lanes` lines of v (depth k0..k0+kc-1) into panels of kNR lanes, each kc x
-// kNR contiguous in kk; lanes past the end are zero (their results are never stored).
+// Packs the first `lanes` lines of v (depth k0..k0+kc-1) into panels of NR lanes, each kc x
+// NR contiguous in kk; lanes past the end are zero (their results are never stored).
+template <int NR>
 void Pack(const View &v, int lanes, int k0, int kc, float *out) {
-  for (int p = 0; p < lanes; p += kNR, out += kc * kNR) {
-    const int w = std::min(kNR, lanes - p);
-    if (w < kNR) std::memset(out, 0, sizeof(float) * kc * kNR);
+  for (int p = 0; p < lanes; p += NR, out += kc * NR) {
+    const int w = std::min(NR, lanes - p);
+    if (w < NR) std::memset(out, 0, sizeof(float) * kc * NR);
     if (v.ks == 1) {  // each line contiguous in depth: a transpose, 8 x 8 at a time
       int kk = 0;
-      if (w == kNR)
+      if (w == NR)
         for (; kk + 8 <= kc; kk += 8)
-          for (int h = 0; h < kNR; h += 8) {
+          for (int h = 0; h < NR; h += 8) {
             const float *line[8];
             for (int l = 0; l < 8; ++l) line[l] = v.At(p + h + l, k0 + kk);
-            Transpose8(line, out + kk * kNR + h);
+            Transpose8<NR>(line, out + kk * NR + h);
           }
       for (int l = 0; l < w; ++l) {
         const float *src = v.At(p + l, k0);
-        for (int k = kk; k < kc; ++k) out[k * kNR + l] = src[k];
+        for (int k = kk; k < kc; ++k) out[k * NR + l] = src[k];
       }
     } else {  // lines adjacent (rs == 1): every View that Op makes is contiguous along one of them
-      for (int kk = 0; kk < kc; ++kk) CopyRow(out + kk * kNR, v.At(p, k0 + kk), w);
+      for (int kk = 0; kk < kc; ++kk) CopyRow<NR>(out + kk * NR, v.At(p, k0 + kk), w);
     }
   }
 }
@@ -184,66 +200,72 @@ void Lines(const View &v, int j0, int count, int k0, const float *line[kMR]) {
   for (int r = 0; r < kMR; ++r) line[r] = v.At(j0 + std::min(r, count - 1), k0);
 }
 
-// Per-thread packing buffer, 64-byte aligned: Gemm runs on many threads at once.
-float *Buffer(size_t floats) {
+// Per-thread packing buffers (kBuffers of them), 64-byte aligned: Gemm runs on many threads at once.
+constexpr int kBuffers = 2;
+float *Buffer(int slot, size_t floats) {
   struct Free {
     void operator()(float *p) const { std::free(p); }
   };
-  thread_local std::unique_ptr<float, Free> buf;
-  thread_local size_t size = 0;
-  if (floats > size) {
+  thread_local std::unique_ptr<float, Free> buf[kBuffers];
+  thread_local size_t size[kBuffers] = {};
+  if (floats > size[slot]) {
     const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-    buf.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
-    size = bytes / sizeof(float);
+    buf[slot].reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    size[slot] = bytes / sizeof(float);
   }
-  return buf.get();
+  return buf[slot].get();
 }
 
 // C^T = op(B)^T op(A)^T: op(A) packed (its rows are the lanes), the columns of op(B) streamed,
 // each register tile stored transposed.
+template <int NR>
 void PackedA(const View &a, const View &bt, int m, int n, int k, float *c, int ldc, bool accumulate) {
-  alignas(64) float t[kMR * kNR];
+  alignas(64) float t[kMR * NR];
   const float *line[kMR];
   for (int pc = 0; pc < k; pc += kKC) {
     const int kc = std::min(kKC, k - pc);
     const bool load = accumulate || pc > 0;
-    float *packed = Buffer(size_t(kc) * ((m + kNR - 1) / kNR * kNR));
-    Pack(a, m, pc, kc, packed);
-    for (int j0 = 0; j0 < n; j0 += kMR) {
-      const int nr = std::min(kMR, n - j0);
-      Lines(bt, j0, nr, pc, line);
-      for (int p = 0; p < m; p += kNR) {
-        const int mr = std::min(kNR, m - p);
-        float *cb = c + size_t(p) * ldc + j0;
+    for (int i0 = 0; i0 < m; i0 += kMC) {
+      const int mc = std::min(kMC, m - i0);
+      float *packed = Buffer(0, size_t(kc) * ((mc + NR - 1) / NR * NR));
+      Pack<NR>(View{a.At(i0, 0), a.rs, a.ks}, mc, pc, kc, packed);
+      for (int j0 = 0; j0 < n; j0 += kMR) {
+        const int nr = std::min(kMR, n - j0);
+        Lines(bt, j0, nr, pc, line);
+        for (int p = 0; p < mc; p += NR) {
+          const int mr = std::min(NR, mc - p);
+          float *cb = c + size_t(i0 + p) * ldc + j0;
 #ifdef __AVX512F__
-        Micro(kc, packed + size_t(p) * kc, line, bt.ks, t, false);
-        StoreTransposed(t, cb, ldc, mr, nr, load);
+          Micro<NR>(kc, packed + size_t(p) * kc, line, bt.ks, t, false);
+          StoreTransposed<NR>(t, cb, ldc, mr, nr, load);
 #else
-        std::memset(t, 0, sizeof(t));
-        if (load)
+          std::memset(t, 0, sizeof(t));
+          if (load)
+            for (int i = 0; i < mr; ++i)
+              for (int r = 0; r < nr; ++r) t[r * NR + i] = cb[size_t(i) * ldc + r];
+          Micro<NR>(kc, packed + size_t(p) * kc, line, bt.ks, t);
           for (int i = 0; i < mr; ++i)
-            for (int r = 0; r < nr; ++r) t[r * kNR + i] = cb[size_t(i) * ldc + r];
-        Micro(kc, packed + size_t(p) * kc, line, bt.ks, t);
-        for (int i = 0; i < mr; ++i)
-          for (int r = 0; r < nr; ++r) cb[size_t(i) * ldc + r] = t[r * kNR + i];
+            for (int r = 0; r < nr; ++r) cb[size_t(i) * ldc + r] = t[r * NR + i];
 #endif
+        }
       }
     }
   }
 }
 
 // C = op(A) B (+ C when `accumulate`) with B's rows contiguous: each row of C straight from B's
-// rows, kSR rows by kSV vectors at a time, no packing and no transpose. PackedA streams B's columns
-// as lines here (12 broadcasts from one row of B per step) and pays a 16 x 16 transpose per register
-// tile whatever k is: on one Sapphire Rapids-class core, 16 x 576 x 128 ran at 147 against 194
-// GFLOP/s this way, 16 x 576 x 512 at 103 against 134, and at k = 16 (the sparse attention
-// gradient's dSᵀ Q over a group of 16 heads) PackedA with its packing was slower than OpenBLAS.
+// rows, kSR rows by kSV vectors at a time, no transpose. PackedA streams B's columns as lines here
+// (12 broadcasts from one row of B per step) and pays a 16 x 16 transpose per register tile
+// whatever k is: on one Sapphire Rapids-class core, 16 x 576 x 128 ran at 147 against 194 GFLOP/s
+// this way, 16 x 576 x 512 at 103 against 134, and at k = 16 (the sparse attention gradient's
+// dSᵀ Q over a group of 16 heads) PackedA with its packing was slower than OpenBLAS. 8 x 48 tiles
+// rather than 4 x 64: 16 accumulators left the loop waiting on FMA latency (256 x 128 x 512: 131
+// against 195 GFLOP/s), and 12 x 32 ran 16-row products with a 4-row remainder (81 against 166).
 // Each element gets Micro's arithmetic: per block of kKC k, one chain from +0, added to C.
-constexpr int kSR = 4;
 #ifdef __AVX512F__
-constexpr int kSV = 4;  // 16 accumulators + 4 rows of B + 1 broadcast of 32 zmm registers
+constexpr int kSR = 8, kSV = 3;  // 24 accumulators + 3 rows of B + 1 broadcast of 32 zmm registers
 #else
-constexpr int kSV = 2;  // 8 + 2 + 1 of 16 ymm registers
+constexpr int kSR = 4, kSV = 2;  // 8 + 2 + 1 of 16 ymm registers
 #endif
 
 template <int R, int V>
@@ -267,11 +289,43 @@ inline void RowsTile(const View &a, int i0, const float *b, int ldb, int j0, int
     }
 }
 
+#ifdef __AVX512F__
+// RowsTile's arithmetic on the last w < 16 columns, through masked loads and stores (a scalar
+// chain per element ran these columns at a fiftieth of the vector rate).
+template <int R>
+void RowsTail(const View &a, int i0, const float *b, int ldb, int j0, int w, int k, float *c, int ldc,
+              bool accumulate) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << w) - 1);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int kk = 0; kk < k; ++kk) {
+    const __m512 bv = _mm512_maskz_loadu_ps(mask, b + size_t(kk) * ldb + j0);
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(*a.At(i0 + r, kk)), bv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float *p = c + size_t(i0 + r) * ldc + j0;
+    _mm512_mask_storeu_ps(p, mask, accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, p), acc[r]) : acc[r]);
+  }
+}
+#endif
+
 template <int R>
 void RowsOfC(const View &a, int i0, const float *b, int ldb, int n, int k, float *c, int ldc, bool accumulate) {
   int j0 = 0;
   for (; j0 + kSV * kLanes <= n; j0 += kSV * kLanes) RowsTile<R, kSV>(a, i0, b, ldb, j0, k, c, ldc, accumulate);
+  // The rest in as few tiles as fit: single-vector tiles are bound by their loads (one row of B
+  // and R broadcasts for R FMAs).
+  if constexpr (kSV > 2) {
+    if (j0 + 2 * kLanes <= n) {
+      RowsTile<R, 2>(a, i0, b, ldb, j0, k, c, ldc, accumulate);
+      j0 += 2 * kLanes;
+    }
+  }
   for (; j0 + kLanes <= n; j0 += kLanes) RowsTile<R, 1>(a, i0, b, ldb, j0, k, c, ldc, accumulate);
+#ifdef __AVX512F__
+  if (j0 < n) RowsTail<R>(a, i0, b, ldb, j0, n - j0, k, c, ldc, accumulate);
+  return;
+#endif
   for (; j0 < n; ++j0)
     for (int r = 0; r < R; ++r) {
       float t = 0.0f;
@@ -286,10 +340,30 @@ void FromRowsOfB(const View &a, const float *b, int ldb, int m, int n, int k, fl
     const int kc = std::min(kKC, k - pc);
     const bool add = accumulate || pc > 0;
     const View ak{a.At(0, pc), a.rs, a.ks};
-    const float *bk = b + size_t(pc) * ldb;
-    int i0 = 0;
-    for (; i0 + kSR <= m; i0 += kSR) RowsOfC<kSR>(ak, i0, bk, ldb, n, kc, c, ldc, add);
-    for (; i0 < m; ++i0) RowsOfC<1>(ak, i0, bk, ldb, n, kc, c, ldc, add);
+    for (int j0 = 0; j0 < n; j0 += kNC) {
+      const int nc = std::min(kNC, n - j0);
+      const float *bk = b + size_t(pc) * ldb + j0;
+      int ld = ldb;
+      if (m >= kPackRows) {
+        // B's block copied with a row stride that is no multiple of 1 KiB: B's rows in place
+        // (a BSND tensor's 4 KiB apart) share a few cache sets (256 x 128 x 512 ran at 159
+        // against 194 GFLOP/s with B's rows 4 KiB apart, at 136 with 8 KiB).
+        ld = (nc + 15) / 16 * 16 + 16;
+        float *packed = Buffer(1, size_t(kc) * ld);
+        for (int kk = 0; kk < kc; ++kk) std::memcpy(packed + size_t(kk) * ld, bk + size_t(kk) * ldb, sizeof(float) * nc);
+        bk = packed;
+      }
+      float *cj = c + j0;
+      int i0 = 0;
+      for (; i0 + kSR <= m; i0 += kSR) RowsOfC<kSR>(ak, i0, bk, ld, nc, kc, cj, ldc, add);
+      if constexpr (kSR > 4) {
+        if (i0 + 4 <= m) {
+          RowsOfC<4>(ak, i0, bk, ld, nc, kc, cj, ldc, add);
+          i0 += 4;
+        }
+      }
+      for (; i0 < m; ++i0) RowsOfC<1>(ak, i0, bk, ld, nc, kc, cj, ldc, add);
+    }
   }
 }
 
@@ -305,7 +379,8 @@ void Gemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda
   }
   if (!transB) return FromRowsOfB(Op(a, lda, transA), b, ldb, m, n, k, c, ldc, accumulate);
   // op(A) as m lines of depth k; op(B) as n lines (its columns) of depth k.
-  PackedA(Op(a, lda, transA), Op(b, ldb, !transB), m, n, k, c, ldc, accumulate);
+  if (m > kNR) return PackedA<kWideNR>(Op(a, lda, transA), Op(b, ldb, !transB), m, n, k, c, ldc, accumulate);
+  PackedA<kNR>(Op(a, lda, transA), Op(b, ldb, !transB), m, n, k, c, ldc, accumulate);
 }
 
 }  // namespace twin
