@@ -14,12 +14,13 @@ namespace twin {
 // With kGemmMinRows..kGemmFewRows rows of C (9..32), up to kGemmRows (256) with kGemmMinCols (16)
 // columns or more, or k <= kShallowK (32) and B not transposed, twin_gemm's chain semantics: k is
 // cut into blocks of 256 from the call's k = 0; for each block in order, one sequential chain of
-// fused multiply-adds (one rounding each) from +0, then added to C (beta 1, or an earlier block)
-// or stored (beta 0, first block; C is not read). An element's bits then depend only on its row of op(A), its column of op(B), K and
-// beta, not on m, n, its position or the transposes, and a k split over calls with beta 1 keeps
-// them when it falls on a block boundary (the per-block partial from +0, as OpenBLAS sums, keeps
-// long k's error close to a blocked sum; one chain over all of k exceeded the kernels' fp32
-// bounds). Otherwise OpenBLAS, whose summation order may depend on the shape.
+// fused multiply-adds (one rounding each) from +0, then added to C (beta 1, or an earlier block) or
+// stored (beta 0, first block; C is not read). An element's bits then depend only on its row of
+// op(A), its column of op(B), K and beta, not on m, n, its position or the transposes, and a k
+// split over calls with beta 1 keeps them when it falls on a block boundary (the per-block partial
+// from +0, as OpenBLAS sums, keeps long k's error close to a blocked sum; one chain over all of k
+// exceeded the kernels' fp32 bounds). Otherwise OpenBLAS, whose summation order may depend on the
+// shape.
 void Sgemm(bool transA, bool transB, int m, int n, int k, const float *a, int lda, const float *b, int ldb, float *c,
            int ldc, float beta = 0.0f);
 

@@ -350,7 +350,8 @@ void FromRowsOfB(const View &a, const float *b, int ldb, int m, int n, int k, fl
         // against 194 GFLOP/s with B's rows 4 KiB apart, at 136 with 8 KiB).
         ld = (nc + 15) / 16 * 16 + 16;
         float *packed = Buffer(1, size_t(kc) * ld);
-        for (int kk = 0; kk < kc; ++kk) std::memcpy(packed + size_t(kk) * ld, bk + size_t(kk) * ldb, sizeof(float) * nc);
+        for (int kk = 0; kk < kc; ++kk)
+          std::memcpy(packed + size_t(kk) * ld, bk + size_t(kk) * ldb, sizeof(float) * nc);
         bk = packed;
       }
       float *cj = c + j0;
