@@ -5,10 +5,13 @@ bf16, forward and forward+backward (gradients w.r.t. q, k, v), BNSD tensors. Imp
 (``--impl``):
 
 - ``ms_ops``: ``ms_ops.flash_attention_score(..., input_layout="BNSD")`` (causal: ``sparse_mode=2``
-  with CANN's compressed mask) under ``ms.jit`` (forward) or ``ms.jit(ms.grad(...))`` of ``sum(out * dout)``; GRAPH mode
-  (PyNative's dispatcher busy-waits and steals a core).
+  with CANN's compressed mask) under ``ms.jit`` (forward) or, forward+backward, ``ms.jit`` of
+  ``ops.GradOperation(get_all=True, sens_param=True)`` with ``dout`` as the output's gradient (what
+  ``out.backward(dout)`` does in torch); GRAPH mode (PyNative's dispatcher busy-waits and steals a
+  core). Until 2026-12-04 this was ``ms.grad`` of ``sum(out.astype(fp32) * dout)``: the loss's
+  composed casts, product and sum cost bf16 about 50 ms at S=4096, which torch does not pay.
 - ``composed``: ``softmax(masked_fill(BatchMatMul(q, k^T) * scale, causal mask, -inf)) @ v`` from
-  MindSpore ops, the same ``ms.jit``/``ms.grad``; the causal mask is a bool ``[S, S]`` input. bf16
+  MindSpore ops, the same ``ms.jit``/``GradOperation``; the causal mask is a bool ``[S, S]`` input. bf16
   is computed in fp32 (MindSpore's CPU BatchMatMul has no bf16) with casts at both ends.
 - ``torch``: ``F.scaled_dot_product_attention(q, k, v, is_causal=causal)``, ``out.backward(dout)``,
   2 threads.
@@ -158,10 +161,11 @@ def build_mindspore(spec, arrays):
             desc += ", bf16 computed in fp32 (no bf16 BatchMatMul on CPU)"
 
     if spec["backward"]:
-        def loss(q, k, v, dout):
-            return (attention(q, k, v).astype(ms.float32) * dout.astype(ms.float32)).sum()
+        grad_with_sens = ops.GradOperation(get_all=True, sens_param=True)
 
-        fwd_bwd = ms.jit(ms.grad(loss, grad_position=(0, 1, 2)))
+        @ms.jit
+        def fwd_bwd(q, k, v, dout):
+            return grad_with_sens(attention)(q, k, v, dout)
 
         def step():
             grads = fwd_bwd(q, k, v, dout)
@@ -170,7 +174,7 @@ def build_mindspore(spec, arrays):
                 g.asnumpy()
             return grads
 
-        return step, desc + ", ms.grad of sum(out * dout)"
+        return step, desc + ", GradOperation(sens_param=True) with dout"
     forward = ms.jit(attention)
 
     def step():
