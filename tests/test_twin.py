@@ -942,8 +942,8 @@ def test_cooperative_matmul_scratch_is_bounded(lib):
 
 def test_workspace_starts_stale_on_every_launch(lib):
     # The spare mapping a launch leaves behind comes back to the next one refilled with 0xFF, whether
-    # the next asks for less (the spare, kept whole) or more (a fresh mapping) or for the larger size
-    # again.
+    # the next asks for less (its pages past that returned to the OS) or more (a fresh mapping) or
+    # for the larger size again (the trimmed pages touched anew).
     stale = np.zeros(1, np.uint32)
     for size in (200_003, 70_001, 200_003, 300_007):
         assert lib.twin_workspace(size, P(stale)) == 0
