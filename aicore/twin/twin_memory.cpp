@@ -1,6 +1,7 @@
 #include "twin_memory.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -30,6 +31,11 @@ void Pages::Reserve(size_t bytes) {
   madvise(p, bytes, MADV_HUGEPAGE);
   data_ = static_cast<uint8_t *>(p);
   bytes_ = bytes;
+}
+
+void Pages::Trim(size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), keep = (bytes + page - 1) / page * page;
+  if (keep < bytes_) madvise(data_ + keep, bytes_ - keep, MADV_DONTNEED);
 }
 
 void Pages::Release() {
@@ -65,6 +71,7 @@ Workspace::Workspace(size_t bytes) {
     if (spare->size() >= bytes) pages_ = std::move(*spare);
   }
   pages_.Reserve(bytes);
+  pages_.Trim(bytes);
   Fill(pages_.data(), bytes);
 }
 

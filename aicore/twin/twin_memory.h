@@ -28,6 +28,8 @@ class Pages {
 
   // At least `bytes`, page-aligned; what it held before is not kept. Throws std::bad_alloc.
   void Reserve(size_t bytes);
+  // Returns the pages past the first `bytes` to the OS (they read as zeros when touched again).
+  void Trim(size_t bytes);
   void Release();
 
   uint8_t *data() const { return data_; }
@@ -48,12 +50,9 @@ class Pages {
 // mapping and first-touching a fresh 15 MiB (flash attention's) cost about 8 ms of one thread
 // before every launch, the refill of mapped pages about 1 ms; with a 32 MiB bound the lightning
 // indexer's 41 MiB (24 blocks at 16 heads) was mapped afresh on every launch, 1-3% of its time.
-// A launch taking a larger spare keeps all of it, so the spare keeps the largest of the workspaces
-// that alternate: returning the pages past `bytes` to the OS had flash attention's forward drop
-// the tail of its gradient's larger workspace before every gradient launch, which then faulted it
-// back in (the kernel's page clearing, 4% of a bf16 training step's samples at S=4096). Larger
-// workspaces (the cross-entropy logits chunks) are returned whole, so no more than the spare stays
-// resident between launches.
+// A launch taking a larger spare returns its pages past `bytes` to the OS, so it holds no more than
+// it asked for; larger workspaces (the cross-entropy logits chunks) are returned whole, so no more
+// than the spare stays resident between launches.
 constexpr size_t kSpareWorkspaceBytes = size_t(64) << 20;
 
 class Workspace {
