@@ -202,7 +202,8 @@ void Lines(const View &v, int j0, int count, int k0, const float *line[kMR]) {
 
 // Lines [j0, j0 + count) of v (each contiguous in depth) at depth k0..k0+kc-1 asked into L2
 // while the lines before them are used: the hardware prefetcher does not follow a register
-// tile's 12 streams, and from memory they ran 256 x 512 x 128 at 87 against 193 GFLOP/s warm.
+// tile's 12 streams. With every operand in memory 256 x 512 x 128 ran at 87 GFLOP/s (193 warm);
+// this and PrefetchColumns took it to 119-129 (OpenBLAS 131-134).
 void PrefetchLines(const View &v, int j0, int count, int k0, int kc) {
   for (int r = 0; r < count; ++r) {
     const char *p = reinterpret_cast<const char *>(v.At(j0 + r, k0));
@@ -348,8 +349,7 @@ void RowsOfC(const View &a, int i0, const float *b, int ldb, int n, int k, float
   for (; j0 + kLanes <= n; j0 += kLanes) RowsTile<R, 1>(a, i0, b, ldb, j0, k, c, ldc, accumulate);
 #ifdef __AVX512F__
   if (j0 < n) RowsTail<R>(a, i0, b, ldb, j0, n - j0, k, c, ldc, accumulate);
-  return;
-#endif
+#else
   for (; j0 < n; ++j0)
     for (int r = 0; r < R; ++r) {
       float t = 0.0f;
@@ -357,6 +357,7 @@ void RowsOfC(const View &a, int i0, const float *b, int ldb, int n, int k, float
       float &e = c[size_t(i0 + r) * ldc + j0];
       e = accumulate ? e + t : t;
     }
+#endif
 }
 
 // Rows of C in groups of R (then 8, 4 and single rows), each RowsOfC<., V>.
