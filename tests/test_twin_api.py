@@ -23,6 +23,7 @@ SIGNATURES = {
     "twin_bind": [V, V, U, I],
     "twin_reserved_ub": [U, V],
     "twin_adv": [I, V, V, U],
+    "twin_utils": [I, V, V, U],
     "twin_tbuf_past_end": [I32, V],
     "twin_sort": [I, V, V, V, U, V],
     "twin_mixed": [U, U, V, V, V, I],
@@ -402,6 +403,36 @@ def test_kernel_assert(lib, capfd):
     assert "ms_ops twin_adv: block 0: ASSERT: assertion failed: n > 1000" in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("which", [0, 1])
+def test_cann_style_asserts_fail_the_launch(lib, capfd, which):
+    x = np.zeros(64, np.float32)
+    z = np.zeros(64, np.float32)
+    assert lib.twin_utils(which, P(x), P(z), 64) == 1
+    assert "assert: assertion failed: n > 1000 (" in capfd.readouterr().err
+    assert lib.twin_utils(4, P(x), P(z), 64) == 0  # the next launch runs
+
+
+def test_reduce_sum_leaves_its_result_in_acc_val(lib, monkeypatch):
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", "1")
+    x = np.arange(1, 41, dtype=np.float32) / 8
+    z = np.full(40, -1.0, np.float32)
+    assert lib.twin_utils(2, P(x), P(z), 40) == 0
+    total = np.float32(x.astype(np.float64).sum())
+    assert z[0] == total and z[1] == total and z[2] == total
+
+
+def test_ascendc_utils_set_mask_and_sizes(lib, monkeypatch):
+    monkeypatch.setenv("MS_OPS_TWIN_STRICT", "1")
+    x = np.arange(64, dtype=np.float32)
+    z = np.full(64, -5.0, np.float32)
+    assert lib.twin_utils(3, P(x), P(z), 64) == 0
+    np.testing.assert_array_equal(z[:10], x[:10] + 1)
+    np.testing.assert_array_equal(z[10:], -5.0)
+    z = np.zeros(64, np.float32)
+    assert lib.twin_utils(4, P(x), P(z), 64) == 0
+    np.testing.assert_array_equal(z[:6], [1, 0, 16, 32, 16, 2])
+
+
 # ---- Sort32 / MrgSort ----
 
 def run_sort(lib, which, scores):
@@ -539,6 +570,19 @@ def test_cast_from_integers_rounds_in_the_modes_direction(lib):
     status, z = cast_pair(lib, 3, CEIL, s16, np.float16)
     assert status == 0
     np.testing.assert_array_equal(z, np.float16([2050, -2048, 32768, 5] * 8))
+
+
+def test_cast_int32_to_half_dequantises_by_the_deq_scale(lib, capfd):
+    i = np.int32([3, -7, 4097, 2 ** 15 + 3, -1, 0, 65535, 131008] * 4)  # 131008 / 2: the largest half
+    status, z = cast_pair(lib, 7, NONE, i, np.float16)
+    assert status == 0
+    np.testing.assert_array_equal(z, (i.astype(np.float64) * 0.5).astype(np.float16))
+    status, _ = cast_pair(lib, 8, NONE, i, np.float16)
+    assert status == 1
+    assert "DEQSCALE register, which no SetDeqScale has set" in capfd.readouterr().err
+    status, _ = cast_pair(lib, 7, RINT, i, np.float16)
+    assert status == 1
+    assert "int32 -> half (a dequantisation)" in capfd.readouterr().err
 
 
 def test_cast_round_mode_rule(lib, capfd):

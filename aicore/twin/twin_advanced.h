@@ -178,6 +178,12 @@ inline void InitGlobalMemory(GlobalTensor<T> &gmWorkspaceAddr, const uint64_t si
   }
 }
 
+// CANN's older name of InitGlobalMemory, kept there (deprecated) for the kernels that call it.
+template <typename T>
+inline void InitOutput(GlobalTensor<T> gmWorkspaceAddr, uint32_t size, T value = 0) {
+  InitGlobalMemory(gmWorkspaceAddr, uint64_t(size), value);
+}
+
 }  // namespace AscendC
 
 #endif  // MS_OPS_TWIN_ADVANCED_H_

@@ -137,6 +137,14 @@ inline void Convert(T *d, const U *s, uint32_t count, RoundMode roundMode) {
     // Exact: every uint8 value is a half.
     if (roundMode != RoundMode::CAST_NONE) BadMode("uint8 -> half", roundMode);
     for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<half>(s[i]);
+  } else if constexpr (std::is_same_v<U, int32_t> && std::is_same_v<T, half>) {
+    // Atlas A2 converts int32 to half by dequantising: x times the DEQSCALE register (SetDeqScale),
+    // rounded to the nearest half. Exact in float wherever the result is a finite half.
+    if (roundMode != RoundMode::CAST_NONE) BadMode("int32 -> half (a dequantisation)", roundMode);
+    const ::ms_ops::twin::Block &b = ::ms_ops::twin::Current();
+    if (!b.deqScaleSet)
+      Fail("Cast", "int32 -> half multiplies by the DEQSCALE register, which no SetDeqScale has set on this core");
+    for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<half>(static_cast<float>(s[i]) * b.deqScale);
   } else if constexpr (PairModes<T, U>() != 0) {
     if ((PairModes<T, U>() & ModeBit(roundMode)) == 0) BadMode("this conversion on Atlas A2", roundMode);
     ConvertPair(d, s, count, roundMode);
@@ -146,6 +154,14 @@ inline void Convert(T *d, const U *s, uint32_t count, RoundMode roundMode) {
 }
 
 }  // namespace twin_detail
+
+// The DEQSCALE register: the factor Cast applies to int32 -> half (the half-scale form of
+// SetDeqScale; its quantisation forms with an offset or a vector of scales are not modelled).
+inline void SetDeqScale(half scale) {
+  ::ms_ops::twin::Block &b = ::ms_ops::twin::Current();
+  b.deqScale = static_cast<float>(scale);
+  b.deqScaleSet = true;
+}
 
 template <typename T, typename U>
 inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const RoundMode &roundMode, const uint32_t count) {

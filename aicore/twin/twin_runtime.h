@@ -64,6 +64,12 @@ struct Block {
   uint8_t atomicType = 0;
   // What the last MrgSort with ifExhaustedSuspension consumed of each queue (GetMrgSortResult).
   uint16_t mrgSortCounts[4] = {};
+  // The ACC_VAL register (GetAccVal): the result of the last ReduceSum of the count form, its bits in
+  // the low bytes.
+  uint64_t accVal = 0;
+  // The DEQSCALE register (SetDeqScale), the factor of Cast int32 -> half; unset until a SetDeqScale.
+  float deqScale = 0.0f;
+  bool deqScaleSet = false;
   // Mixed launches (LaunchMixed): the core type, the AIV's index in its group (0/1), the AIVs per
   // group (GetTaskRation: 2, else 1), the group's cross-core flags, SyncAll<true>'s AIV barrier.
   CoreType coreType = kAiv;

@@ -234,7 +234,27 @@ inline void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, cons
   // (any size is documented to do).
   UbAligned("ReduceSum", sharedTmpBuffer.TwinData());
   d[0] = static_cast<T>(SumOf(x, count));
+  // The sum is also left in the ACC_VAL register, where kernels read it with GetAccVal.
+  uint64_t bits = 0;
+  std::memcpy(&bits, &d[0], sizeof(T));
+  ::ms_ops::twin::Current().accVal = bits;
 }
+
+// The ACC_VAL register as a T: the last count-form ReduceSum's result. GetReduceRepeatSumSpr is
+// its current name; GetAccVal() without a type, the register's 64 bits.
+template <typename T>
+inline T GetReduceRepeatSumSpr() {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "the ACC_VAL register has 64 bits");
+  T v;
+  const uint64_t bits = ::ms_ops::twin::Current().accVal;
+  std::memcpy(&v, &bits, sizeof(T));
+  return v;
+}
+template <typename T>
+inline T GetAccVal() {
+  return GetReduceRepeatSumSpr<T>();
+}
+inline uint64_t GetAccVal() { return ::ms_ops::twin::Current().accVal; }
 
 }  // namespace AscendC
 

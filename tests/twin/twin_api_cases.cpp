@@ -453,7 +453,7 @@ void CastPair(int mode, void *x, void *z, uint32_t n) {
 
 // The further Cast pairs of Atlas A2 (n a multiple of 32 elements). pair: 0 half -> int8,
 // 1 int32 -> float, 2 float -> int64, 3 int16 -> half, 4 int64 -> int32, 5 bfloat16 -> int32,
-// 6 int32 -> int16.
+// 6 int32 -> int16, 7 int32 -> half after SetDeqScale(0.5), 8 int32 -> half with DEQSCALE unset.
 TWIN_EXPORT int twin_cast_pair(int pair, int mode, void *x, void *z, uint32_t n) {
   return Run("twin_cast_pair", 1, [&] {
     switch (pair) {
@@ -463,7 +463,56 @@ TWIN_EXPORT int twin_cast_pair(int pair, int mode, void *x, void *z, uint32_t n)
       case 3: CastPair<half, int16_t>(mode, x, z, n); break;
       case 4: CastPair<int32_t, int64_t>(mode, x, z, n); break;
       case 5: CastPair<int32_t, bfloat16_t>(mode, x, z, n); break;
-      default: CastPair<int16_t, int32_t>(mode, x, z, n); break;
+      case 6: CastPair<int16_t, int32_t>(mode, x, z, n); break;
+      case 7:
+        SetDeqScale(static_cast<half>(0.5f));
+        CastPair<half, int32_t>(mode, x, z, n);
+        break;
+      default: CastPair<half, int32_t>(mode, x, z, n); break;
+    }
+  });
+}
+
+// AscendC's small utilities on float x (n elements) into z (z's old contents in): 0 assert(n >
+// 1000, fmt, n), 1 ascendc_assert(n > 1000), 2 ReduceSum with its result read back by GetAccVal<float>
+// into z[1] and by GetAccVal() (the raw register) into z[2], 3 AscendCUtils::SetMask<float>(10) and a
+// level-0 Adds of 1 that takes the mask register, 4 z[0..5] = g_coreType == AIV, block_idx,
+// GetC0Count(2), GetBitSize(4), AlignUp(13, 8), DivCeil(13, 8).
+TWIN_EXPORT int twin_utils(int which, float *x, float *z, uint32_t n) {
+  return OverOld<float>("twin_utils", x, n, z, n, [&](const LocalTensor<float> &out, const LocalTensor<float> &a,
+                                                     const LocalTensor<float> &old, const LocalTensor<uint8_t> &) {
+    switch (which) {
+      case 0: assert(n > 1000, "n is %u", n); break;
+      case 1: ascendc_assert(n > 1000); break;
+      case 2: {
+        ReduceSum(out, a, old, static_cast<int32_t>(n));
+        SetFlag<HardEvent::V_S>(EVENT_ID0);
+        WaitFlag<HardEvent::V_S>(EVENT_ID0);
+        const uint32_t low = static_cast<uint32_t>(GetAccVal());
+        float raw;
+        std::memcpy(&raw, &low, sizeof(raw));
+        out.SetValue(1, GetAccVal<float>());
+        out.SetValue(2, raw);
+        SetFlag<HardEvent::S_V>(EVENT_ID0);
+        WaitFlag<HardEvent::S_V>(EVENT_ID0);
+        break;
+      }
+      case 3:
+        AscendCUtils::SetMask<float>(10);
+        Adds<float, false>(out, a, 1.0f, MASK_PLACEHOLDER, 1, UnaryRepeatParams());
+        AscendCUtils::ResetMask();
+        break;
+      default: {
+        PipeBarrier<PIPE_ALL>();
+        const float values[6] = {g_coreType == AIV ? 1.0f : 0.0f, static_cast<float>(block_idx),
+                                 static_cast<float>(AscendCUtils::GetC0Count(2)),
+                                 static_cast<float>(AscendCUtils::GetBitSize(4)), static_cast<float>(AlignUp(13, 8)),
+                                 static_cast<float>(DivCeil(13, 8))};
+        for (int i = 0; i < 6; ++i) out.SetValue(i, values[i]);
+        SetFlag<HardEvent::S_V>(EVENT_ID0);
+        WaitFlag<HardEvent::S_V>(EVENT_ID0);
+        break;
+      }
     }
   });
 }

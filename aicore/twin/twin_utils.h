@@ -1,0 +1,98 @@
+// Small pieces of AscendC's kernel utilities that public CANN kernels use: the core-type constants
+// and g_coreType, the unsigned ceiling helpers, the AscendCUtils mask and size helpers, and the
+// kernel assertions assert(...) / ascendc_assert(...).
+#ifndef MS_OPS_TWIN_UTILS_H_
+#define MS_OPS_TWIN_UTILS_H_
+
+#include <cstdint>
+
+#include "twin_mask.h"
+#include "twin_types.h"
+
+namespace AscendC {
+
+// The values g_coreType takes (MIX: a kernel built for both core types).
+constexpr int32_t MIX = 0;
+constexpr int32_t AIC = 1;
+constexpr int32_t AIV = 2;
+
+constexpr int32_t ONE_BYTE_BIT_SIZE = 8;
+constexpr int32_t DEFAULT_C0_SIZE = 32;  // bytes of a C0 group (one data block)
+constexpr uint32_t ONE_BLK_FLOAT_NUM = 8;  // floats of one data block
+
+constexpr uint32_t DivCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+constexpr uint32_t AlignUp(uint32_t a, uint32_t b) { return DivCeil(a, b) * b; }
+constexpr uint32_t ConstCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+inline uint32_t Ceil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+// The running block's AIC / AIV (a device build compiles each kernel once per core type, with
+// g_coreType a constant there; the twin knows the block it runs). Read-only.
+#define g_coreType (ASCEND_IS_AIC ? ::AscendC::AIC : ::AscendC::AIV)
+#define ASCEND_IS_NOT_AIC (!ASCEND_IS_AIC)
+// The device compiler's variable of the block index (CANN's CPU debug keeps it per block too).
+#define block_idx (::AscendC::GetBlockIdx())
+#define ASCEND_IS_NOT_AIV (!ASCEND_IS_AIV)
+
+class AscendCUtils {
+ public:
+  static int32_t GetBitSize(int32_t byteSize) { return byteSize * ONE_BYTE_BIT_SIZE; }
+  static int32_t GetC0Size() { return DEFAULT_C0_SIZE; }
+  static int32_t GetC0Count(const int32_t dtypeSize) {
+    if (dtypeSize == 0) twin_detail::Fail("AscendCUtils::GetC0Count", "dtypeSize is 0");
+    return GetC0Size() / dtypeSize;
+  }
+  static int32_t GetDefaultBlockNum() { return DEFAULT_BLK_NUM; }
+
+  // The vector mask register (lanes 64..127 in maskHigh); a cube core has none, so it is left.
+  template <typename T, bool isSetMask = true>
+  static void SetMask(const uint64_t &maskHigh, const uint64_t &maskLow) {
+    if (!isSetMask || ASCEND_IS_AIC) return;
+    ::ms_ops::twin::Block &b = ::ms_ops::twin::Current();
+    b.vecMask[0] = maskLow;
+    b.vecMask[1] = maskHigh;
+  }
+  // The first len lanes (all of them from 128 on, whatever T's lanes per repeat).
+  template <typename T, bool isSetMask = true>
+  static void SetMask(int32_t len) {
+    if (!isSetMask || ASCEND_IS_AIC) return;
+    if (len < 0) twin_detail::Fail("AscendCUtils::SetMask", "negative len " + std::to_string(len));
+    uint64_t bits[2];
+    twin_detail::FirstLanes(static_cast<uint32_t>(len), bits);
+    SetMask<T>(bits[1], bits[0]);
+  }
+  template <typename T>
+  static void SetMaskCount() {
+    ::AscendC::SetMaskCount();
+  }
+  template <typename T>
+  static void SetMaskNorm() {
+    ::AscendC::SetMaskNorm();
+  }
+  template <bool isSetMask = true>
+  static void ResetMask() {
+    if (isSetMask && !ASCEND_IS_AIC) ::AscendC::ResetMask();
+  }
+};
+
+}  // namespace AscendC
+
+// CANN's kernel assertions, assert(expr) or assert(expr, fmt, args...) and ascendc_assert the
+// same: a false expr stops the block with a violation (the launch fails, the process lives on),
+// where the NPU would trap. Compiled out under NDEBUG, as CANN's are.
+#undef assert
+#undef ascendc_assert
+#ifdef NDEBUG
+#define assert(...) static_cast<void>(0)
+#define ascendc_assert(...) static_cast<void>(0)
+#else
+#define MS_OPS_TWIN_ASSERT_FIRST(expr, ...)                                                              \
+  (static_cast<bool>(expr) ? static_cast<void>(0)                                                        \
+                           : ::ms_ops::twin::Fail("assert", "assertion failed: " #expr " (" __FILE__ \
+                                                            ":" MS_OPS_TWIN_ASSERT_LINE(__LINE__) ")"))
+#define MS_OPS_TWIN_ASSERT_LINE(n) MS_OPS_TWIN_ASSERT_STR(n)
+#define MS_OPS_TWIN_ASSERT_STR(n) #n
+#define assert(...) MS_OPS_TWIN_ASSERT_FIRST(__VA_ARGS__, 0)
+#define ascendc_assert(...) MS_OPS_TWIN_ASSERT_FIRST(__VA_ARGS__, 0)
+#endif
+
+#endif  // MS_OPS_TWIN_UTILS_H_
