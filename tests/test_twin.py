@@ -40,6 +40,7 @@ SIGNATURES = {
     "twin_tiling": [ctypes.c_uint64, V, V],
     "twin_tiling_default": [V, V],
     "twin_sync_sum": [I, V, V, U, U, U],
+    "twin_sync_soft": [V, V, V, U, U, U, ctypes.c_int32],
     "twin_sync_fail": [I, V, U, U, U, U],
     "twin_sync_plain": [U],
 }
@@ -884,6 +885,27 @@ def test_sync_all_keeps_each_blocks_ub(lib):
     bad = np.full(blocks, -1, np.int32)
     assert bounded(lib.twin_sync_keeps_ub, P(bad), blocks, 4096, 5) == 0
     np.testing.assert_array_equal(bad, np.zeros(blocks, np.int32))
+
+
+@pytest.mark.parametrize("flag_ints,ub_ints,used,message", [
+    (8 * 6, 8 * 6, 0, None),
+    (8 * 6, 8 * 6, 6, None),
+    (8 * 5, 8 * 6, 0, "SyncAll: gmWorkspace holds 40 int32, below the 48 (32 bytes per block)"),
+    (8 * 6, 8 * 5, 0, "SyncAll: ubWorkspace holds 40 int32, below the 48 (32 bytes per block)"),
+    (8 * 6, 8 * 6, 4, "SyncAll: usedCores 4 of 6: a SyncAll of part of the cores is not modelled"),
+    (8 * 6, 8 * 6, 7, "SyncAll: usedCores 7 is outside [0, 6]"),
+])
+def test_software_sync_all(lib, capfd, flag_ints, ub_ints, used, message):
+    blocks = 6
+    slots, sums = np.zeros(blocks, np.int32), np.full(blocks, -1, np.int32)
+    flags = np.zeros(flag_ints, np.int32)
+    rc = bounded(lib.twin_sync_soft, P(slots), P(sums), P(flags), flag_ints, blocks, ub_ints, used)
+    if message is None:
+        assert rc == 0
+        np.testing.assert_array_equal(sums, np.full(blocks, blocks * (blocks + 1) // 2, np.int32))
+    else:
+        assert rc == 1
+        assert message in capfd.readouterr().err
 
 
 def test_sync_all_needs_cooperative_launch(lib, capfd):

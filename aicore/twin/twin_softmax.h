@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "twin_math.h"
+#include "twin_softmax_tiling.h"
 #include "twin_vector.h"
 
 namespace AscendC {
@@ -45,12 +46,6 @@ struct SoftMaxShapeInfo {
   uint32_t srcK{0};
   uint32_t oriSrcM{0};
   uint32_t oriSrcK{0};
-};
-
-// The kernel-side softmax tiling (host: SoftMaxTilingFunc); the twin reads srcM and srcK.
-struct SoftMaxTiling {
-  uint32_t srcM, srcK, srcSize, outMaxM, outMaxK, outMaxSize, splitM, splitK, splitSize, reduceM, reduceK, reduceSize,
-      rangeM, tailM, tailSplitSize, tailReduceSize;
 };
 
 namespace twin_detail {

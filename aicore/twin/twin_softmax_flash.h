@@ -16,12 +16,6 @@
 
 namespace AscendC {
 
-// CANN's LogSoftMaxTiling (host: LogSoftMaxTilingFunc); the fields of SoftMaxTiling.
-struct LogSoftMaxTiling {
-  uint32_t srcM, srcK, srcSize, outMaxM, outMaxK, outMaxSize, splitM, splitK, splitSize, reduceM, reduceK, reduceSize,
-      rangeM, tailM, tailSplitSize, tailReduceSize;
-};
-
 #define MS_OPS_TWIN_FLASH1_TEMPLATE template <typename T, bool isReuseSource = false, bool isBasicBlock = false>
 
 MS_OPS_TWIN_FLASH1_TEMPLATE

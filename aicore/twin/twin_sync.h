@@ -60,6 +60,31 @@ inline void SyncAll() {
   ::ms_ops::twin::SyncAllBlocks(isAIVOnly);
 }
 
+// The software SyncAll: the cores meet through per-core flags in gmWorkspace (at least GetBlockNum()
+// x 32 bytes, zero before its first use) and ubWorkspace (as large), usedCores of them (0: all).
+// The twin checks those sizes and meets at its barrier, as SyncAll() does; a subset of the cores
+// (usedCores below the launch's) is not modelled and fails.
+template <bool isAIVOnly = true>
+inline void SyncAll(const GlobalTensor<int32_t> &gmWorkspace, const LocalTensor<int32_t> &ubWorkspace,
+                    const int32_t usedCores = 0) {
+  using twin_detail::Str;
+  const int64_t blocks = GetBlockNum(), cores = blocks * GetTaskRation();
+  const uint64_t need = uint64_t(blocks) * (ONE_BLK_SIZE / sizeof(int32_t));
+  if (gmWorkspace.GetSize() != 0 && gmWorkspace.GetSize() < need)
+    twin_detail::Fail("SyncAll", "gmWorkspace holds " + Str(gmWorkspace.GetSize()) + " int32, below the " +
+                                     Str(need) + " (32 bytes per block) the software SyncAll needs");
+  if (ubWorkspace.GetSize() < need)
+    twin_detail::Fail("SyncAll", "ubWorkspace holds " + Str(uint64_t(ubWorkspace.GetSize())) + " int32, below the " +
+                                     Str(need) + " (32 bytes per block) the software SyncAll needs");
+  if (usedCores < 0 || usedCores > cores)
+    twin_detail::Fail("SyncAll", "usedCores " + std::to_string(usedCores) + " is outside [0, " +
+                                     std::to_string(cores) + "]");
+  if (usedCores != 0 && usedCores != cores)
+    twin_detail::Fail("SyncAll", "usedCores " + std::to_string(usedCores) + " of " + std::to_string(cores) +
+                                     ": a SyncAll of part of the cores is not modelled by the twin");
+  ::ms_ops::twin::SyncAllBlocks(isAIVOnly);
+}
+
 // Cross-core flags of a mixed launch (modes 0, 1, 2: see ms_ops::twin::CrossCoreSet). The pipe
 // is the one whose work the flag follows; the twin's blocks have completed it when they set.
 template <uint8_t modeId, pipe_t pipe>

@@ -813,6 +813,27 @@ TWIN_EXPORT int twin_sync_sum(int aivOnly, int32_t *slots, int32_t *sums, uint32
   }));
 }
 
+// The software SyncAll (GM and UB workspaces): each block writes b + 1 to slots[b], meets the
+// others, and writes the sum of all slots to sums[b]. flags: the gmWorkspace (flagInts int32),
+// ubInts: the ubWorkspace's size, usedCores: its argument.
+TWIN_EXPORT int twin_sync_soft(int32_t *slots, int32_t *sums, int32_t *flags, uint32_t flagInts, uint32_t blocks,
+                               uint32_t ubInts, int32_t usedCores) {
+  return Reported(ms_ops::twin::LaunchCooperative("twin_sync_soft", blocks, 0, [&] {
+    const int64_t b = GetBlockIdx();
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> ub;
+    pipe.InitBuffer(ub, ubInts * sizeof(int32_t));
+    GlobalTensor<int32_t> slot = Gm<int32_t>(slots, blocks), sum = Gm<int32_t>(sums, blocks);
+    slot.SetValue(b, static_cast<int32_t>(b + 1));
+    LocalTensor<int32_t> work = ub.Get<int32_t>();
+    work.SetSize(ubInts);
+    SyncAll(Gm<int32_t>(flags, flagInts), work, usedCores);
+    int32_t total = 0;
+    for (uint32_t i = 0; i < blocks; ++i) total += slot.GetValue(i);
+    sum.SetValue(b, total);
+  }));
+}
+
 // rounds x SyncAll, each block counting in done[b] the ones it passed; block `bad` fails before
 // round failAt: kind 0 reads past its GM buffer, 1 throws a C++ exception.
 TWIN_EXPORT int twin_sync_fail(int kind, int32_t *done, uint32_t blocks, uint32_t bad, uint32_t failAt,
