@@ -24,6 +24,7 @@ SIGNATURES = {
     "twin_reserved_ub": [U, V],
     "twin_adv": [I, V, V, U],
     "twin_utils": [I, V, V, U],
+    "twin_list_tensor": [V, U, U, V],
     "twin_tbuf_past_end": [I32, V],
     "twin_sort": [I, V, V, V, U, V],
     "twin_mixed": [U, U, V, V, V, I],
@@ -431,6 +432,46 @@ def test_ascendc_utils_set_mask_and_sizes(lib, monkeypatch):
     z = np.zeros(64, np.float32)
     assert lib.twin_utils(4, P(x), P(z), 64) == 0
     np.testing.assert_array_equal(z[:6], [1, 0, 16, 32, 16, 2])
+
+
+def list_descriptor(tensors, count_in_first=True):
+    """The GM descriptor of a tensor list: data offset, one entry per tensor (dim | count or
+    index << 32, then the shape), then the data addresses."""
+    dim = tensors[0].ndim
+    words = [0]
+    for i, t in enumerate(tensors):
+        high = len(tensors) if (i == 0 and count_in_first) else (i if i else 0)
+        words += [dim | (high << 32), *t.shape]
+    words[0] = 8 * len(words)
+    words += [t.ctypes.data for t in tensors]
+    return np.array(words, np.uint64)
+
+
+@pytest.mark.parametrize("count_in_first", [True, False])
+def test_list_tensor_desc(lib, count_in_first):
+    rng = np.random.default_rng(3)
+    tensors = [rng.integers(-8, 8, shape).astype(np.float32) for shape in [(3, 5), (1, 7), (4, 2)]]
+    desc = list_descriptor(tensors, count_in_first)
+    out = np.zeros(65, np.float32)
+    assert lib.twin_list_tensor(P(desc), desc.nbytes, 3, P(out)) == 0
+    np.testing.assert_array_equal(out[:3], [t.sum() for t in tensors])
+    np.testing.assert_array_equal(out[16:19], [2, 2, 2])
+    np.testing.assert_array_equal(out[32:35], [5, 7, 2])
+    np.testing.assert_array_equal(out[48:51], [1, 1, 1])
+    assert out[64] == 3
+
+
+def test_list_tensor_desc_rules(lib, capfd):
+    tensors = [np.ones((2, 3), np.float32), np.ones((4, 1), np.float32)]
+    desc = list_descriptor(tensors)
+    out = np.zeros(65, np.float32)
+    assert lib.twin_list_tensor(P(desc), desc.nbytes, 3, P(out)) == 1
+    assert "bad tensor list descriptor: it describes 2 tensors in 72 bytes, not the 3 in 72 given" in \
+        capfd.readouterr().err
+    bad = desc.copy()
+    bad[0] = 16
+    assert lib.twin_list_tensor(P(bad), 0, 0, P(out)) == 1
+    assert "inside its first entry" in capfd.readouterr().err
 
 
 # ---- Sort32 / MrgSort ----

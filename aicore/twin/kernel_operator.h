@@ -19,6 +19,7 @@
 #include "twin_atomic.h"
 #include "twin_mask.h"
 #include "twin_utils.h"
+#include "twin_list_tensor.h"
 #include "twin_vector_repeat.h"
 #include "twin_reduce.h"
 #include "twin_gather.h"

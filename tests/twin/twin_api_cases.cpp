@@ -473,6 +473,33 @@ TWIN_EXPORT int twin_cast_pair(int pair, int mode, void *x, void *z, uint32_t n)
   });
 }
 
+// A float tensor list through ListTensorDesc (desc: its GM descriptor, length bytes and count
+// tensors given to the constructor unless 0): for tensor i, out[i] = the sum of its elements (read
+// through TensorDesc::GetDataObj, sized by its shape), out[16 + i] = its dim, out[32 + i] = its
+// last dimension, out[48 + i] = 1 when GetDataPtr agrees with the TensorDesc; out[64] = GetSize().
+TWIN_EXPORT int twin_list_tensor(void *desc, uint32_t length, uint32_t count, float *out) {
+  return Run("twin_list_tensor", 1, [&] {
+    ListTensorDesc list;
+    if (length != 0) list.Init(desc, length, count);
+    else list.Init(desc);
+    GlobalTensor<float> o = Gm<float>(out, 65);
+    for (uint32_t i = 0; i < list.GetSize(); ++i) {
+      TensorDesc<float> d;
+      uint64_t shape[8];
+      d.SetShapeAddr(shape);
+      list.GetDesc(d, i);
+      GlobalTensor<float> g = d.GetDataObj();
+      float sum = 0.0f;
+      for (uint64_t j = 0; j < g.GetSize(); ++j) sum += g.GetValue(j);
+      o.SetValue(i, sum);
+      o.SetValue(16 + i, static_cast<float>(d.GetDim()));
+      o.SetValue(32 + i, static_cast<float>(d.GetShape(static_cast<uint32_t>(d.GetDim() - 1))));
+      o.SetValue(48 + i, list.GetDataPtr<float>(i) == d.GetDataPtr() ? 1.0f : 0.0f);
+    }
+    o.SetValue(64, static_cast<float>(list.GetSize()));
+  });
+}
+
 // AscendC's small utilities on float x (n elements) into z (z's old contents in): 0 assert(n >
 // 1000, fmt, n), 1 ascendc_assert(n > 1000), 2 ReduceSum with its result read back by GetAccVal<float>
 // into z[1] and by GetAccVal() (the raw register) into z[2], 3 AscendCUtils::SetMask<float>(10) and a
