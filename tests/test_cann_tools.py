@@ -53,6 +53,45 @@ def test_tiling_header_from_the_host_definition(tool, tmp_path):
     assert tool.tiling_header(str(tmp_path / "none"), "none") is None
 
 
+SHARED_TILING = """
+namespace optiling {
+constexpr uint16_t MAX_LISTS = 8;
+BEGIN_TILING_DATA_DEF(ListTilingData)
+TILING_DATA_FIELD_DEF(uint64_t, ubSize);
+TILING_DATA_FIELD_DEF_ARR(int64_t, MAX_LISTS, counts);
+END_TILING_DATA_DEF;
+REGISTER_TILING_DATA_CLASS(ListAbs, ListTilingData)
+}
+"""
+
+
+def test_tiling_header_from_a_shared_registration(tool, tmp_path):
+    shared = tmp_path / "family" / "list_utils" / "op_host"
+    shared.mkdir(parents=True)
+    (shared / "list_tiling_def.h").write_text(SHARED_TILING)
+    own = tmp_path / "family" / "list_abs" / "op_host"
+    own.mkdir(parents=True)
+    header = tool.tiling_header(str(own.parent), "list_abs", str(tmp_path))
+    assert "constexpr uint16_t MAX_LISTS = 8;" in header
+    assert "struct ListTilingData {\n  uint64_t ubSize;\n  int64_t counts[MAX_LISTS];\n};" in header
+    assert "  ListTilingData var;" in header
+    assert tool.tiling_header(str(own.parent), "list_abs") is None  # without the checkout to search
+
+
+def test_staged_kernels_see_each_other_as_siblings(tool, tmp_path):
+    tree = tmp_path / "ops"
+    for rel, text in [("norm/rms_norm/op_kernel/rms_norm_base.h", "base"),
+                      ("norm/add_rms_norm/op_kernel/add_rms_norm.cpp", '#include "../rms_norm/rms_norm_base.h"'),
+                      ("experimental/norm/rms_norm/op_kernel/rms_norm_base.h", "other")]:
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    staged = tool.stage_kernels(str(tree), str(tmp_path / "stage"))
+    add = staged[os.path.join("norm", "add_rms_norm")]
+    with open(os.path.join(add, "..", "rms_norm", "rms_norm_base.h")) as f:
+        assert f.read() == "base"  # the one outside experimental/
+    assert os.path.join("experimental", "norm", "rms_norm") not in staged
+
+
 def test_dtype_macros_one_per_argument(tool, tmp_path):
     assert tool.dtype_macros(make_op(tmp_path), "op", "half") == [
         "-DDTYPE_X=half", "-DDTYPE_WEIGHT_SCALE=half", "-DDTYPE_Y=half"]

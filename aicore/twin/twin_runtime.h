@@ -67,6 +67,8 @@ struct Block {
   // The ACC_VAL register (GetAccVal): the result of the last ReduceSum of the count form, its bits in
   // the low bytes.
   uint64_t accVal = 0;
+  // The system workspace of SetSysWorkspace (GetSysWorkSpacePtr), null until set.
+  void *sysWorkspace = nullptr;
   // The DEQSCALE register (SetDeqScale), the factor of Cast int32 -> half; unset until a SetDeqScale.
   float deqScale = 0.0f;
   bool deqScaleSet = false;

@@ -127,8 +127,11 @@ inline int64_t GetBlockNum() { return ::ms_ops::twin::Current().num; }
 inline int64_t GetSubBlockIdx() { return ::ms_ops::twin::Current().subIdx; }
 // AIVs per group: 2 in a mixed launch, 1 where every block is a core of its own.
 inline int64_t GetTaskRation() { return ::ms_ops::twin::Current().ratio; }
-// The twin has no system workspace: the user workspace is the whole workspace argument.
-inline GM_ADDR GetSysWorkSpacePtr() { return nullptr; }
+// The twin reserves no system workspace: the user workspace is the whole workspace argument.
+// SetSysWorkspace records the workspace a kernel hands it (CANN's CPU build has kernels do that
+// at entry), which GetSysWorkSpacePtr then returns (null before).
+inline void SetSysWorkspace(GM_ADDR workspace) { ::ms_ops::twin::Current().sysWorkspace = workspace; }
+inline GM_ADDR GetSysWorkSpacePtr() { return static_cast<GM_ADDR>(::ms_ops::twin::Current().sysWorkspace); }
 inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return workspace; }
 
 namespace twin_detail {

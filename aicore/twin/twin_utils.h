@@ -29,8 +29,6 @@ inline uint32_t Ceil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 // g_coreType a constant there; the twin knows the block it runs). Read-only.
 #define g_coreType (ASCEND_IS_AIC ? ::AscendC::AIC : ::AscendC::AIV)
 #define ASCEND_IS_NOT_AIC (!ASCEND_IS_AIC)
-// The device compiler's variable of the block index (CANN's CPU debug keeps it per block too).
-#define block_idx (::AscendC::GetBlockIdx())
 #define ASCEND_IS_NOT_AIV (!ASCEND_IS_AIV)
 
 class AscendCUtils {
@@ -94,5 +92,17 @@ class AscendCUtils {
 #define assert(...) MS_OPS_TWIN_ASSERT_FIRST(__VA_ARGS__, 0)
 #define ascendc_assert(...) MS_OPS_TWIN_ASSERT_FIRST(__VA_ARGS__, 0)
 #endif
+
+// The device compiler's block_idx and block_num variables (CANN's CPU build keeps them per block
+// too): objects that read the running block, so that a kernel's own variable of either name still
+// hides them.
+struct TwinBlockIdx {
+  operator int64_t() const { return ::AscendC::GetBlockIdx(); }
+};
+struct TwinBlockNum {
+  operator int64_t() const { return ::AscendC::GetBlockNum(); }
+};
+inline constexpr TwinBlockIdx block_idx{};
+inline constexpr TwinBlockNum block_num{};
 
 #endif  // MS_OPS_TWIN_UTILS_H_

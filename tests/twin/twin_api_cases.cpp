@@ -503,8 +503,9 @@ TWIN_EXPORT int twin_list_tensor(void *desc, uint32_t length, uint32_t count, fl
 // AscendC's small utilities on float x (n elements) into z (z's old contents in): 0 assert(n >
 // 1000, fmt, n), 1 ascendc_assert(n > 1000), 2 ReduceSum with its result read back by GetAccVal<float>
 // into z[1] and by GetAccVal() (the raw register) into z[2], 3 AscendCUtils::SetMask<float>(10) and a
-// level-0 Adds of 1 that takes the mask register, 4 z[0..5] = g_coreType == AIV, block_idx,
-// GetC0Count(2), GetBitSize(4), AlignUp(13, 8), DivCeil(13, 8).
+// level-0 Adds of 1 that takes the mask register, 4 z[0..7] = g_coreType == AIV, block_idx,
+// GetC0Count(2), GetBitSize(4), AlignUp(13, 8), DivCeil(13, 8), block_num * 10 + block_idx + 7, and
+// whether GetSysWorkSpacePtr is null before SetSysWorkspace(z) and z after.
 TWIN_EXPORT int twin_utils(int which, float *x, float *z, uint32_t n) {
   return OverOld<float>("twin_utils", x, n, z, n, [&](const LocalTensor<float> &out, const LocalTensor<float> &a,
                                                      const LocalTensor<float> &old, const LocalTensor<uint8_t> &) {
@@ -531,11 +532,19 @@ TWIN_EXPORT int twin_utils(int which, float *x, float *z, uint32_t n) {
         break;
       default: {
         PipeBarrier<PIPE_ALL>();
-        const float values[6] = {g_coreType == AIV ? 1.0f : 0.0f, static_cast<float>(block_idx),
+        // A kernel's own variable of the name hides the twin's.
+        const auto shadowed = [] {
+          const int64_t block_idx = 7;
+          return block_idx;
+        };
+        const bool noSys = GetSysWorkSpacePtr() == nullptr;
+        SetSysWorkspace(reinterpret_cast<GM_ADDR>(z));
+        const bool sys = noSys && GetSysWorkSpacePtr() == reinterpret_cast<GM_ADDR>(z);
+        const float values[8] = {g_coreType == AIV ? 1.0f : 0.0f, static_cast<float>(block_idx),
                                  static_cast<float>(AscendCUtils::GetC0Count(2)),
                                  static_cast<float>(AscendCUtils::GetBitSize(4)), static_cast<float>(AlignUp(13, 8)),
-                                 static_cast<float>(DivCeil(13, 8))};
-        for (int i = 0; i < 6; ++i) out.SetValue(i, values[i]);
+                                 static_cast<float>(DivCeil(13, 8)), static_cast<float>(block_num * 10 + block_idx + shadowed()), sys ? 1.0f : 0.0f};
+        for (int i = 0; i < 8; ++i) out.SetValue(i, values[i]);
         SetFlag<HardEvent::S_V>(EVENT_ID0);
         WaitFlag<HardEvent::S_V>(EVENT_ID0);
         break;
