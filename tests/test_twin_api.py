@@ -25,6 +25,7 @@ SIGNATURES = {
     "twin_adv": [I, V, V, U],
     "twin_utils": [I, V, V, U],
     "twin_list_tensor": [V, U, U, V],
+    "twin_transdata": [I, I, V, U, V, U, I, I, I, I, I],
     "twin_tbuf_past_end": [I32, V],
     "twin_sort": [I, V, V, V, U, V],
     "twin_mixed": [U, U, V, V, V, I],
@@ -472,6 +473,51 @@ def test_list_tensor_desc_rules(lib, capfd):
     bad[0] = 16
     assert lib.twin_list_tensor(P(bad), 0, 0, P(out)) == 1
     assert "inside its first entry" in capfd.readouterr().err
+
+
+def transdata(lib, bits, x, row_blocks, z, dst_high=0, src_high=0, repeat=1, dst_stride=0, src_stride=0, lists=(0, 1)):
+    outs = []
+    for lst in lists:
+        out = z.copy()
+        assert lib.twin_transdata(bits, lst, P(x), row_blocks, P(out), out.nbytes, dst_high, src_high, repeat,
+                                  dst_stride, src_stride) == 0
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[-1])  # address arrays and tensor arrays agree
+    return outs[0]
+
+
+def test_trans_data_to_5hd_16_bit_is_a_16_by_16_transpose(lib):
+    x = np.arange(256, dtype=np.float16).reshape(16, 16)
+    z = transdata(lib, 16, x, 1, np.zeros(256, np.float16))
+    np.testing.assert_array_equal(z.reshape(16, 16), x.T)
+
+
+def test_trans_data_to_5hd_32_bit_splits_each_column_in_two_blocks(lib):
+    x = np.arange(128, dtype=np.float32).reshape(16, 8)
+    z = transdata(lib, 32, x, 1, np.zeros(128, np.float32)).reshape(16, 8)
+    for k in range(16):
+        np.testing.assert_array_equal(z[k], x[8 * (k % 2):8 * (k % 2) + 8, k // 2])
+    # so z read as [8, 16] is the transpose (TransposeBase16M8 of CANN's pooling kernels)
+    np.testing.assert_array_equal(z.reshape(8, 16), x.T)
+
+
+def test_trans_data_to_5hd_8_bit_halves(lib):
+    x = np.arange(512, dtype=np.int16).astype(np.int8).reshape(16, 32)
+    z0 = np.full(512, -1, np.int8)
+    z = transdata(lib, 8, x, 1, z0, dst_high=1, src_high=1).reshape(16, 32)
+    np.testing.assert_array_equal(z[:, 16:], x[:, 16:].T)
+    np.testing.assert_array_equal(z[:, :16], -1)  # the other half of each destination block is kept
+
+
+def test_trans_data_to_5hd_repeats_and_strides(lib):
+    # [16, 16] floats as two repeats over 8-column blocks: the source moves 1 block, the destination 16.
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    z = transdata(lib, 32, x, 2, np.zeros(256, np.float32), repeat=2, dst_stride=16, src_stride=1)
+    np.testing.assert_array_equal(z.reshape(16, 16), x.T)
+    # A single repeat moves the addresses by one stride already.
+    z = transdata(lib, 32, x, 2, np.zeros(256 + 8, np.float32), repeat=1, dst_stride=1, src_stride=1)
+    np.testing.assert_array_equal(z[8:136].reshape(8, 16), x[:, 8:].T)
+    np.testing.assert_array_equal(z[:8], 0)
 
 
 # ---- Sort32 / MrgSort ----

@@ -20,6 +20,7 @@
 #include "twin_mask.h"
 #include "twin_utils.h"
 #include "twin_list_tensor.h"
+#include "twin_transdata.h"
 #include "twin_vector_repeat.h"
 #include "twin_reduce.h"
 #include "twin_gather.h"

@@ -473,6 +473,57 @@ TWIN_EXPORT int twin_cast_pair(int pair, int mode, void *x, void *z, uint32_t n)
   });
 }
 
+namespace {
+
+// TransDataTo5HD of T from x (16 rows of rowBlocks data blocks each) into z (zBytes, its old
+// contents in): source i is row i's first block, destination j block j of z; with the given repeat
+// count, strides and halves. list: 0 uint64_t address arrays, 1 LocalTensor arrays.
+template <typename T>
+int TransCase(int list, void *x, uint32_t rowBlocks, void *z, uint32_t zBytes, const TransDataTo5HDParams &p) {
+  return Run("twin_transdata", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx, qz;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qz, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    const uint32_t per = 32 / sizeof(T), xBytes = 16 * rowBlocks * 32;
+    LocalTensor<T> a = LoadIn<T>(qx, x, xBytes), old = LoadIn<T>(qz, z, zBytes);
+    LocalTensor<T> out = qo.AllocTensor<T>();
+    DataCopy(out, old, zBytes / sizeof(T));
+    if (list == 0) {
+      uint64_t dst[16], src[16];
+      for (uint32_t i = 0; i < 16; ++i) {
+        src[i] = a[i * rowBlocks * per].GetPhyAddr();
+        dst[i] = out[i * per].GetPhyAddr();
+      }
+      TransDataTo5HD<T>(dst, src, p);
+    } else {
+      LocalTensor<T> dst[16], src[16];
+      for (uint32_t i = 0; i < 16; ++i) {
+        src[i] = a[i * rowBlocks * per];
+        dst[i] = out[i * per];
+      }
+      TransDataTo5HD<T>(dst, src, p);
+    }
+    qx.FreeTensor(a);
+    qz.FreeTensor(old);
+    StoreOut(qo, out, z, zBytes);
+  });
+}
+
+}  // namespace
+
+// TransDataTo5HD: bits 8, 16 or 32 (int8 / half / float), `list` as TransCase, the parameters as given.
+TWIN_EXPORT int twin_transdata(int bits, int list, void *x, uint32_t rowBlocks, void *z, uint32_t zBytes, int dstHigh,
+                               int srcHigh, int repeat, int dstStride, int srcStride) {
+  const TransDataTo5HDParams p(dstHigh != 0, srcHigh != 0, static_cast<uint8_t>(repeat),
+                               static_cast<uint16_t>(dstStride), static_cast<uint16_t>(srcStride));
+  if (bits == 8) return TransCase<int8_t>(list, x, rowBlocks, z, zBytes, p);
+  if (bits == 16) return TransCase<half>(list, x, rowBlocks, z, zBytes, p);
+  return TransCase<float>(list, x, rowBlocks, z, zBytes, p);
+}
+
 // A float tensor list through ListTensorDesc (desc: its GM descriptor, length bytes and count
 // tensors given to the constructor unless 0): for tensor i, out[i] = the sum of its elements (read
 // through TensorDesc::GetDataObj, sized by its shape), out[16 + i] = its dim, out[32 + i] = its
