@@ -92,6 +92,18 @@ def test_staged_kernels_see_each_other_as_siblings(tool, tmp_path):
     assert os.path.join("experimental", "norm", "rms_norm") not in staged
 
 
+def test_ut_tiling_header_is_the_tests_own(tool, tmp_path):
+    ut = tmp_path / "op" / "tests" / "ut" / "op_kernel"
+    ut.mkdir(parents=True)
+    test = ut / "test_op.cpp"
+    test.write_text("// test")
+    assert tool.ut_tiling_header(str(test)) is None
+    (ut / "other_tiling_def.h").write_text("struct OtherTiling { int n; };")  # no GET_TILING_DATA: not it
+    assert tool.ut_tiling_header(str(test)) is None
+    (ut / "op_tiling_def.h").write_text("#define GET_TILING_DATA(t, p) OpTiling t")
+    assert tool.ut_tiling_header(str(test)) == str(ut / "op_tiling_def.h")
+
+
 def test_dtype_macros_one_per_argument(tool, tmp_path):
     assert tool.dtype_macros(make_op(tmp_path), "op", "half") == [
         "-DDTYPE_X=half", "-DDTYPE_WEIGHT_SCALE=half", "-DDTYPE_Y=half"]

@@ -29,7 +29,8 @@ SIGNATURES = {
     "twin_tbuf_past_end": [I32, V],
     "twin_sort": [I, V, V, V, U, V],
     "twin_mixed": [U, U, V, V, V, I],
-    "twin_crosscore_plain": [],
+    "twin_crosscore_plain": [I],
+    "twin_aiv_flags": [V, V, U, U, I],
     "twin_buf_pool": [V, V, U, I],
     "twin_cast_pair": [I, I, V, V, U],
     "twin_softmax": [I, V, V, V, U, U, U],
@@ -584,8 +585,30 @@ def test_cross_core_flag_rules(lib, capfd, bad, message):
     info = np.zeros(6, np.int32)
     assert lib.twin_mixed(1, 1, P(slots), P(out), P(info), bad) == 1
     assert f"ms_ops {message}" in capfd.readouterr().err
-    assert lib.twin_crosscore_plain() == 1
-    assert "CrossCoreSetFlag: cross-core flags need a mixed launch" in capfd.readouterr().err
+    assert lib.twin_crosscore_plain(0) == 1
+    assert ("CrossCoreSetFlag: mode 1 needs a mixed launch (one AIC and two AIVs per group); a launch of vector "
+            "cores only has mode 0") in capfd.readouterr().err
+    assert lib.twin_crosscore_plain(1) == 1
+    assert "SyncAll: the blocks of Launch do not all run at once" in capfd.readouterr().err
+
+
+def test_mode_0_flags_among_vector_cores(lib):
+    blocks, rounds = 6, 4
+    slots, sums = np.zeros(blocks, np.int32), np.full((rounds, blocks), -1, np.int32)
+    assert lib.twin_aiv_flags(P(slots), P(sums), blocks, rounds, 0) == 0
+    r = np.arange(rounds)[:, None]
+    np.testing.assert_array_equal(sums, np.broadcast_to(np.arange(blocks).sum() * rounds + blocks * r,
+                                                        (rounds, blocks)))
+
+
+@pytest.mark.parametrize("bad,message", [
+    (1, "block 1: CrossCoreWaitFlag: flag 3 waited for with no set of this core before it"),
+    (2, "block 0: CrossCoreSetFlag: flag 3 would count 16 sets not yet waited for"),
+])
+def test_mode_0_flag_rules_among_vector_cores(lib, capfd, bad, message):
+    slots, sums = np.zeros(4, np.int32), np.zeros((1, 4), np.int32)
+    assert lib.twin_aiv_flags(P(slots), P(sums), 4, 1, bad) == 1
+    assert message in capfd.readouterr().err
 
 
 # ---- TBufPool ----

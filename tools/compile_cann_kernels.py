@@ -352,6 +352,20 @@ def kernel_flags(k, checkout, kdir):
     return includes, ["-include", "kernel_operator.h", "-include", path]
 
 
+def ut_tiling_header(test_src):
+    """The kernel test's own tiling header (tests/ut/op_kernel/*tiling_def.h defining GET_TILING_DATA),
+    which a CANN kernel UT build force-includes into the kernel in place of the generated one: the
+    test fills the tiling through its struct, whose layout may differ from op_host's (foreach_norm's
+    counts are 64-bit there, 32-bit in op_host). None when the test has none."""
+    test_dir = os.path.dirname(test_src)
+    for f in sorted(os.listdir(test_dir)):
+        if f.endswith("tiling_def.h"):
+            with open(os.path.join(test_dir, f), errors="replace") as fh:
+                if re.search(r"#\s*define\s+GET_TILING_DATA\b", fh.read()):
+                    return os.path.join(test_dir, f)
+    return None
+
+
 def build_tree(kdir, checkout):
     """Where a CANN build runs its kernel UTs: <checkout>/build/tests/ut/op_kernel, so that a test
     finding its data four levels up finds the checkout. Here the checkout's top level is linked
@@ -394,6 +408,8 @@ def build_and_run(k, checkout, work, twin, helpers):
     if not os.path.exists(kernel_src) or test_src is None:
         return False, "no", "no op_kernel source or kernel test in the checkout"
     includes, forced = kernel_flags(k, checkout, kdir)
+    if (ut_tiling := ut_tiling_header(test_src)) is not None:
+        forced = ["-include", "kernel_operator.h", "-include", ut_tiling]
     # As AddOpTestCase's compile options, the DTYPE_* macros reach the test too (some include the kernel).
     dtypes = dtype_macros(op_root, k.name, k.dtype)
     rc, log, kobjs = compile_kernel(k, kernel_src, kdir, [*DEVICE, *dtypes, *includes, *forced])

@@ -132,24 +132,42 @@ void CrossCoreAbort(CrossCore *c) {
 
 namespace {
 
-Block &MixedBlock(const char *call) {
-  Block &b = Current();
-  if (b.cross == nullptr) Fail(call, "cross-core flags need a mixed launch (one AIC and two AIVs per group)");
-  return b;
+constexpr int kMaxAivOnlySets = 15;  // as a mixed launch's flag counter
+
+void CheckFlag(const char *call, int flag) {
+  if (flag < 0 || flag > 15) Fail(call, "flag id " + std::to_string(flag) + " is outside [0, 15]");
 }
 
 }  // namespace
 
+// A launch of vector cores only (a KERNEL_TYPE_MIX_AIV_1_0 kernel: no AIC) has mode 0 alone, all
+// its AIVs: a core's set counts in its own flag, and its wait consumes one set and meets every
+// block at the launch's barrier, as SyncAll does. Every core of such a launch sets and waits in
+// step (the way the hardware SyncAll is built on these flags); a wait is not released early by
+// other cores' sets, and a launch whose cores wait different numbers of times stops at the barrier.
 void CrossCoreSet(int mode, int flag) {
-  Block &b = MixedBlock("CrossCoreSetFlag");
-  if (flag < 0 || flag > 15) Fail("CrossCoreSetFlag", "flag id " + std::to_string(flag) + " is outside [0, 15]");
-  b.cross->Set(b, mode, flag);
+  Block &b = Current();
+  CheckFlag("CrossCoreSetFlag", flag);
+  if (b.cross != nullptr) return b.cross->Set(b, mode, flag);
+  if (mode != 0)
+    Fail("CrossCoreSetFlag", "mode " + std::to_string(mode) + " needs a mixed launch (one AIC and two AIVs per "
+                             "group); a launch of vector cores only has mode 0 (all of its AIVs)");
+  if (b.aivFlagSets[flag] >= kMaxAivOnlySets)
+    Fail("CrossCoreSetFlag", "flag " + std::to_string(flag) + " would count " + std::to_string(kMaxAivOnlySets + 1) +
+                                 " sets not yet waited for; the counter holds at most " +
+                                 std::to_string(kMaxAivOnlySets));
+  ++b.aivFlagSets[flag];
 }
 
 void CrossCoreWait(int flag) {
-  Block &b = MixedBlock("CrossCoreWaitFlag");
-  if (flag < 0 || flag > 15) Fail("CrossCoreWaitFlag", "flag id " + std::to_string(flag) + " is outside [0, 15]");
-  b.cross->Wait(b, flag);
+  Block &b = Current();
+  CheckFlag("CrossCoreWaitFlag", flag);
+  if (b.cross != nullptr) return b.cross->Wait(b, flag);
+  if (b.aivFlagSets[flag] == 0)
+    Fail("CrossCoreWaitFlag", "flag " + std::to_string(flag) + " waited for with no set of this core before it: in a "
+                              "launch of vector cores only every AIV sets mode 0's flag, then waits");
+  --b.aivFlagSets[flag];
+  SyncAllBlocks(true);
 }
 
 }  // namespace twin

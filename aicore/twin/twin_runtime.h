@@ -67,6 +67,8 @@ struct Block {
   // The ACC_VAL register (GetAccVal): the result of the last ReduceSum of the count form, its bits in
   // the low bytes.
   uint64_t accVal = 0;
+  // Mode 0 cross-core flag sets not yet waited for, in a launch of vector cores only.
+  uint8_t aivFlagSets[16] = {};
   // The system workspace of SetSysWorkspace (GetSysWorkSpacePtr), null until set.
   void *sysWorkspace = nullptr;
   // The DEQSCALE register (SetDeqScale), the factor of Cast int32 -> half; unset until a SetDeqScale.
@@ -139,7 +141,8 @@ int LaunchMixed(const char *kernel, uint32_t blockDim, uint64_t tilingKey, const
 // CrossCoreSetFlag<mode>(flag) / CrossCoreWaitFlag(flag) of a mixed launch. Mode 0: every core of
 // the caller's type; 1: the two AIVs of the group; 2: the AIC and the two AIVs of the group (the
 // AIC's set releases both AIVs, both AIVs' sets release the AIC). A wait that nothing releases
-// within kCrossCoreWaitSeconds would hang the NPU: a violation.
+// within kCrossCoreWaitSeconds would hang the NPU: a violation. In a launch of vector cores only,
+// mode 0 among all blocks (twin_crosscore.cpp).
 constexpr int kCrossCoreWaitSeconds = 20;
 void CrossCoreSet(int mode, int flag);
 void CrossCoreWait(int flag);
