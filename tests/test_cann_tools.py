@@ -76,6 +76,10 @@ def test_tiling_header_from_a_shared_registration(tool, tmp_path):
     assert "struct ListTilingData {\n  uint64_t ubSize;\n  int64_t counts[MAX_LISTS];\n};" in header
     assert "  ListTilingData var;" in header
     assert tool.tiling_header(str(own.parent), "list_abs") is None  # without the checkout to search
+    kernel = own.parent / "op_kernel"
+    kernel.mkdir()
+    (kernel / "list_abs.cpp").write_text("struct ListTilingData {\n  int n;\n};")
+    assert tool.tiling_header(str(own.parent), "list_abs", str(tmp_path)) is None  # the kernel has its own
 
 
 def test_staged_kernels_see_each_other_as_siblings(tool, tmp_path):
@@ -97,11 +101,13 @@ def test_ut_tiling_header_is_the_tests_own(tool, tmp_path):
     ut.mkdir(parents=True)
     test = ut / "test_op.cpp"
     test.write_text("// test")
-    assert tool.ut_tiling_header(str(test)) is None
-    (ut / "other_tiling_def.h").write_text("struct OtherTiling { int n; };")  # no GET_TILING_DATA: not it
-    assert tool.ut_tiling_header(str(test)) is None
+    assert tool.ut_tiling_header(str(test), "op") is None
+    (ut / "test_op_tiling_def.h").write_text("#define GET_TILING_DATA(t, p) OpTilingTest t")  # the test's alone
+    assert tool.ut_tiling_header(str(test), "op") is None
+    (ut / "op_tiling_def.h").write_text("struct OpTiling { int n; };")  # no GET_TILING_DATA: not it
+    assert tool.ut_tiling_header(str(test), "op") is None
     (ut / "op_tiling_def.h").write_text("#define GET_TILING_DATA(t, p) OpTiling t")
-    assert tool.ut_tiling_header(str(test)) == str(ut / "op_tiling_def.h")
+    assert tool.ut_tiling_header(str(test), "op") == str(ut / "op_tiling_def.h")
 
 
 def test_dtype_macros_one_per_argument(tool, tmp_path):

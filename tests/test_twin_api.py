@@ -26,6 +26,7 @@ SIGNATURES = {
     "twin_utils": [I, V, V, U],
     "twin_list_tensor": [V, U, U, V],
     "twin_transdata": [I, I, V, U, V, U, I, I, I, I, I],
+    "twin_transpose16": [V, V, I],
     "twin_tbuf_past_end": [I32, V],
     "twin_sort": [I, V, V, V, U, V],
     "twin_mixed": [U, U, V, V, V, I],
@@ -508,6 +509,15 @@ def test_trans_data_to_5hd_8_bit_halves(lib):
     z = transdata(lib, 8, x, 1, z0, dst_high=1, src_high=1).reshape(16, 32)
     np.testing.assert_array_equal(z[:, 16:], x[:, 16:].T)
     np.testing.assert_array_equal(z[:, :16], -1)  # the other half of each destination block is kept
+
+
+def test_basic_transpose_16_by_16(lib, capfd):
+    x = np.arange(256, dtype=np.float16).reshape(16, 16)
+    z = np.zeros(256, np.float16)
+    assert lib.twin_transpose16(P(x), P(z), 0) == 0
+    np.testing.assert_array_equal(z.reshape(16, 16), x.T)
+    assert lib.twin_transpose16(P(x), P(z), 1) == 1
+    assert "Transpose: the destination overlaps the source" in capfd.readouterr().err
 
 
 def test_trans_data_to_5hd_repeats_and_strides(lib):

@@ -1,4 +1,4 @@
-// TransDataTo5HD: one repeat reads a data block (32 bytes) at each of 16 source addresses and
+// TransDataTo5HD and the basic Transpose. TransDataTo5HD: one repeat reads a data block (32 bytes) at each of 16 source addresses and
 // writes the 16 blocks transposed to 16 destination addresses (NCHW -> NC1HWC0, or a transpose):
 //   16-bit: dst[j][i] = src[i][j] (a 16 x 16 transpose);
 //   32-bit: dst[k][e] = src[8 (k % 2) + e][k / 2] (a source column's 16 values fill two blocks);
@@ -112,6 +112,22 @@ inline void TransDataTo5HD(const LocalTensor<T> (&dstList)[NCHW_CONV_ADDR_LIST_S
     s[i] = srcList[i].GetPhyAddr();
   }
   twin_detail::TransTo5HD<T>(d, s, nchwconvParams);
+}
+
+// The basic Transpose: one 16 x 16 matrix of 16-bit elements (512 bytes), dst = src^T. dst and
+// src must not overlap, as the NPU reads and writes in 32-byte blocks.
+template <typename T>
+inline void Transpose(const LocalTensor<T> &dst, const LocalTensor<T> &src) {
+  static_assert(sizeof(T) == 2, "Transpose: the basic form takes 16-bit elements (int16_t, uint16_t, half)");
+  using namespace twin_detail;
+  constexpr int64_t kN = 16;
+  const T *s = VecIn("Transpose", src, kN * kN);
+  T *d = VecOut("Transpose", dst, kN * kN);
+  const uintptr_t a = reinterpret_cast<uintptr_t>(d), b = reinterpret_cast<uintptr_t>(s);
+  if (a < b + kN * kN * sizeof(T) && b < a + kN * kN * sizeof(T))
+    Fail("Transpose", "the destination overlaps the source");
+  for (int64_t i = 0; i < kN; ++i)
+    for (int64_t j = 0; j < kN; ++j) d[j * kN + i] = s[i * kN + j];
 }
 
 }  // namespace AscendC

@@ -556,6 +556,24 @@ TWIN_EXPORT int twin_transdata(int bits, int list, void *x, uint32_t rowBlocks, 
   return TransCase<float>(list, x, rowBlocks, z, zBytes, p);
 }
 
+// The basic Transpose of x (16 x 16 half) into z; overlap 1 puts the destination 32 bytes into the
+// source (an error).
+TWIN_EXPORT int twin_transpose16(half *x, half *z, int overlap) {
+  return Run("twin_transpose16", 1, [&] {
+    TPipe pipe;
+    TQue<QuePosition::VECIN, 1> qx;
+    TQue<QuePosition::VECOUT, 1> qo;
+    pipe.InitBuffer(qx, 1, kBuf);
+    pipe.InitBuffer(qo, 1, kBuf);
+    LocalTensor<half> a = LoadIn<half>(qx, x, 512);
+    LocalTensor<half> o = qo.AllocTensor<half>();
+    Transpose(overlap ? a[16] : o, a);
+    if (overlap) DataCopy(o, a, 256);
+    qx.FreeTensor(a);
+    StoreOut(qo, o, z, 512);
+  });
+}
+
 // A float tensor list through ListTensorDesc (desc: its GM descriptor, length bytes and count
 // tensors given to the constructor unless 0): for tensor i, out[i] = the sum of its elements (read
 // through TensorDesc::GetDataObj, sized by its shape), out[16 + i] = its dim, out[32 + i] = its
