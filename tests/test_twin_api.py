@@ -317,11 +317,12 @@ def test_advanced_math(lib):
     np.testing.assert_array_equal(z, 2 + 0.5 * np.arange(n, dtype=np.float32))
 
 
-@pytest.mark.parametrize("which", [8, 9, 10, 11, 12, 13, 15, 16],
-                         ids=["tanh", "sign", "power", "power_scalar", "scalar_power", "floor", "erf", "atan"])
+@pytest.mark.parametrize("which", [8, 9, 10, 11, 12, 13, 15, 16, 17],
+                         ids=["tanh", "sign", "power", "power_scalar", "scalar_power", "floor", "erf", "atan",
+                              "fused_mul_add"])
 def test_advanced_math_more(lib, which):
     """Tanh, Sign, Power (tensor^tensor, tensor^scalar with scratch, scalar^tensor over the
-    tensor's size), Floor (with scratch), Erf, Atan against float64."""
+    tensor's size), Floor (with scratch), Erf, Atan, FusedMulAdd against float64."""
     rng = np.random.default_rng(9)
     n = 512
     x = rng.uniform(-4.0, 4.0, n).astype(np.float32)
@@ -333,7 +334,7 @@ def test_advanced_math_more(lib, which):
     x64, o64 = x.astype(np.float64), other.astype(np.float64)
     ref = {8: lambda: np.tanh(x64), 9: lambda: np.sign(x64), 10: lambda: x64 ** o64, 11: lambda: x64 ** 1.5,
            12: lambda: 2.0 ** x64, 13: lambda: np.floor(x64), 15: lambda: np.array([math.erf(v) for v in x64]),
-           16: lambda: np.arctan(x64)}[which]()
+           16: lambda: np.arctan(x64), 17: lambda: x64 * o64 + o64}[which]()
     assert lib.twin_adv(which, P(x), P(z), n) == 0
     np.testing.assert_allclose(z, ref, rtol=1e-6, atol=1e-6)
 

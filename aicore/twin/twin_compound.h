@@ -1,5 +1,5 @@
 // Axpy (CANN's compound vector family): dst = src * scalar + dst, in the count form and the
-// level-0 mask/repeat forms. Atlas A2 pairs: half into half, float into float, half into float
+// level-0 mask/repeat forms; FusedMulAdd's count form. Atlas A2 pairs: half into half, float into float, half into float
 // (a repeat then covers 64 lanes: 256 bytes of dst, 128 of src). The product and the sum are
 // taken in float and rounded once to dst's type.
 #ifndef MS_OPS_TWIN_COMPOUND_H_
@@ -48,6 +48,23 @@ inline void Axpy(const LocalTensor<T> &dst, const LocalTensor<U> &src, const U &
   Disjoint("Axpy", d, uint64_t(count) * sizeof(T), x, uint64_t(count) * sizeof(U));
   const float s = static_cast<float>(scalarValue);
   for (int32_t i = 0; i < count; ++i) d[i] = AxpyOf(x[i], s, d[i]);
+}
+
+// FusedMulAdd (count form): dst = src0 * dst + src1 for half or float, the product and the sum
+// taken in float as Axpy's are.
+template <typename T>
+inline void FusedMulAdd(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1,
+                        const int32_t &count) {
+  using namespace twin_detail;
+  static_assert(std::is_same_v<T, half> || std::is_same_v<T, float>, "FusedMulAdd: Atlas A2 supports half and float");
+  VecCount("FusedMulAdd", count);
+  const T *a = VecIn("FusedMulAdd", src0, count), *b = VecIn("FusedMulAdd", src1, count);
+  VecIn("FusedMulAdd", dst, count);
+  T *d = VecOut("FusedMulAdd", dst, count);
+  Disjoint("FusedMulAdd", d, uint64_t(count) * sizeof(T), a, uint64_t(count) * sizeof(T));
+  Disjoint("FusedMulAdd", d, uint64_t(count) * sizeof(T), b, uint64_t(count) * sizeof(T));
+  for (int32_t i = 0; i < count; ++i)
+    d[i] = static_cast<T>(static_cast<float>(a[i]) * static_cast<float>(d[i]) + static_cast<float>(b[i]));
 }
 
 template <typename T, typename U, bool isSetMask = true>

@@ -19,6 +19,7 @@ constexpr int32_t AIV = 2;
 constexpr int32_t ONE_BYTE_BIT_SIZE = 8;
 constexpr int32_t DEFAULT_C0_SIZE = 32;  // bytes of a C0 group (one data block)
 constexpr uint32_t ONE_BLK_FLOAT_NUM = 8;  // floats of one data block
+constexpr uint32_t BRCB_BROADCAST_NUMBER = 8;  // source elements of one Brcb repeat
 
 constexpr uint32_t DivCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 constexpr uint32_t AlignUp(uint32_t a, uint32_t b) { return DivCeil(a, b) * b; }
