@@ -61,4 +61,21 @@ void StoreOut(Q &q, AscendC::LocalTensor<T> &t, void *p, uint32_t bytes) {
   StoreOut(q, t, Gm<T>(p, bytes / sizeof(T)), bytes / sizeof(T));
 }
 
+// rounds x (slot[b] = b * rounds + r, meet(), sums[r][b] = the sum of slots [0, active), meet()):
+// block b of `blocks` sees every block's write of the round once the blocks have met, and no slot
+// is rewritten before every block has read it.
+template <class Meet>
+void SlotRounds(int64_t b, uint32_t active, uint32_t blocks, uint32_t rounds, int32_t *slots, int32_t *sums,
+                Meet meet) {
+  AscendC::GlobalTensor<int32_t> slot = Gm<int32_t>(slots, active), sum = Gm<int32_t>(sums, uint64_t(rounds) * blocks);
+  for (uint32_t r = 0; r < rounds; ++r) {
+    slot.SetValue(b, static_cast<int32_t>(b * rounds + r));
+    meet();
+    int32_t total = 0;
+    for (uint32_t i = 0; i < active; ++i) total += slot.GetValue(i);
+    sum.SetValue(uint64_t(r) * blocks + b, total);
+    meet();
+  }
+}
+
 }  // namespace twin_cases

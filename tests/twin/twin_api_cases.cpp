@@ -406,27 +406,17 @@ TWIN_EXPORT int twin_crosscore_plain(int which) {
   });
 }
 
-// Mode 0 flags among `blocks` vector cores launched together: rounds x (slot[b] = b * rounds + r,
-// set and wait for flag 3, sums[r][b] = the sum of the slots, set and wait again). bad: 1 block 1
-// waits without having set, 2 block 0 sets 16 times.
+// Mode 0 flags among `blocks` vector cores launched together: SlotRounds meeting by a set of and a
+// wait for flag 3. bad: 1 block 1 waits without having set, 2 block 0 sets 16 times.
 TWIN_EXPORT int twin_aiv_flags(int32_t *slots, int32_t *sums, uint32_t blocks, uint32_t rounds, int bad) {
   return Reported(ms_ops::twin::LaunchCooperative("twin_aiv_flags", blocks, 0, [&] {
     const int64_t b = GetBlockIdx();
-    GlobalTensor<int32_t> slot = Gm<int32_t>(slots, blocks), sum = Gm<int32_t>(sums, uint64_t(rounds) * blocks);
-    auto meet = [&] {
+    SlotRounds(b, blocks, blocks, rounds, slots, sums, [&] {
       if (!(bad == 1 && b == 1)) CrossCoreSetFlag<0, PIPE_MTE3>(3);
       if (bad == 2 && b == 0)
         for (int i = 0; i < 15; ++i) CrossCoreSetFlag<0, PIPE_MTE3>(3);
       CrossCoreWaitFlag(3);
-    };
-    for (uint32_t r = 0; r < rounds; ++r) {
-      slot.SetValue(b, static_cast<int32_t>(b * rounds + r));
-      meet();
-      int32_t total = 0;
-      for (uint32_t i = 0; i < blocks; ++i) total += slot.GetValue(i);
-      sum.SetValue(uint64_t(r) * blocks + b, total);
-      meet();
-    }
+    });
   }));
 }
 

@@ -800,16 +800,7 @@ TWIN_EXPORT int twin_sync_sum(int aivOnly, int32_t *slots, int32_t *sums, uint32
   return Reported(ms_ops::twin::LaunchCooperative("twin_sync_sum", blocks, 0, [&] {
     const int64_t b = GetBlockIdx();
     if (b >= active) return;
-    GlobalTensor<int32_t> slot = Gm<int32_t>(slots, active), sum = Gm<int32_t>(sums, uint64_t(rounds) * blocks);
-    auto sync = [&] { aivOnly ? SyncAll<true>() : SyncAll<false>(); };
-    for (uint32_t r = 0; r < rounds; ++r) {
-      slot.SetValue(b, static_cast<int32_t>(b * rounds + r));
-      sync();
-      int32_t total = 0;
-      for (uint32_t i = 0; i < active; ++i) total += slot.GetValue(i);
-      sum.SetValue(uint64_t(r) * blocks + b, total);
-      sync();
-    }
+    SlotRounds(b, active, blocks, rounds, slots, sums, [&] { aivOnly ? SyncAll<true>() : SyncAll<false>(); });
   }));
 }
 
