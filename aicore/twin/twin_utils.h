@@ -26,9 +26,6 @@ constexpr uint32_t AlignUp(uint32_t a, uint32_t b) { return DivCeil(a, b) * b; }
 constexpr uint32_t ConstCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 inline uint32_t Ceil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
-// The running block's AIC / AIV (a device build compiles each kernel once per core type, with
-// g_coreType a constant there; the twin knows the block it runs). Read-only.
-#define g_coreType (ASCEND_IS_AIC ? ::AscendC::AIC : ::AscendC::AIV)
 #define ASCEND_IS_NOT_AIC (!ASCEND_IS_AIC)
 #define ASCEND_IS_NOT_AIV (!ASCEND_IS_AIV)
 
@@ -94,16 +91,21 @@ class AscendCUtils {
 #define ascendc_assert(...) MS_OPS_TWIN_ASSERT_FIRST(__VA_ARGS__, 0)
 #endif
 
-// The device compiler's block_idx and block_num variables (CANN's CPU build keeps them per block
-// too): objects that read the running block, so that a kernel's own variable of either name still
-// hides them.
+// The device compiler's block_idx, block_num and g_coreType (the running core's AIC / AIV; a
+// device build compiles each kernel once per core type), kept per block by CANN's CPU build too:
+// objects that read the running block, so that a kernel's own variable of one of these names
+// still hides them.
 struct TwinBlockIdx {
   operator int64_t() const { return ::AscendC::GetBlockIdx(); }
 };
 struct TwinBlockNum {
   operator int64_t() const { return ::AscendC::GetBlockNum(); }
 };
+struct TwinCoreType {
+  operator int32_t() const { return ASCEND_IS_AIC ? ::AscendC::AIC : ::AscendC::AIV; }
+};
 inline constexpr TwinBlockIdx block_idx{};
 inline constexpr TwinBlockNum block_num{};
+inline constexpr TwinCoreType g_coreType{};
 
 #endif  // MS_OPS_TWIN_UTILS_H_
