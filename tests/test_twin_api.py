@@ -256,7 +256,7 @@ def test_gather_and_vec_index(lib, capfd):
 # ---- store atomics ----
 
 @pytest.mark.parametrize("dtype,op,pad", [(np.float32, 0, 0), (np.float32, 1, 1), (np.float32, 2, 0),
-                                          (np.float16, 0, 1)])
+                                          (np.float16, 0, 1), (np.float32, 0, 2)])
 def test_store_atomics_across_blocks(lib, dtype, op, pad):
     blocks, n = 16, 256
     rng = np.random.default_rng(op)

@@ -204,7 +204,8 @@ TWIN_EXPORT int twin_fill(int which, float *x, uint32_t *off, float *z, uint32_t
 }
 
 // `blocks` blocks combine their row x[b * n ..] into z with the store atomic `op` (0 Add, 1 Max,
-// 2 Min), through DataCopy (pad = 0) or DataCopyPad (pad = 1); T: float (f16 = 0) or half.
+// 2 Min), through DataCopy (pad = 0) or DataCopyPad (pad = 1: DataCopyExtParams, 2: DataCopyParams
+// in braces); T: float (f16 = 0) or half.
 template <typename T>
 int Atomic(int op, int pad, void *x, void *z, uint32_t n, uint32_t blocks, int mismatch) {
   return Run("twin_atomic", blocks, [&] {
@@ -219,8 +220,14 @@ int Atomic(int op, int pad, void *x, void *z, uint32_t n, uint32_t blocks, int m
     else if (op == 0) SetAtomicAdd<T>();
     else if (op == 1) SetAtomicMax<T>();
     else SetAtomicMin<T>();
-    if (pad) DataCopyPad(Gm<T>(z, n), o, DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
-    else DataCopy(Gm<T>(z, n), o, n);
+    if (pad == 1) {
+      DataCopyPad(Gm<T>(z, n), o, DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
+    } else if (pad == 2) {
+      // Four values in braces are DataCopyParams: DataCopyExtParams takes five, as CANN's does.
+      DataCopyPad(Gm<T>(z, n), o, {1, static_cast<uint16_t>(n * sizeof(T)), 0, 0});
+    } else {
+      DataCopy(Gm<T>(z, n), o, n);
+    }
     SetAtomicNone();
     q.FreeTensor(o);
   });
