@@ -317,9 +317,9 @@ def test_advanced_math(lib):
     np.testing.assert_array_equal(z, 2 + 0.5 * np.arange(n, dtype=np.float32))
 
 
-@pytest.mark.parametrize("which", [8, 9, 10, 11, 12, 13, 15, 16, 17],
+@pytest.mark.parametrize("which", [8, 9, 10, 11, 12, 13, 15, 16, 17, 18],
                          ids=["tanh", "sign", "power", "power_scalar", "scalar_power", "floor", "erf", "atan",
-                              "fused_mul_add"])
+                              "fused_mul_add", "mul_add_dst"])
 def test_advanced_math_more(lib, which):
     """Tanh, Sign, Power (tensor^tensor, tensor^scalar with scratch, scalar^tensor over the
     tensor's size), Floor (with scratch), Erf, Atan, FusedMulAdd against float64."""
@@ -334,7 +334,8 @@ def test_advanced_math_more(lib, which):
     x64, o64 = x.astype(np.float64), other.astype(np.float64)
     ref = {8: lambda: np.tanh(x64), 9: lambda: np.sign(x64), 10: lambda: x64 ** o64, 11: lambda: x64 ** 1.5,
            12: lambda: 2.0 ** x64, 13: lambda: np.floor(x64), 15: lambda: np.array([math.erf(v) for v in x64]),
-           16: lambda: np.arctan(x64), 17: lambda: x64 * o64 + o64}[which]()
+           16: lambda: np.arctan(x64), 17: lambda: x64 * o64 + o64,
+           18: lambda: x64 * o64 + o64}[which]()
     assert lib.twin_adv(which, P(x), P(z), n) == 0
     np.testing.assert_allclose(z, ref, rtol=1e-6, atol=1e-6)
 
@@ -399,6 +400,15 @@ def test_level0_copy(lib):
         for e in range(32):
             ref[(r * 16 + e // 8 * 2) * 8 + e % 8] = x[(r * 8 + e // 8) * 8 + e % 8]
     np.testing.assert_array_equal(z, ref)
+
+
+def test_scalar_cast_and_trap(lib, capfd):
+    x = np.full(64, 2.0009765625 + 1e-4, np.float32)  # between two halves; floor 2
+    z = np.zeros(64, np.float32)
+    assert lib.twin_adv(19, P(x), P(z), 64) == 0
+    assert z[0] == np.float32(np.float16(x[0])) and z[1] == 2.0
+    assert lib.twin_adv(20, P(x), P(z), 64) == 1
+    assert "Trap: the kernel trapped" in capfd.readouterr().err
 
 
 def test_kernel_assert(lib, capfd):

@@ -155,6 +155,19 @@ inline void Convert(T *d, const U *s, uint32_t count, RoundMode roundMode) {
 
 }  // namespace twin_detail
 
+// One scalar converted as Cast converts a tensor's elements (the same pairs and round modes);
+// ScalarCast is CANN's older name.
+template <typename T, typename U, RoundMode roundMode>
+inline U Cast(T valueIn) {
+  U out;
+  twin_detail::Convert(&out, &valueIn, 1, roundMode);
+  return out;
+}
+template <typename T, typename U, RoundMode roundMode>
+inline U ScalarCast(T valueIn) {
+  return Cast<T, U, roundMode>(valueIn);
+}
+
 // The DEQSCALE register: the factor Cast applies to int32 -> half (the half-scale form of
 // SetDeqScale; its quantisation forms with an offset or a vector of scales are not modelled).
 inline void SetDeqScale(half scale) {

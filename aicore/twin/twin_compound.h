@@ -1,5 +1,5 @@
 // Axpy (CANN's compound vector family): dst = src * scalar + dst, in the count form and the
-// level-0 mask/repeat forms; FusedMulAdd's count form. Atlas A2 pairs: half into half, float into float, half into float
+// level-0 mask/repeat forms; FusedMulAdd's and MulAddDst's count forms. Atlas A2 pairs: half into half, float into float, half into float
 // (a repeat then covers 64 lanes: 256 bytes of dst, 128 of src). The product and the sum are
 // taken in float and rounded once to dst's type.
 #ifndef MS_OPS_TWIN_COMPOUND_H_
@@ -65,6 +65,22 @@ inline void FusedMulAdd(const LocalTensor<T> &dst, const LocalTensor<T> &src0, c
   Disjoint("FusedMulAdd", d, uint64_t(count) * sizeof(T), b, uint64_t(count) * sizeof(T));
   for (int32_t i = 0; i < count; ++i)
     d[i] = static_cast<T>(static_cast<float>(a[i]) * static_cast<float>(d[i]) + static_cast<float>(b[i]));
+}
+
+// MulAddDst (count form): dst = src0 * src1 + dst, for Axpy's type pairs, in float as Axpy.
+template <typename T, typename U>
+inline void MulAddDst(const LocalTensor<T> &dst, const LocalTensor<U> &src0, const LocalTensor<U> &src1,
+                      const int32_t &count) {
+  using namespace twin_detail;
+  static_assert(kAxpyPair<T, U>, "MulAddDst: Atlas A2 supports half -> half, float -> float and half -> float");
+  VecCount("MulAddDst", count);
+  const U *a = VecIn("MulAddDst", src0, count), *b = VecIn("MulAddDst", src1, count);
+  VecIn("MulAddDst", dst, count);
+  T *d = VecOut("MulAddDst", dst, count);
+  Disjoint("MulAddDst", d, uint64_t(count) * sizeof(T), a, uint64_t(count) * sizeof(U));
+  Disjoint("MulAddDst", d, uint64_t(count) * sizeof(T), b, uint64_t(count) * sizeof(U));
+  for (int32_t i = 0; i < count; ++i)
+    d[i] = static_cast<T>(static_cast<float>(a[i]) * static_cast<float>(b[i]) + static_cast<float>(d[i]));
 }
 
 template <typename T, typename U, bool isSetMask = true>

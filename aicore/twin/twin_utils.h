@@ -29,6 +29,17 @@ inline uint32_t Ceil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 #define ASCEND_IS_NOT_AIC (!ASCEND_IS_AIC)
 #define ASCEND_IS_NOT_AIV (!ASCEND_IS_AIV)
 
+constexpr int16_t GetDataBlockSizeInBytes() { return ONE_BLK_SIZE; }
+
+// A kernel's deliberate stop (the NPU raises an exception): the launch fails, the process lives on.
+[[noreturn]] inline void Trap() { twin_detail::Fail("Trap", "the kernel trapped"); }
+
+// SuperKernel fusion's ordering between fused operators; a twin launch runs one kernel alone.
+template <pipe_t AIV_PIPE = PIPE_MTE3, pipe_t AIC_PIPE = PIPE_FIX, bool FORCE = false>
+inline void SetNextTaskStart() {}
+template <bool FORCE = false>
+inline void WaitPreTaskEnd() {}
+
 class AscendCUtils {
  public:
   static int32_t GetBitSize(int32_t byteSize) { return byteSize * ONE_BYTE_BIT_SIZE; }

@@ -283,7 +283,9 @@ TWIN_EXPORT int twin_reserved_ub(uint32_t at, float *z) {
 // summed), 5 ArithProgression(2, 0.5), 6 level-0 Copy of lanes 0..31 (block strides 2 and 1,
 // repeat strides 16 and 8, 2 repeats), 7 ASSERT on n > 1000, 8 Tanh, 9 Sign, 10 Power(x, z),
 // 11 Power(x, 1.5), 12 Power(2, x) (over x's size), 13 Floor (with a scratch buffer), 14
-// Compares(x > 1) into z's first n / 8 bytes, 15 Erf, 16 Atan, 17 FusedMulAdd(z, x, z): z = x z + z.
+// Compares(x > 1) into z's first n / 8 bytes, 15 Erf, 16 Atan, 17 FusedMulAdd(z, x, z): z = x z + z,
+// 18 MulAddDst(z, x, z): z = x z + z, 19 z[0] = half(x[0]) and z[1] = floor(x[0]) by the scalar Cast,
+// 20 Trap.
 TWIN_EXPORT int twin_adv(int which, float *x, float *z, uint32_t n) {
   return OverOld<float>("twin_adv", x, n, z, n, [&](const LocalTensor<float> &out, const LocalTensor<float> &a,
                                                    const LocalTensor<float> &old,
@@ -315,6 +317,18 @@ TWIN_EXPORT int twin_adv(int which, float *x, float *z, uint32_t n) {
       case 14: Compares(out.ReinterpretCast<uint8_t>(), a, 1.0f, CMPMODE::GT, n); break;
       case 15: Erf(out, a, n); break;
       case 17: FusedMulAdd(out, a, old, n); break;
+      case 18: MulAddDst(out, a, old, n); break;
+      case 19: {
+        // Scalar conversions: x[0] to half (nearest) and to int32 (floor), back in float.
+        PipeBarrier<PIPE_ALL>();
+        const float v = a.GetValue(0);
+        out.SetValue(0, static_cast<float>(ScalarCast<float, half, RoundMode::CAST_RINT>(v)));
+        out.SetValue(1, static_cast<float>(Cast<float, int32_t, RoundMode::CAST_FLOOR>(v)));
+        SetFlag<HardEvent::S_V>(EVENT_ID0);
+        WaitFlag<HardEvent::S_V>(EVENT_ID0);
+        break;
+      }
+      case 20: Trap();
       default: Atan(out, a, n); break;
     }
   });
