@@ -1,7 +1,7 @@
-// Axpy (CANN's compound vector family): dst = src * scalar + dst, in the count form and the
-// level-0 mask/repeat forms; FusedMulAdd's and MulAddDst's count forms. Atlas A2 pairs: half into half, float into float, half into float
-// (a repeat then covers 64 lanes: 256 bytes of dst, 128 of src). The product and the sum are
-// taken in float and rounded once to dst's type.
+// CANN's compound vector family: Axpy, dst = src * scalar + dst, in the count form and the level-0
+// mask/repeat forms, and the count forms of FusedMulAdd and MulAddDst. Atlas A2 pairs: half into
+// half, float into float, half into float (an Axpy repeat then covers 64 lanes: 256 bytes of dst,
+// 128 of src). Products and sums are taken in float and rounded once to dst's type.
 #ifndef MS_OPS_TWIN_COMPOUND_H_
 #define MS_OPS_TWIN_COMPOUND_H_
 
@@ -50,37 +50,38 @@ inline void Axpy(const LocalTensor<T> &dst, const LocalTensor<U> &src, const U &
   for (int32_t i = 0; i < count; ++i) d[i] = AxpyOf(x[i], s, d[i]);
 }
 
-// FusedMulAdd (count form): dst = src0 * dst + src1 for half or float, the product and the sum
-// taken in float as Axpy's are.
+namespace twin_detail {
+
+// dst[i] = f(src0[i], src1[i], dst[i]) over the first count elements, taken in float and rounded
+// once to T: the count forms of FusedMulAdd and MulAddDst.
+template <typename T, typename U, class F>
+inline void MulAddCount(const char *call, const LocalTensor<T> &dst, const LocalTensor<U> &src0,
+                        const LocalTensor<U> &src1, int32_t count, F f) {
+  static_assert(kAxpyPair<T, U>, "Atlas A2 supports half -> half, float -> float and half -> float");
+  VecCount(call, count);
+  const U *a = VecIn(call, src0, count), *b = VecIn(call, src1, count);
+  VecIn(call, dst, count);
+  T *d = VecOut(call, dst, count);
+  Disjoint(call, d, uint64_t(count) * sizeof(T), a, uint64_t(count) * sizeof(U));
+  Disjoint(call, d, uint64_t(count) * sizeof(T), b, uint64_t(count) * sizeof(U));
+  for (int32_t i = 0; i < count; ++i)
+    d[i] = static_cast<T>(f(static_cast<float>(a[i]), static_cast<float>(b[i]), static_cast<float>(d[i])));
+}
+
+}  // namespace twin_detail
+
+// FusedMulAdd (count form, half or float): dst = src0 * dst + src1.
 template <typename T>
 inline void FusedMulAdd(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1,
                         const int32_t &count) {
-  using namespace twin_detail;
-  static_assert(std::is_same_v<T, half> || std::is_same_v<T, float>, "FusedMulAdd: Atlas A2 supports half and float");
-  VecCount("FusedMulAdd", count);
-  const T *a = VecIn("FusedMulAdd", src0, count), *b = VecIn("FusedMulAdd", src1, count);
-  VecIn("FusedMulAdd", dst, count);
-  T *d = VecOut("FusedMulAdd", dst, count);
-  Disjoint("FusedMulAdd", d, uint64_t(count) * sizeof(T), a, uint64_t(count) * sizeof(T));
-  Disjoint("FusedMulAdd", d, uint64_t(count) * sizeof(T), b, uint64_t(count) * sizeof(T));
-  for (int32_t i = 0; i < count; ++i)
-    d[i] = static_cast<T>(static_cast<float>(a[i]) * static_cast<float>(d[i]) + static_cast<float>(b[i]));
+  twin_detail::MulAddCount("FusedMulAdd", dst, src0, src1, count, [](float x, float y, float d) { return x * d + y; });
 }
 
-// MulAddDst (count form): dst = src0 * src1 + dst, for Axpy's type pairs, in float as Axpy.
+// MulAddDst (count form, Axpy's type pairs): dst = src0 * src1 + dst.
 template <typename T, typename U>
 inline void MulAddDst(const LocalTensor<T> &dst, const LocalTensor<U> &src0, const LocalTensor<U> &src1,
                       const int32_t &count) {
-  using namespace twin_detail;
-  static_assert(kAxpyPair<T, U>, "MulAddDst: Atlas A2 supports half -> half, float -> float and half -> float");
-  VecCount("MulAddDst", count);
-  const U *a = VecIn("MulAddDst", src0, count), *b = VecIn("MulAddDst", src1, count);
-  VecIn("MulAddDst", dst, count);
-  T *d = VecOut("MulAddDst", dst, count);
-  Disjoint("MulAddDst", d, uint64_t(count) * sizeof(T), a, uint64_t(count) * sizeof(U));
-  Disjoint("MulAddDst", d, uint64_t(count) * sizeof(T), b, uint64_t(count) * sizeof(U));
-  for (int32_t i = 0; i < count; ++i)
-    d[i] = static_cast<T>(static_cast<float>(a[i]) * static_cast<float>(b[i]) + static_cast<float>(d[i]));
+  twin_detail::MulAddCount("MulAddDst", dst, src0, src1, count, [](float x, float y, float d) { return x * y + d; });
 }
 
 template <typename T, typename U, bool isSetMask = true>
