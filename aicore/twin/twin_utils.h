@@ -1,6 +1,7 @@
-// Small pieces of AscendC's kernel utilities that public CANN kernels use: the core-type constants
-// and g_coreType, the unsigned ceiling helpers, the AscendCUtils mask and size helpers, and the
-// kernel assertions assert(...) / ascendc_assert(...).
+// Small pieces of AscendC's kernel utilities that public CANN kernels use: the core-type constants,
+// a few size constants, the unsigned ceiling helpers, Trap, the SuperKernel ordering calls, the
+// AscendCUtils mask and size helpers, the kernel assertions assert(...) / ascendc_assert(...), and
+// the device variables block_idx, block_num and g_coreType.
 #ifndef MS_OPS_TWIN_UTILS_H_
 #define MS_OPS_TWIN_UTILS_H_
 
