@@ -363,16 +363,17 @@ def kernel_flags(k, checkout, kdir, ut_tiling=None):
     if ut_tiling is not None:
         with open(ut_tiling, errors="replace") as f:
             own = set(re.findall(r"\bstruct\s+(\w+)\s*{", f.read()))
+    headers = []
     header = tiling_header(op_root, k.name, checkout, skip=own)
-    forced = []
     if header is not None:
-        path = os.path.join(kdir, f"{k.name}_tiling_data_generated.h")
-        with open(path, "w") as f:
+        headers.append(os.path.join(kdir, f"{k.name}_tiling_data_generated.h"))
+        with open(headers[-1], "w") as f:
             f.write(header)
-        forced = ["-include", "kernel_operator.h", "-include", path]
     if ut_tiling is not None:
-        forced = ["-include", "kernel_operator.h", *forced[2:], "-include", ut_tiling]
-    return includes, forced
+        headers.append(ut_tiling)
+    if not headers:
+        return includes, []
+    return includes, [arg for h in ["kernel_operator.h", *headers] for arg in ("-include", h)]
 
 
 def ut_tiling_header(test_src, name):
@@ -502,12 +503,11 @@ def stage_kernels(checkout, stage):
     `#include "../<op>/x.h"` names another op's kernel sources (`../foreach_utils/`, `../rms_norm/`).
     A name that occurs twice keeps the directory outside experimental/, else the first in sorted
     order. Returns {op path relative to the checkout: its staged directory} for the ops staged."""
-    staged = {}
     def order(w):
         return "experimental" in os.path.relpath(w[0], checkout).split(os.sep), w[0]
 
-    walk = sorted(os.walk(checkout), key=order)
-    for dirpath, _, _ in walk:
+    staged = {}
+    for dirpath, _, _ in sorted(os.walk(checkout), key=order):
         if os.path.basename(dirpath) != "op_kernel":
             continue
         op_root = os.path.dirname(dirpath)

@@ -41,11 +41,12 @@ namespace twin_detail {
 // The block at UB offset `offset`, checked to be aligned and inside the usable UB.
 inline uint8_t *TransBlock(uint64_t offset) {
   constexpr const char *call = "TransDataTo5HD";
-  if (offset % ONE_BLK_SIZE != 0) Fail(call, "UB address " + Str(offset) + " is not 32-byte aligned");
   if (offset + ONE_BLK_SIZE > ::ms_ops::kAtlasA2.ubSize)
     Fail(call, "UB address " + Str(offset) + " puts a data block past the usable " +
                    Str(uint64_t(::ms_ops::kAtlasA2.ubSize)) + " bytes");
-  return ::ms_ops::twin::Current().ub + offset;
+  uint8_t *p = ::ms_ops::twin::Current().ub + offset;
+  UbAligned(call, p);
+  return p;
 }
 
 template <typename T>

@@ -54,10 +54,7 @@ class AscendCUtils {
   // The vector mask register (lanes 64..127 in maskHigh); a cube core has none, so it is left.
   template <typename T, bool isSetMask = true>
   static void SetMask(const uint64_t &maskHigh, const uint64_t &maskLow) {
-    if (!isSetMask || ASCEND_IS_AIC) return;
-    ::ms_ops::twin::Block &b = ::ms_ops::twin::Current();
-    b.vecMask[0] = maskLow;
-    b.vecMask[1] = maskHigh;
+    if (isSetMask && !ASCEND_IS_AIC) SetVectorMask<T>(maskHigh, maskLow);
   }
   // The first len lanes (all of them from 128 on, whatever T's lanes per repeat).
   template <typename T, bool isSetMask = true>
