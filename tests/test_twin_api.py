@@ -22,6 +22,7 @@ SIGNATURES = {
     "twin_atomic": [I, I, I, V, V, U, U, I],
     "twin_bind": [V, V, U, I],
     "twin_reserved_ub": [U, V],
+    "twin_overlap": [I, V, V],
     "twin_adv": [I, V, V, U],
     "twin_utils": [I, V, V, U],
     "twin_list_tensor": [V, U, U, V],
@@ -768,7 +769,7 @@ def test_softmax_family(lib):
 
 # ---- the reserved top of UB ----
 
-USABLE_UB = 192 * 1024 - 256 - 8 * 1024  # ms_ops::kAtlasA2.ubSize
+USABLE_UB = 192 * 1024 - 256  # ms_ops::kAtlasA2.ubSize
 
 
 def test_buffer_over_the_whole_ub_is_usable_below_the_reservation(lib, capfd):
@@ -779,6 +780,33 @@ def test_buffer_over_the_whole_ub_is_usable_below_the_reservation(lib, capfd):
     assert lib.twin_reserved_ub(USABLE_UB // 4, P(z)) == 1
     assert (f"ms_ops twin_reserved_ub: block 0: Duplicate: touches UB bytes [{USABLE_UB}, {USABLE_UB + 32}) above the "
             f"usable {USABLE_UB} bytes") in capfd.readouterr().err
+    assert (z == 0).all()
+
+
+# ---- overlapping operands: the NPU's repeats read before they write ----
+
+def test_widening_cast_from_the_back_of_its_destination_and_writes_behind_the_source(lib):
+    """A narrow source in the back half of its wide destination (shipped kernels widen in place so)
+    and a destination behind its source: no repeat writes what a later one reads."""
+    x = (np.arange(256, dtype=np.float32) - 100.25) * 3.5
+    z = np.zeros(256, np.float32)
+    assert lib.twin_overlap(0, P(x), P(z)) == 0
+    np.testing.assert_array_equal(z, x.astype(np.float16).astype(np.float32))
+    assert lib.twin_overlap(2, P(x), P(z)) == 0
+    np.testing.assert_array_equal(z, x + 1)
+
+
+@pytest.mark.parametrize("which,message", [
+    (1, "Cast: the destination (UB offset 0, 1024 bytes) overlaps a source (UB offset 0, 512 bytes) so that "
+        "repeat 0 writes bytes a later repeat reads"),
+    (3, "Adds: the destination (UB offset 64, 1024 bytes) overlaps a source (UB offset 32, 1024 bytes) so that "
+        "repeat 0 writes bytes a later repeat reads"),
+])
+def test_overlap_where_a_repeat_overwrites_a_later_repeats_source_fails(lib, capfd, which, message):
+    x = np.arange(256, dtype=np.float32)
+    z = np.zeros(256, np.float32)
+    assert lib.twin_overlap(which, P(x), P(z)) == 1
+    assert f"ms_ops twin_overlap: block 0: {message}" in capfd.readouterr().err
     assert (z == 0).all()
 
 

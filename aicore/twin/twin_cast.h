@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "twin_cast_pairs.h"
 #include "twin_intrin.h"
@@ -181,7 +182,13 @@ inline void Cast(const LocalTensor<T> &dst, const LocalTensor<U> &src, const Rou
   using namespace twin_detail;
   const U *s = VecIn("Cast", src, count);
   T *d = VecOut("Cast", dst, count);
-  Disjoint("Cast", d, uint64_t(count) * sizeof(T), s, uint64_t(count) * sizeof(U));
+  // Elements of different widths overlapping in an allowed order (a narrow source in the back of
+  // a wide destination) are read whole first, as the NPU's repeats read theirs before writing.
+  const bool overlap = RepeatOrdered("Cast", d, sizeof(T), s, sizeof(U), count);
+  if (overlap && sizeof(T) != sizeof(U) && static_cast<const void *>(d) != static_cast<const void *>(s)) {
+    const std::vector<U> whole(s, s + count);
+    return Convert(d, whole.data(), count, roundMode);
+  }
   Convert(d, s, count, roundMode);
 }
 

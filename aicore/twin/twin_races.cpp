@@ -183,8 +183,8 @@ void Races::UseAfterFree(const char *call, uint32_t cell) {
 
 void Races::Reserved(const char *call, uint64_t off, uint64_t bytes) {
   Fail(call, "touches UB bytes [" + std::to_string(off) + ", " + std::to_string(off + bytes) + ") above the usable " +
-                 std::to_string(kAtlasA2.ubSize) + " bytes: the top 256 B and the 8 KiB below them are reserved for "
-                 "the runtime on the NPU (a buffer may extend over them, a kernel must not use them)");
+                 std::to_string(kAtlasA2.ubSize) + " bytes: the top 256 B are reserved for the runtime on the NPU (a "
+                 "buffer may extend over them, a kernel must not use them)");
 }
 
 void Races::Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write) {

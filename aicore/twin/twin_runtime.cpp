@@ -44,17 +44,22 @@ std::string BlockName(bool aic, int64_t idx) { return (aic ? "AIC " : "block ") 
 
 namespace {
 
-// In strict mode an error; else a warning once per kernel and call, ending in `consequence`.
-void WarnOnce(const char *call, const std::string &what, const char *consequence) {
-  Block &b = Current();
-  if (b.strict) Fail(call, what + " (strict mode)");
+// A warning once per kernel and call, ending in `consequence` and `mode`.
+void Warn(const char *call, const std::string &what, const char *consequence, const char *mode) {
+  const Block &b = Current();
   static std::mutex mu;
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> lock(mu);
   if (!warned.insert(std::string(b.kernel) + '\0' + call).second) return;
-  std::fprintf(stderr, "ms_ops %s: %s: %s: warning: %s; %s (MS_OPS_TWIN_STRICT=1 makes this an error)\n",
-               b.kernel, BlockName(b.coreType == kAic, b.idx).c_str(), call, what.c_str(), consequence);
+  std::fprintf(stderr, "ms_ops %s: %s: %s: warning: %s; %s (%s)\n", b.kernel,
+               BlockName(b.coreType == kAic, b.idx).c_str(), call, what.c_str(), consequence, mode);
   std::fflush(stderr);
+}
+
+// In strict mode an error; else a warning once per kernel and call.
+void WarnOnce(const char *call, const std::string &what, const char *consequence) {
+  if (Current().strict) Fail(call, what + " (strict mode)");
+  Warn(call, what, consequence, "MS_OPS_TWIN_STRICT=1 makes this an error");
 }
 
 }  // namespace
@@ -357,10 +362,13 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false, Fiber *fiber = nullptr) {
       std::memset(blk.ub, 0xFF, kUbBytes);
       tlsBlock = &blk;
       g.body();
-      // On the NPU the queues' events would be left unbalanced for the next kernel of the core.
+      // A tensor allocated and never freed leaves no event set on the NPU (FreeTensor is what sets
+      // the one the next AllocTensor waits for), so a kernel may end holding one, as shipped
+      // kernels do: worth a note, in strict mode too. Holding more than a queue has is the error,
+      // at the AllocTensor that asks.
       if (blk.liveTensors != 0)
-        Fail("kernel end", std::to_string(blk.liveTensors) + " tensor(s) still allocated (AllocTensor without "
-                                                              "FreeTensor)");
+        Warn("kernel end", std::to_string(blk.liveTensors) + " tensor(s) still allocated (AllocTensor without FreeTensor)",
+             "harmless at a kernel's end on the NPU", "a note, not an error, in strict mode too");
       blk.races->AtEnd();
       if (blk.gmAll != nullptr) blk.gmAll->Take(*blk.gmMine, *blk.gmClock);
       ok = true;

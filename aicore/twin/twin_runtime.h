@@ -35,8 +35,8 @@ enum CoreType : uint8_t { kAiv = 0, kAic = 1 };
 struct AicServed {};
 
 // The physical UB of an Atlas A2 vector core. TPipe hands out buffers up to it, as the NPU's TPipe
-// does; kAtlasA2.ubSize (192 KiB minus the top 256 B and the 8 KiB ASC reservation) is what a
-// kernel may touch: an access above it is an error (twin_races.h).
+// does; kAtlasA2.ubSize (192 KiB minus the runtime's top 256 B) is what a kernel may touch: an
+// access above it is an error (twin_races.h).
 constexpr uint32_t kUbBytes = 192 * 1024;
 
 struct Block {

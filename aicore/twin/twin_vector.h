@@ -56,6 +56,38 @@ inline void Disjoint(const char *call, const void *d, uint64_t dBytes, const voi
   if (__builtin_expect(a != b && a < b + sBytes && b < a + dBytes, 0)) PartialOverlap(call, d, dBytes, s, sBytes);
 }
 
+[[noreturn]] __attribute__((noinline, cold)) inline void LaterRepeatReads(const char *call, const void *d,
+                                                                          uint64_t dBytes, const void *s,
+                                                                          uint64_t sBytes, uint64_t repeat) {
+  Fail(call, "the destination (UB offset " + Str(UbOffset(d)) + ", " + Str(dBytes) + " bytes) overlaps a source (UB " +
+                 "offset " + Str(UbOffset(s)) + ", " + Str(sBytes) + " bytes) so that repeat " + Str(repeat) +
+                 " writes bytes a later repeat reads: the NPU reads them already overwritten");
+}
+
+// A count-form op of `count` elements (destination elements dSize bytes, source elements sSize)
+// whose destination and a source may overlap. The NPU runs it in repeats of 256 bytes of its wider
+// operand, each reading its sources before writing its results (CANN's vector instruction rules):
+// one repeat must not partially overlap, and over several, no repeat may write bytes that a later
+// repeat reads. So an op may work in place, write behind its source, or widen a narrow source kept
+// in the back of its destination, as shipped kernels do. Returns whether they overlap.
+inline bool RepeatOrdered(const char *call, const void *d, uint64_t dSize, const void *s, uint64_t sSize,
+                          uint64_t count) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(d), b = reinterpret_cast<uintptr_t>(s);
+  const uint64_t dBytes = count * dSize, sBytes = count * sSize;
+  if (__builtin_expect(a >= b + sBytes || b >= a + dBytes, 1)) return false;
+  const uint64_t per = 256 / (dSize > sSize ? dSize : sSize), repeats = (count + per - 1) / per;
+  if (repeats <= 1) {
+    if (a != b || dBytes != sBytes) PartialOverlap(call, d, dBytes, s, sBytes);
+    return true;
+  }
+  for (uint64_t i = 0; i + 1 < repeats; ++i) {
+    const uintptr_t wLo = a + i * per * dSize, wHi = a + (i + 1) * per * dSize;
+    const uintptr_t rLo = b + (i + 1) * per * sSize, rHi = b + sBytes;
+    if (wLo < rHi && rLo < wHi) LaterRepeatReads(call, d, dBytes, s, sBytes, i);
+  }
+  return true;
+}
+
 [[noreturn]] __attribute__((noinline, cold)) inline void NegativeCount(const char *call, int64_t count) {
   Fail(call, "negative count " + std::to_string(count));
 }
@@ -70,8 +102,9 @@ inline void Binary(const char *call, const LocalTensor<T> &dst, const LocalTenso
   VecCount(call, count);
   const T *x = VecIn(call, a, count), *y = VecIn(call, b, count);
   T *d = VecOut(call, dst, count);
-  Disjoint(call, d, count * sizeof(T), x, count * sizeof(T));
-  Disjoint(call, d, count * sizeof(T), y, count * sizeof(T));
+  // An allowed overlap writes only what the loop has read: in place or behind the source.
+  RepeatOrdered(call, d, sizeof(T), x, sizeof(T), count);
+  RepeatOrdered(call, d, sizeof(T), y, sizeof(T), count);
   for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(static_cast<Calc<T>>(x[i]), static_cast<Calc<T>>(y[i])));
 }
 
@@ -80,7 +113,7 @@ inline void Unary(const char *call, const LocalTensor<T> &dst, const LocalTensor
   VecCount(call, count);
   const T *x = VecIn(call, a, count);
   T *d = VecOut(call, dst, count);
-  Disjoint(call, d, count * sizeof(T), x, count * sizeof(T));
+  RepeatOrdered(call, d, sizeof(T), x, sizeof(T), count);
   for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(static_cast<Calc<T>>(x[i])));
 }
 
@@ -135,7 +168,7 @@ MS_OPS_TWIN_UNARY(Rsqrt, decltype(x)(1) / std::sqrt(x))
       twin_detail::VecCount(#Name, count);                                                                       \
       const float *s = twin_detail::VecIn(#Name, src, count);                                                    \
       float *d = twin_detail::VecOut(#Name, dst, count);                                                         \
-      twin_detail::Disjoint(#Name, d, count * 4ull, s, count * 4ull);                                            \
+      twin_detail::RepeatOrdered(#Name, d, 4, s, 4, count);                                                      \
       map;                                                                                                       \
     } else {                                                                                                     \
       twin_detail::Unary(#Name, dst, src, count, [](auto x) { return f8(twin_detail::Splat(x))[0]; });           \

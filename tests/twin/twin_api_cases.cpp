@@ -278,6 +278,37 @@ TWIN_EXPORT int twin_reserved_ub(uint32_t at, float *z) {
   });
 }
 
+// Vector ops whose destination overlaps their source, on x (256 floats) into z (256 floats): 0 x
+// narrowed to halves kept in the back half of a 1 KiB float destination and widened into it, 1 the
+// same halves at the destination's start, 2 Adds(+1) writing 8 floats behind its source, 3 Adds(+1)
+// writing 8 floats ahead of it.
+TWIN_EXPORT int twin_overlap(int which, float *x, float *z) {
+  return Run("twin_overlap", 1, [&] {
+    constexpr uint32_t n = 256;
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 3 * n * sizeof(float));
+    LocalTensor<float> f = buf.Get<float>(), in = which <= 1 ? f[2 * n] : f[8];
+    DataCopy(in, Gm<float>(x, n), n);
+    SetFlag<HardEvent::MTE2_V>(0);
+    WaitFlag<HardEvent::MTE2_V>(0);
+    LocalTensor<float> out = f;
+    if (which <= 1) {
+      LocalTensor<half> h = f.ReinterpretCast<half>()[which == 0 ? n : 0];
+      Cast(h, in, RoundMode::CAST_NONE, n);
+      Cast(f, h, RoundMode::CAST_NONE, n);
+    } else if (which == 2) {
+      Adds(f, in, 1.0f, n);
+    } else {
+      out = f[16];
+      Adds(out, in, 1.0f, n);
+    }
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(Gm<float>(z, n), out, n);
+  });
+}
+
 // The advanced API and the remaining fills on float x (n elements) into z (z's old contents in):
 // 0 Log, 1 Log2, 2 Log10, 3 Sigmoid (with a scratch buffer), 4 Sum over rows of 16 (first 10
 // summed), 5 ArithProgression(2, 0.5), 6 level-0 Copy of lanes 0..31 (block strides 2 and 1,

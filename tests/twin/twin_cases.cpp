@@ -282,7 +282,7 @@ TWIN_EXPORT int twin_block_ids(int32_t *out, uint32_t blocks) {
 // buffer count, 6 GM out of bounds, 7 EnQue beyond depth, 8 UB index out of range, 9 misaligned
 // vector operand, 10 Compare count not a multiple of 256 bytes, 11 accumulating Matmul into a C
 // too small for its 4 x 4 result, 12 DataCopyPad of 4096 rows (blockCount is at most 4095), 13 use
-// after FreeTensor, 14 a tensor still allocated at kernel end, 15 a vector op whose destination
+// after FreeTensor, 14 a tensor still allocated at kernel end (a note, not an error), 15 a vector op whose destination
 // is its source shifted by 8 elements.
 TWIN_EXPORT int twin_violation(int which, float *x, float *out) {
   return Run("twin_violation", 2, [&] {
