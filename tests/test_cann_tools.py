@@ -112,7 +112,8 @@ def test_ut_tiling_header_is_the_tests_own(tool, tmp_path):
 
 def test_dtype_macros_one_per_argument(tool, tmp_path):
     assert tool.dtype_macros(make_op(tmp_path), "op", "half") == [
-        "-DDTYPE_X=half", "-DDTYPE_WEIGHT_SCALE=half", "-DDTYPE_Y=half"]
+        "-DDTYPE_X=half", "-DORIG_DTYPE_X=DT_FLOAT16", "-DDTYPE_WEIGHT_SCALE=half",
+        "-DORIG_DTYPE_WEIGHT_SCALE=DT_FLOAT16", "-DDTYPE_Y=half", "-DORIG_DTYPE_Y=DT_FLOAT16"]
 
 
 def test_key_dispatcher_calls_the_instance_of_the_key(tool):

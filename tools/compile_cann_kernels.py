@@ -195,15 +195,22 @@ def tiling_header(op_root, name, checkout=None, skip=()):
     return "\n".join(lines)
 
 
+# The DT_* number (kernel_type.h) a build's ORIG_DTYPE_<ARG> names for each kernel-side dtype.
+ORIG_DTYPE = {"half": "DT_FLOAT16", "float": "DT_FLOAT", "bfloat16_t": "DT_BF16"}
+
+
 def dtype_macros(op_root, name, dtype):
-    """-DDTYPE_<ARG>=<dtype> for each Input/Output of the op definition, as the CANN build sets them."""
+    """-DDTYPE_<ARG>=<dtype> and -DORIG_DTYPE_<ARG>=<its DT_*> for each Input/Output of the op
+    definition, as the CANN build sets them."""
     args = []
     for dirpath, _, files in os.walk(os.path.join(op_root, "op_host")):
         for f in files:
             if f.endswith("_def.cpp"):
                 with open(os.path.join(dirpath, f), errors="replace") as fh:
                     args += re.findall(r"\b(?:Input|Output)\s*\(\s*\"(\w+)\"", fh.read())
-    return [f"-DDTYPE_{a.upper()}={dtype}" for a in dict.fromkeys(args)]
+    orig = ORIG_DTYPE.get(dtype)
+    return [m for a in dict.fromkeys(args)
+            for m in [f"-DDTYPE_{a.upper()}={dtype}"] + ([f"-DORIG_DTYPE_{a.upper()}={orig}"] if orig else [])]
 
 
 # ---- compile, link, run ----

@@ -3,6 +3,7 @@
 #ifndef MS_OPS_TWIN_KERNEL_OPERATOR_H_
 #define MS_OPS_TWIN_KERNEL_OPERATOR_H_
 
+#include "kernel_type.h"
 #include "twin_std.h"
 #include "twin_types.h"
 #include "twin_tensor.h"
