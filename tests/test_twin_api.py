@@ -23,6 +23,8 @@ SIGNATURES = {
     "twin_bind": [V, V, U, I],
     "twin_reserved_ub": [U, V],
     "twin_overlap": [I, V, V],
+    "twin_dump": [V, I],
+    "twin_cycles": [U, V],
     "twin_adv": [I, V, V, U],
     "twin_utils": [I, V, V, U],
     "twin_list_tensor": [V, U, U, V],
@@ -808,6 +810,31 @@ def test_overlap_where_a_repeat_overwrites_a_later_repeats_source_fails(lib, cap
     assert lib.twin_overlap(which, P(x), P(z)) == 1
     assert f"ms_ops twin_overlap: block 0: {message}" in capfd.readouterr().err
     assert (z == 0).all()
+
+
+# ---- debug output ----
+
+def test_printf_and_dump_tensor_print_the_values(lib, capfd):
+    x = np.array([1.5, -2, 3.25, 4, 5, 6, 7, 8], np.float32)
+    assert lib.twin_dump(P(x), 0) == 0
+    out = capfd.readouterr().out.splitlines()
+    assert out[0] == "block 0 of 1: 1.500000"
+    assert out[1].startswith("DumpTensor: desc=7, addr=0, data_type=float32, position=UB, dump_size=4")
+    assert out[2] == "[1.500000, -2.000000, 3.250000, 4.000000]"
+    assert out[3].startswith("DumpTensor: desc=9, addr=") and out[3].endswith("position=GM, dump_size=6")
+    assert out[4:6] == ["[1.500000, -2.000000, 3.250000]", "[4.000000, 5.000000, 6.000000]"]
+
+
+def test_system_cycle_counts_at_50_mhz(lib):
+    c = np.zeros(2, np.int64)
+    assert lib.twin_cycles(20000, P(c)) == 0
+    assert 20000 * 50 <= c[1] - c[0] < 20000 * 50 * 5  # 20 ms slept: at least 1e6 cycles
+
+
+def test_dump_tensor_past_its_tensor_fails(lib, capfd):
+    assert lib.twin_dump(P(np.zeros(8, np.float32)), 1) == 1
+    assert ("ms_ops twin_dump: block 0: DumpTensor: UB access out of range: elements up to 9 of a 8-element UB "
+            "buffer") in capfd.readouterr().err
 
 
 def test_tbuf_tensor_past_its_buffer_is_checked_where_touched(lib, capfd):

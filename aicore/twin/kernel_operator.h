@@ -34,5 +34,6 @@
 #include "twin_logic.h"
 #include "twin_compound.h"
 #include "twin_broadcast.h"
+#include "twin_debug.h"
 
 #endif  // MS_OPS_TWIN_KERNEL_OPERATOR_H_

@@ -356,8 +356,14 @@ class TPipe {
   bool owns_ = true;
 };
 
-inline TPipe *GetTPipePtr() { return static_cast<TPipe *>(::ms_ops::twin::Current().pipe); }
+}  // namespace AscendC
 
+// The running block's live TPipe. At global scope, as CANN declares it: kernels call it unqualified
+// from their own namespaces.
+inline AscendC::TPipe *GetTPipePtr() { return static_cast<AscendC::TPipe *>(::ms_ops::twin::Current().pipe); }
+
+namespace AscendC {
+using ::GetTPipePtr;
 }  // namespace AscendC
 
 #endif  // MS_OPS_TWIN_PIPE_H_

@@ -2,7 +2,9 @@
 // reductions, Brcb / Gather / CreateVecIndex, store atomics and the TQueBind / TBuf extras, with C
 // entry points for tests/test_twin_api.py. Each returns the launch's status (0, or 1 after a twin
 // violation, printed on stderr as `ms_ops <kernel>: block <b>: <call>: <what>`).
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <type_traits>
 
 #include "case_utils.h"
@@ -306,6 +308,35 @@ TWIN_EXPORT int twin_overlap(int which, float *x, float *z) {
     SetFlag<HardEvent::V_MTE3>(0);
     WaitFlag<HardEvent::V_MTE3>(0);
     DataCopy(Gm<float>(z, n), out, n);
+  });
+}
+
+// Debug output on x (8 floats): PRINTF of the block index and a half, DumpTensor of 4 elements of
+// x in UB (desc 7), and of x's 6 elements in GM as 2 x 3 (desc 9); `over` dumps 9 UB elements
+// of an 8-element tensor.
+TWIN_EXPORT int twin_dump(float *x, int over) {
+  return Run("twin_dump", 1, [&] {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 32);
+    LocalTensor<float> t = buf.Get<float>();
+    GlobalTensor<float> g = Gm<float>(x, 8);
+    DataCopy(t, g, 8);
+    SetFlag<HardEvent::MTE2_S>(0);
+    WaitFlag<HardEvent::MTE2_S>(0);
+    PRINTF("block %d of %d: %f\n", static_cast<int>(GetBlockIdx()), static_cast<int>(GetBlockNum()), half(1.5f));
+    DumpTensor(t, 7, over ? 9 : 4);
+    const uint32_t dims[2] = {2, 3};
+    DumpTensor(g, 9, 6, ShapeInfo(2, dims));
+  });
+}
+
+// GetSystemCycle before and after a sleep of `us` microseconds, into c[0] and c[1].
+TWIN_EXPORT int twin_cycles(uint32_t us, int64_t *c) {
+  return Run("twin_cycles", 1, [&] {
+    c[0] = GetSystemCycle();
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+    c[1] = GetSystemCycle();
   });
 }
 
