@@ -12,10 +12,9 @@
 
 namespace ms_ops {
 
-// GetCoreMemSize reports the whole buffers (UB 192 KiB, L1 512 KiB); what a kernel may allocate
-// is less: UB minus 256 B and the 8 KiB ASC reservation (kernels are built without
-// --cce-disable-asc-reserved-ubuf), L1 minus 256 B.
-constexpr uint64_t kReservedUb = 256 + 8 * 1024;
+// GetCoreMemSize reports the whole buffers (UB 192 KiB, L1 512 KiB); a kernel may use all but the
+// runtime's top 256 B of each (CANN's ASC_UB_SIZE and ASC_L1_SIZE for __NPU_ARCH__ 2201).
+constexpr uint64_t kReservedUb = 256;
 constexpr uint64_t kReservedL1 = 256;
 
 inline PlatformInfo ReadPlatformInfo(const platform_ascendc::PlatformAscendC &ascendc) {
