@@ -224,10 +224,14 @@ def run_situation(name):
 def test_auto_picks():
     """Each situation in a process of its own: MindSpore 2.10 leaves its PYNATIVE "requires grad"
     state set after an exception inside ms.grad (as these calls raise), which would make every
-    later "auto" call of the process take grad_in_forward."""
+    later "auto" call of the process take grad_in_forward. Dispatch is synchronous there: after a
+    kernel error, MindSpore 2.10's asynchronous queue sometimes launched a later op (Zeros) whose
+    output it had not allocated, a segfault in MindSpore's own CPU kernel in about 1 run of 30
+    (README, Errors)."""
     got = {}
     for name in SITUATIONS:
         code = ("import json, sys; sys.path[:0] = sys.argv[1:3];"
+                " import mindspore; mindspore.runtime.launch_blocking();"
                 " import tests.test_cross_entropy_grad_in_forward as t;"
                 " print('KERNEL', json.dumps(t.run_situation(sys.argv[3])))")
         out = subprocess.run([sys.executable, "-c", code, ROOT, os.path.join(ROOT, "tests"), name], cwd=ROOT,
