@@ -25,6 +25,7 @@ SIGNATURES = {
     "twin_overlap": [I, V, V],
     "twin_dump": [V, I],
     "twin_cycles": [U, V],
+    "twin_int4": [I, V],
     "twin_adv": [I, V, V, U],
     "twin_utils": [I, V, V, U],
     "twin_list_tensor": [V, U, U, V],
@@ -829,6 +830,15 @@ def test_system_cycle_counts_at_50_mhz(lib):
     c = np.zeros(2, np.int64)
     assert lib.twin_cycles(20000, P(c)) == 0
     assert 20000 * 50 <= c[1] - c[0] < 20000 * 50 * 5  # 20 ms slept: at least 1e6 cycles
+
+
+@pytest.mark.parametrize("which,call", [(0, "LocalTensor"), (1, "GlobalTensor::SetGlobalBuffer")])
+def test_int4_compiles_and_its_tensors_are_refused(lib, capfd, which, call):
+    z = np.zeros(8, np.float32)
+    assert lib.twin_int4(2, P(z)) == 0 and z[0] == 1
+    assert lib.twin_int4(which, P(z)) == 1
+    assert (f"ms_ops twin_int4: block 0: {call}: int4b_t tensors are not modelled by the twin"
+            in capfd.readouterr().err)
 
 
 def test_dump_tensor_past_its_tensor_fails(lib, capfd):

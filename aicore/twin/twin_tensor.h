@@ -7,6 +7,7 @@
 #define MS_OPS_TWIN_TENSOR_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "twin_profile.h"
 #include "twin_races.h"
@@ -41,6 +42,14 @@ inline void UbWrite(Pipe pipe, const char *call, const void *p, uint64_t bytes) 
   ::ms_ops::twin::ProfileUb(pipe, bytes);
 }
 
+// A tensor of int4b_t: its elements are half bytes, which the twin's tensors do not address.
+template <typename T>
+inline void Int4Refused(const char *call) {
+  if constexpr (std::is_same_v<T, int4b_t>)
+    Fail(call, "int4b_t tensors are not modelled by the twin (two elements per byte): run this kernel with "
+               "another dtype");
+}
+
 inline uint64_t UbOffset(const void *p) {
   return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(::ms_ops::twin::Current().ub);
 }
@@ -53,12 +62,14 @@ class GlobalTensor {
   using PrimType = T;
 
   void SetGlobalBuffer(__gm__ T *buffer, uint64_t bufferSize) {
+    twin_detail::Int4Refused<T>("GlobalTensor::SetGlobalBuffer");
     addr_ = base_ = buffer;
     size_ = bufferSize;
     sized_ = true;
   }
   // Size unknown: accesses through this tensor are not bounds-checked.
   void SetGlobalBuffer(__gm__ T *buffer) {
+    twin_detail::Int4Refused<T>("GlobalTensor::SetGlobalBuffer");
     addr_ = base_ = buffer;
     size_ = 0;
     sized_ = false;
@@ -160,7 +171,9 @@ class LocalTensor {
   uint32_t TwinCap() const { return cap_; }
 
  private:
-  LocalTensor(T *addr, uint32_t size, uint32_t cap) : addr_(addr), size_(size), cap_(cap) {}
+  LocalTensor(T *addr, uint32_t size, uint32_t cap) : addr_(addr), size_(size), cap_(cap) {
+    twin_detail::Int4Refused<T>("LocalTensor");
+  }
 
   T *addr_ = nullptr;
   uint32_t size_ = 0;  // what GetSize reports

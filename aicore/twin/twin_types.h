@@ -91,6 +91,13 @@ enum class HardEvent : uint8_t {
 };
 using TEventID = int8_t;
 
+// The 4-bit integer type of quantising kernels (two to a byte). Declared so that such kernels
+// compile, as their other dtypes' paths run; the twin does not model its half-byte addressing, so
+// a tensor of it refuses to be made (twin_tensor.h) rather than run on wrong offsets.
+struct int4b_t {
+  uint8_t packed;
+};
+
 constexpr int32_t ONE_BLK_SIZE = 32;           // bytes of a UB data block
 constexpr int32_t ONE_REPEAT_BYTE_SIZE = 256;  // bytes one vector instruction repeat handles
 

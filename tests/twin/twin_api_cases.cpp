@@ -340,6 +340,23 @@ TWIN_EXPORT int twin_cycles(uint32_t us, int64_t *c) {
   });
 }
 
+// An int4b_t tensor: 0 a UB byte buffer viewed as int4b_t, 1 a GM buffer as int4b_t. Both are
+// refused; a kernel whose int4 path is not taken compiles and runs (z[0] = IsSameType of int4b_t).
+TWIN_EXPORT int twin_int4(int which, float *z) {
+  return Run("twin_int4", 1, [&] {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> buf;
+    pipe.InitBuffer(buf, 32);
+    z[0] = IsSameType<int4b_t, int4b_t>::value && !IsSameType<int8_t, int4b_t>::value ? 1.0f : 0.0f;
+    if (which == 0) {
+      buf.Get<int8_t>().ReinterpretCast<int4b_t>();
+    } else if (which == 1) {
+      GlobalTensor<int4b_t> g;
+      g.SetGlobalBuffer(reinterpret_cast<__gm__ int4b_t *>(z), 8);
+    }
+  });
+}
+
 // The advanced API and the remaining fills on float x (n elements) into z (z's old contents in):
 // 0 Log, 1 Log2, 2 Log10, 3 Sigmoid (with a scratch buffer), 4 Sum over rows of 16 (first 10
 // summed), 5 ArithProgression(2, 0.5), 6 level-0 Copy of lanes 0..31 (block strides 2 and 1,
