@@ -146,6 +146,10 @@ inline void Convert(T *d, const U *s, uint32_t count, RoundMode roundMode) {
     if (!b.deqScaleSet)
       Fail("Cast", "int32 -> half multiplies by the DEQSCALE register, which no SetDeqScale has set on this core");
     for (uint32_t i = 0; i < count; ++i) d[i] = static_cast<half>(static_cast<float>(s[i]) * b.deqScale);
+  } else if constexpr ((std::is_same_v<T, int4b_t> && std::is_same_v<U, half>) ||
+                       (std::is_same_v<T, half> && std::is_same_v<U, int4b_t>)) {
+    // Atlas A2 converts half <-> int4; the twin has no int4b_t tensors to convert (twin_tensor.h).
+    Fail("Cast", "half <-> int4b_t is not modelled by the twin");
   } else if constexpr (PairModes<T, U>() != 0) {
     if ((PairModes<T, U>() & ModeBit(roundMode)) == 0) BadMode("this conversion on Atlas A2", roundMode);
     ConvertPair(d, s, count, roundMode);

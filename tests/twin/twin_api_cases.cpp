@@ -341,7 +341,8 @@ TWIN_EXPORT int twin_cycles(uint32_t us, int64_t *c) {
 }
 
 // An int4b_t tensor: 0 a UB byte buffer viewed as int4b_t, 1 a GM buffer as int4b_t. Both are
-// refused; a kernel whose int4 path is not taken compiles and runs (z[0] = IsSameType of int4b_t).
+// refused; a kernel whose int4 path is not taken compiles (its half -> int4b_t Cast too, 3) and
+// runs (z[0] = IsSameType of int4b_t).
 TWIN_EXPORT int twin_int4(int which, float *z) {
   return Run("twin_int4", 1, [&] {
     TPipe pipe;
@@ -353,6 +354,10 @@ TWIN_EXPORT int twin_int4(int which, float *z) {
     } else if (which == 1) {
       GlobalTensor<int4b_t> g;
       g.SetGlobalBuffer(reinterpret_cast<__gm__ int4b_t *>(z), 8);
+    } else if (which == 3) {
+      // Never called: that a quantising kernel's half <-> int4b_t Cast compiles is the test.
+      LocalTensor<int4b_t> q;
+      Cast(q, buf.Get<half>(), RoundMode::CAST_RINT, 16);
     }
   });
 }
