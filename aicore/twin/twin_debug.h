@@ -95,6 +95,22 @@ inline void Dump(const T *p, uint64_t addr, const char *position, uint32_t desc,
   std::fflush(stdout);
 }
 
+// DumpTensor of a UB or GM tensor's first n elements (checked against its bounds), shape or none.
+template <typename T>
+inline void DumpUb(const LocalTensor<T> &tensor, uint32_t desc, uint32_t n, const ShapeInfo *shape) {
+  if constexpr (MS_OPS_TWIN_DUMP) {
+    if (n > tensor.TwinCap()) UbOutOfRange("DumpTensor", n, tensor.TwinCap());
+    Dump(tensor.TwinData(), UbOffset(tensor.TwinData()), "UB", desc, n, shape);
+  }
+}
+template <typename T>
+inline void DumpGm(const GlobalTensor<T> &tensor, uint32_t desc, uint32_t n, const ShapeInfo *shape) {
+  if constexpr (MS_OPS_TWIN_DUMP) {
+    tensor.TwinCheck("DumpTensor", 0, n);
+    Dump(tensor.TwinData(), reinterpret_cast<uintptr_t>(tensor.TwinData()), "GM", desc, n, shape);
+  }
+}
+
 }  // namespace twin_detail
 
 // The system counter, which runs at 50 MHz on the NPU (cycles / 50 = microseconds): here the host's
@@ -119,32 +135,19 @@ inline void printf(const char *fmt, Args &&...args) {
 
 template <typename T>
 inline void DumpTensor(const LocalTensor<T> &tensor, uint32_t desc, uint32_t dumpSize) {
-  if constexpr (MS_OPS_TWIN_DUMP) {
-    if (dumpSize > tensor.TwinCap()) twin_detail::UbOutOfRange("DumpTensor", dumpSize, tensor.TwinCap());
-    twin_detail::Dump(tensor.TwinData(), twin_detail::UbOffset(tensor.TwinData()), "UB", desc, dumpSize, nullptr);
-  }
+  twin_detail::DumpUb(tensor, desc, dumpSize, nullptr);
 }
 template <typename T>
 inline void DumpTensor(const LocalTensor<T> &tensor, uint32_t desc, uint32_t dumpSize, const ShapeInfo &shapeInfo) {
-  if constexpr (MS_OPS_TWIN_DUMP) {
-    if (dumpSize > tensor.TwinCap()) twin_detail::UbOutOfRange("DumpTensor", dumpSize, tensor.TwinCap());
-    twin_detail::Dump(tensor.TwinData(), twin_detail::UbOffset(tensor.TwinData()), "UB", desc, dumpSize, &shapeInfo);
-  }
+  twin_detail::DumpUb(tensor, desc, dumpSize, &shapeInfo);
 }
 template <typename T>
 inline void DumpTensor(const GlobalTensor<T> &tensor, uint32_t desc, uint32_t dumpSize) {
-  if constexpr (MS_OPS_TWIN_DUMP) {
-    tensor.TwinCheck("DumpTensor", 0, dumpSize);
-    twin_detail::Dump(tensor.TwinData(), reinterpret_cast<uintptr_t>(tensor.TwinData()), "GM", desc, dumpSize, nullptr);
-  }
+  twin_detail::DumpGm(tensor, desc, dumpSize, nullptr);
 }
 template <typename T>
 inline void DumpTensor(const GlobalTensor<T> &tensor, uint32_t desc, uint32_t dumpSize, const ShapeInfo &shapeInfo) {
-  if constexpr (MS_OPS_TWIN_DUMP) {
-    tensor.TwinCheck("DumpTensor", 0, dumpSize);
-    twin_detail::Dump(tensor.TwinData(), reinterpret_cast<uintptr_t>(tensor.TwinData()), "GM", desc, dumpSize,
-                      &shapeInfo);
-  }
+  twin_detail::DumpGm(tensor, desc, dumpSize, &shapeInfo);
 }
 
 }  // namespace AscendC
