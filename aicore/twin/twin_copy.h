@@ -196,6 +196,18 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint
                             0);
 }
 
+namespace twin_detail {
+
+// The pipe of a local -> local copy: the vector unit's within UB, MTE1's where a cube memory takes
+// part (L1 -> the bias table, say).
+inline Pipe LocalCopyPipe(const void *dst, const void *src) {
+  return UbOffset(dst) < ::ms_ops::twin::kUbBytes && UbOffset(src) < ::ms_ops::twin::kUbBytes
+             ? kPipeV
+             : ::ms_ops::twin::kPipeMte1;
+}
+
+}  // namespace twin_detail
+
 template <typename T>
 inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint32_t count) {
   twin_detail::UbAligned("DataCopy", dst.TwinData());
@@ -203,9 +215,10 @@ inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint3
   const uint64_t n = twin_detail::CopyCount<T>(count);
   twin_detail::UbSpan("DataCopy", dst, n * sizeof(T));
   twin_detail::UbSpan("DataCopy", src, n * sizeof(T));
-  twin_detail::UbRead(twin_detail::kPipeV, "DataCopy", src.TwinData(), n * sizeof(T));
-  twin_detail::UbWrite(twin_detail::kPipeV, "DataCopy", dst.TwinData(), n * sizeof(T));
-  ::ms_ops::twin::ProfileVec(n * sizeof(T));
+  const twin_detail::Pipe pipe = twin_detail::LocalCopyPipe(dst.TwinData(), src.TwinData());
+  twin_detail::UbRead(pipe, "DataCopy", src.TwinData(), n * sizeof(T));
+  twin_detail::UbWrite(pipe, "DataCopy", dst.TwinData(), n * sizeof(T));
+  if (pipe == twin_detail::kPipeV) ::ms_ops::twin::ProfileVec(n * sizeof(T));
   std::memmove(dst.TwinData(), src.TwinData(), n * sizeof(T));
 }
 
@@ -245,9 +258,10 @@ inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, const
   BlockCount("DataCopy", p.blockCount);
   UbSpan("DataCopy", src, Span(p.blockCount, row, sp));
   UbSpan("DataCopy", dst, Span(p.blockCount, row, dp));
-  UbRows(kPipeV, "DataCopy", src.TwinData(), p.blockCount, row, sp, false);
-  UbRows(kPipeV, "DataCopy", dst.TwinData(), p.blockCount, row, dp, true);
-  ::ms_ops::twin::ProfileVec(p.blockCount * row);
+  const Pipe pipe = LocalCopyPipe(dst.TwinData(), src.TwinData());
+  UbRows(pipe, "DataCopy", src.TwinData(), p.blockCount, row, sp, false);
+  UbRows(pipe, "DataCopy", dst.TwinData(), p.blockCount, row, dp, true);
+  if (pipe == kPipeV) ::ms_ops::twin::ProfileVec(p.blockCount * row);
   CopyRows(reinterpret_cast<uint8_t *>(dst.TwinData()), reinterpret_cast<const uint8_t *>(src.TwinData()),
            p.blockCount, row, dp, sp);
 }

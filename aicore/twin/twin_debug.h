@@ -1,7 +1,8 @@
-// A kernel's debug output: AscendC::printf / PRINTF, DumpTensor and GetSystemCycle, written to stdout one whole
-// call at a time (blocks run on concurrent threads), as CANN's CPU build prints them; built with
-// ASCENDC_DUMP=0 they print nothing, as CANN's switch. DumpTensor reads what the NPU's dump reads,
-// after the barriers CANN's implementation inserts: it is no access of a pipe here.
+// A kernel's debug output: AscendC::printf / PRINTF, DumpTensor, DumpAccChkPoint and
+// GetSystemCycle, written to stdout one whole call at a time (blocks run on concurrent threads), as
+// CANN's CPU build prints them; built with ASCENDC_DUMP=0 they print nothing, as CANN's switch.
+// DumpTensor reads what the NPU's dump reads, after the barriers CANN's implementation inserts: it
+// is no access of a pipe here.
 #ifndef MS_OPS_TWIN_DEBUG_H_
 #define MS_OPS_TWIN_DEBUG_H_
 
@@ -100,7 +101,11 @@ template <typename T>
 inline void DumpUb(const LocalTensor<T> &tensor, uint32_t desc, uint32_t n, const ShapeInfo *shape) {
   if constexpr (MS_OPS_TWIN_DUMP) {
     if (n > tensor.TwinCap()) UbOutOfRange("DumpTensor", n, tensor.TwinCap());
-    Dump(tensor.TwinData(), UbOffset(tensor.TwinData()), "UB", desc, n, shape);
+    // UB, or the cube memory (L1, L0C, ...) the tensor is in, and the address within it.
+    const uint64_t off = UbOffset(tensor.TwinData());
+    const ::ms_ops::twin::LocalMem mem = ::ms_ops::twin::LocalMemAt(off);
+    Dump(tensor.TwinData(), off - ::ms_ops::twin::LocalMemBase(mem), ::ms_ops::twin::kLocalMemNames[mem], desc, n,
+         shape);
   }
 }
 template <typename T>
@@ -148,6 +153,16 @@ inline void DumpTensor(const GlobalTensor<T> &tensor, uint32_t desc, uint32_t du
 template <typename T>
 inline void DumpTensor(const GlobalTensor<T> &tensor, uint32_t desc, uint32_t dumpSize, const ShapeInfo &shapeInfo) {
   twin_detail::DumpGm(tensor, desc, dumpSize, &shapeInfo);
+}
+
+// DumpTensor of dumpSize elements from element countOff of the tensor (a check point inside it).
+template <typename T>
+inline void DumpAccChkPoint(const LocalTensor<T> &tensor, uint32_t index, uint32_t countOff, uint32_t dumpSize) {
+  twin_detail::DumpUb(tensor[countOff], index, dumpSize, nullptr);
+}
+template <typename T>
+inline void DumpAccChkPoint(const GlobalTensor<T> &tensor, uint32_t index, uint32_t countOff, uint32_t dumpSize) {
+  twin_detail::DumpGm(tensor[countOff], index, dumpSize, nullptr);
 }
 
 }  // namespace AscendC

@@ -1,12 +1,15 @@
-// TPipe, TQue and TBuf: the UB allocator of a block. TPipe carves buffers out of the block's UB
-// arena in 32-byte units, as the hardware allocator does, and refuses requests beyond the 192 KiB
-// UB; an access to its reserved top (above kAtlasA2.ubSize) is refused when it happens.
+// TPipe, TQue and TBuf: the local memory allocator of a block. TPipe carves buffers in 32-byte
+// units, as the hardware allocator does, out of the memory a queue's or TBuf's position names (UB
+// for the vector positions, L1 / L0A / L0B / L0C / BT for the cube's, twin_local_memory.h), and
+// refuses requests beyond that memory's size; an access to UB's reserved top (above
+// kAtlasA2.ubSize) is refused when it happens.
 // Queues track each buffer's state so that the discipline the NPU relies on (alloc, enque, deque,
 // free, within the buffer count and the queue depth) is checked on every call.
 #ifndef MS_OPS_TWIN_PIPE_H_
 #define MS_OPS_TWIN_PIPE_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "twin_tensor.h"
 
@@ -49,6 +52,9 @@ class TQueBind {
   static constexpr bool kHandsOver = kProducer != kConsumer;
 
  public:
+  // Where TPipe carves its buffers.
+  static constexpr ::ms_ops::twin::LocalMem kTwinMem = twin_detail::MemoryOf(src);
+
   // How the race messages name the queue's buffers.
   static constexpr const char *TwinWhat() {
     if (src == TPosition::VECIN && dst == TPosition::VECIN) return "TQue<VECIN>";
@@ -177,6 +183,8 @@ class TQue : public TQueBind<pos, pos, depth, mask> {};
 template <TPosition pos = TPosition::LCM>
 class TBuf {
  public:
+  static constexpr ::ms_ops::twin::LocalMem kTwinMem = twin_detail::MemoryOf(pos);
+
   template <typename T>
   LocalTensor<T> Get() {
     return Get<T>(len_ / sizeof(T));
@@ -283,7 +291,7 @@ class TPipe {
   TPipe() : block_(&::ms_ops::twin::Current()) {
     if (block_->pipe != nullptr) twin_detail::Fail("TPipe", "a second TPipe while another is alive in this block");
     block_->pipe = this;
-    block_->ubUsed = 0;
+    ClearUsed();
   }
   ~TPipe() { Destroy(); }
   TPipe(const TPipe &) = delete;
@@ -292,20 +300,20 @@ class TPipe {
   template <class Q>
   bool InitBuffer(Q &que, uint8_t num, uint32_t len) {
     const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
-    que.TwinInit(Carve("InitBuffer", uint64_t(num) * l, num, len, Q::TwinWhat(), l), num, l);
+    que.TwinInit(Carve("InitBuffer", Q::kTwinMem, uint64_t(num) * l, num, len, Q::TwinWhat(), l), num, l);
     return true;
   }
   template <TPosition pos>
   bool InitBuffer(TBuf<pos> &buf, uint32_t len) {
     const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
-    buf.TwinInit(Carve("InitBuffer", l, 1, len, "TBuf", l), l);
+    buf.TwinInit(Carve("InitBuffer", TBuf<pos>::kTwinMem, l, 1, len, "TBuf", l), l);
     return true;
   }
 
   template <class T>
   bool InitBufPool(T &pool, uint32_t len) {
     const uint32_t l = static_cast<uint32_t>(::ms_ops::AlignUp(len, ::ms_ops::kBlockBytes));
-    pool.TwinInit(Carve("InitBufPool", l, 1, len, "TBufPool", l), l);
+    pool.TwinInit(Carve("InitBufPool", twin_detail::MemoryOf(T::poolPos), l, 1, len, "TBufPool", l), l);
     return true;
   }
   // A pool over the memory of the pool shareBuf (two stages that never live at once).
@@ -318,13 +326,13 @@ class TPipe {
     return true;
   }
 
-  // Frees every buffer: later InitBuffer calls start again at the bottom of UB.
+  // Frees every buffer: later InitBuffer calls start again at the bottom of each memory.
   void Reset() {
-    if (owns_) block_->ubUsed = 0;
+    if (owns_) ClearUsed();
   }
   void Destroy() {
     if (!owns_) return;
-    block_->ubUsed = 0;
+    ClearUsed();
     block_->pipe = nullptr;
     owns_ = false;
   }
@@ -339,8 +347,15 @@ class TPipe {
   void ReleaseEventID(TEventID) {}
 
  private:
-  uint8_t *Carve(const char *call, uint64_t bytes, uint32_t num, uint32_t len, const char *what, uint32_t stride) {
+  void ClearUsed() {
+    block_->ubUsed = 0;
+    for (uint32_t &u : block_->cubeUsed) u = 0;
+  }
+
+  uint8_t *Carve(const char *call, ::ms_ops::twin::LocalMem mem, uint64_t bytes, uint32_t num, uint32_t len,
+                 const char *what, uint32_t stride) {
     if (!owns_) twin_detail::Fail(call, "TPipe already destroyed");
+    if (mem != ::ms_ops::twin::kMemUb) return CarveCube(call, mem, bytes, num, len, what, stride);
     const uint64_t budget = ::ms_ops::twin::kUbBytes;
     if (block_->ubUsed + bytes > budget)
       twin_detail::Fail(call, "request of " + twin_detail::Str(num) + " x " + twin_detail::Str(len) + " bytes (" +
@@ -349,6 +364,25 @@ class TPipe {
     uint8_t *p = block_->ub + block_->ubUsed;
     block_->races->Carve(block_->ubUsed, bytes, what, num, stride);
     block_->ubUsed += static_cast<uint32_t>(bytes);
+    return p;
+  }
+
+  // A buffer of a cube memory (L1, L0A, L0B, L0C, BT), filled with stale bytes as UB is at the
+  // block's start.
+  uint8_t *CarveCube(const char *call, ::ms_ops::twin::LocalMem mem, uint64_t bytes, uint32_t num, uint32_t len,
+                     const char *what, uint32_t stride) {
+    uint32_t &used = block_->cubeUsed[mem];
+    const uint64_t budget = ::ms_ops::twin::kLocalMemBytes[mem];
+    if (used + bytes > budget)
+      twin_detail::Fail(call, "request of " + twin_detail::Str(num) + " x " + twin_detail::Str(len) + " bytes (" +
+                                  twin_detail::Str(bytes) + " bytes, " + twin_detail::Str(used) +
+                                  " already in use) exceeds the " + twin_detail::Str(budget) + "-byte " +
+                                  ::ms_ops::twin::kLocalMemNames[mem]);
+    const uint64_t off = ::ms_ops::twin::LocalMemBase(mem) + used;
+    uint8_t *p = block_->ub + off;
+    std::memset(p, 0xFF, bytes);
+    block_->races->Carve(off, bytes, what, num, stride);
+    used += static_cast<uint32_t>(bytes);
     return p;
   }
 

@@ -181,7 +181,13 @@ void Races::UseAfterFree(const char *call, uint32_t cell) {
                  "allocated again (the queue may already have handed it to another pipe)");
 }
 
-void Races::Reserved(const char *call, uint64_t off, uint64_t bytes) {
+void Races::Reserved(Pipe p, const char *call, uint64_t off, uint64_t bytes) {
+  if (off >= kUbBytes) {
+    // A cube memory: the cube's pipes (MTE1, M, FIX) and the copies (MTE2, MTE3) reach it.
+    if (p != kPipeV && p != kPipeS) return;
+    Fail(call, std::string("the ") + (p == kPipeV ? "vector" : "scalar") + " unit reaches only UB, not " +
+                   kLocalMemNames[LocalMemAt(off)] + " (a tensor of a queue or TBuf at a cube position)");
+  }
   Fail(call, "touches UB bytes [" + std::to_string(off) + ", " + std::to_string(off + bytes) + ") above the usable " +
                  std::to_string(kAtlasA2.ubSize) + " bytes: the top 256 B are reserved for the runtime on the NPU (a "
                  "buffer may extend over them, a kernel must not use them)");
@@ -189,7 +195,7 @@ void Races::Reserved(const char *call, uint64_t off, uint64_t bytes) {
 
 void Races::Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write) {
   if (bytes == 0) return;
-  CheckReserved(call, addr, bytes);
+  CheckReserved(p, call, addr, bytes);
   const uint64_t off = static_cast<const uint8_t *>(addr) - ub_;
   const uint64_t first = off / 32, end = (off + bytes + 31) / 32;
   if (end > kCells) return;  // the bounds checks report it
@@ -232,15 +238,19 @@ void Races::Access(Pipe p, const char *call, const void *addr, uint64_t bytes, b
 }
 
 std::string Races::Where(uint32_t cell) const {
+  // Offsets within the memory the cell is in (UB, or a cube memory of the arena).
   const uint64_t off = uint64_t(cell) * 32;
-  std::string at = "UB bytes [" + std::to_string(off) + ", " + std::to_string(off + 32) + ")";
+  const LocalMem mem = LocalMemAt(off);
+  const uint64_t base = LocalMemBase(mem), rel = off - base;
+  const std::string name = kLocalMemNames[mem];
+  std::string at = name + " bytes [" + std::to_string(rel) + ", " + std::to_string(rel + 32) + ")";
   for (uint32_t r = numRegions_; r-- > 0;) {
     const Region &g = regions_[r];
     if (off < g.off || off >= g.off + g.bytes) continue;
     const uint64_t i = (off - g.off) / g.len;
     std::string buf = g.num > 1 ? " buffer " + std::to_string(i) : std::string();
-    return at + " (" + g.what + buf + " at UB offset " + std::to_string(g.off + i * g.len) + ", byte " +
-           std::to_string(off - g.off - i * g.len) + ")";
+    return at + " (" + g.what + buf + " at " + name + " offset " + std::to_string(g.off + i * g.len - base) +
+           ", byte " + std::to_string(off - g.off - i * g.len) + ")";
   }
   return at;
 }

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "platform.h"
+#include "twin_local_memory.h"
 
 namespace ms_ops {
 namespace twin {
@@ -42,7 +43,7 @@ struct Clock {
 
 class Races {
  public:
-  static constexpr uint32_t kCells = 6144;  // 32-byte blocks of the UB arena (192 KiB)
+  static constexpr uint32_t kCells = kArenaBytes / 32;  // 32-byte blocks of the local memory arena
   static constexpr uint32_t kEvents = 40, kEventIds = 8;
 
   // A new block over the UB arena `ub`: no pipe has done anything, no flag is set. With `on`
@@ -59,14 +60,14 @@ class Races {
     if (__builtin_expect(on_, 0)) {
       Access(p, call, addr, bytes, false);
     } else {
-      CheckReserved(call, addr, bytes);
+      CheckReserved(p, call, addr, bytes);
     }
   }
   void Write(Pipe p, const char *call, const void *addr, uint64_t bytes) {
     if (__builtin_expect(on_, 0)) {
       Access(p, call, addr, bytes, true);
     } else {
-      CheckReserved(call, addr, bytes);
+      CheckReserved(p, call, addr, bytes);
     }
   }
 
@@ -116,15 +117,18 @@ class Races {
   static constexpr uint32_t kGmWrites = 64;
 
   void Access(Pipe p, const char *call, const void *addr, uint64_t bytes, bool write);
-  // Bytes of the arena above the usable UB (an address outside the arena is not UB: the bounds
+  // Bytes of UB above its usable part, or a cube memory (L1, L0A/B/C, BT) reached by the vector or
+  // scalar unit, which see only UB (an address outside the arena is not local memory: the bounds
   // checks report it).
-  void CheckReserved(const char *call, const void *addr, uint64_t bytes) {
+  void CheckReserved(Pipe p, const char *call, const void *addr, uint64_t bytes) {
     const uint64_t off = static_cast<const uint8_t *>(addr) - ub_;
     if (__builtin_expect(bytes != 0 && off + bytes > kAtlasA2.ubSize && off < uint64_t(kCells) * 32, 0))
-      Reserved(call, off, bytes);
+      Reserved(p, call, off, bytes);
   }
   [[noreturn]] void UseAfterFree(const char *call, uint32_t cell);
-  [[noreturn]] void Reserved(const char *call, uint64_t off, uint64_t bytes);
+  // Reached from CheckReserved for any access past the usable UB: fails unless it is a cube
+  // memory reached by a pipe that reaches it.
+  void Reserved(Pipe p, const char *call, uint64_t off, uint64_t bytes);
   void Report(const char *kind, Pipe p, const char *call, bool write, Pipe q, const char *qCall,
                            uint32_t cell);
   void Join(Clock &into, const Clock &from);

@@ -245,11 +245,12 @@ class Barrier {
 
 namespace {
 
-// One UB arena per thread, reused by every block that thread runs, unmapped when the thread ends
-// (page-aligned, so every UB address the kernel is given keeps its 32-byte alignment).
+// One local memory arena per thread (UB and the cube memories, twin_local_memory.h), reused by
+// every block that thread runs, unmapped when the thread ends (page-aligned, so every address the
+// kernel is given keeps its 32-byte alignment).
 uint8_t *ThreadArena() {
   static thread_local Pages arena;
-  arena.Reserve(kUbBytes);
+  arena.Reserve(kArenaBytes);
   return arena.data();
 }
 
@@ -340,7 +341,7 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false, Fiber *fiber = nullptr) {
     Block *outer = tlsBlock;
     try {
       if (fiber != nullptr) {
-        fiber->arena.Reserve(kUbBytes);
+        fiber->arena.Reserve(kArenaBytes);
         blk.ub = fiber->arena.data();
         fiber->races.Reserve(sizeof(Races));
         blk.races = fiber->races.as<Races>();
@@ -358,7 +359,8 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false, Fiber *fiber = nullptr) {
         blk.gmClock->Reset(blk.gmWho, mixed ? 3 * g.blockDim : g.blockDim);
       }
       // Stale UB contents on the NPU: 0xFF bytes read as NaN / -1, so a kernel that reads UB
-      // it never wrote gets visibly wrong results instead of lucky zeros.
+      // it never wrote gets visibly wrong results instead of lucky zeros. The cube memories get
+      // the same bytes where TPipe carves a buffer from them (most kernels use none).
       std::memset(blk.ub, 0xFF, kUbBytes);
       tlsBlock = &blk;
       g.body();
@@ -732,3 +734,26 @@ void SyncAllBlocks(bool aivOnly) {
 
 }  // namespace twin
 }  // namespace ms_ops
+
+namespace AscendC {
+namespace twin_detail {
+
+void StaticTensorStart() {
+  ms_ops::twin::Block &b = ms_ops::twin::Current();
+  if (b.staticTensors) return;
+  b.staticTensors = true;
+  using ms_ops::twin::LocalMem;
+  for (int m = ms_ops::twin::kMemUb; m < ms_ops::twin::kLocalMems; ++m) {
+    const uint32_t at = ms_ops::twin::LocalMemBase(LocalMem(m)), bytes = ms_ops::twin::kLocalMemBytes[m];
+    // UB's buffers of a live TPipe keep their history; UB's stale bytes are there since the block began.
+    if (m == ms_ops::twin::kMemUb) {
+      if (b.ubUsed == 0) b.races->Carve(at, bytes, "LocalTensor", 1, bytes);
+      continue;
+    }
+    std::memset(b.ub + at, 0xFF, bytes);
+    b.races->Carve(at, bytes, "LocalTensor", 1, bytes);
+  }
+}
+
+}  // namespace twin_detail
+}  // namespace AscendC

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "twin_local_memory.h"
+
 namespace ms_ops {
 namespace twin {
 
@@ -37,14 +39,14 @@ struct AicServed {};
 // The physical UB of an Atlas A2 vector core. TPipe hands out buffers up to it, as the NPU's TPipe
 // does; kAtlasA2.ubSize (192 KiB minus the runtime's top 256 B) is what a kernel may touch: an
 // access above it is an error (twin_races.h).
-constexpr uint32_t kUbBytes = 192 * 1024;
+constexpr uint32_t kUbBytes = kLocalMemBytes[kMemUb];
 
 struct Block {
   const char *kernel;
   int64_t idx, num;
   uint64_t tilingKey;
   bool strict;
-  uint8_t *ub;         // this block's UB arena, kUbBytes bytes, 64-byte aligned
+  uint8_t *ub;         // this block's local memory arena (twin_local_memory.h), UB first, 64-byte aligned
   uint32_t ubUsed;     // bytes handed out by the live TPipe
   void *pipe;          // the live AscendC::TPipe, if any (GetTPipePtr)
   Barrier *barrier;    // SyncAll's barrier under LaunchCooperative, else null
@@ -89,6 +91,10 @@ struct Block {
   GmWrites *gmAll = nullptr;
   GmClock *gmClock = nullptr;
   uint32_t gmWho = 0;
+  // Bytes of each cube memory (L1, L0A, L0B, L0C, BT) handed out by the live TPipe.
+  uint32_t cubeUsed[kLocalMems] = {};
+  // Whether a tensor at an address of its own has started the local memories afresh.
+  bool staticTensors = false;
 };
 
 // Hidden and without a constructor (as twin_profile.h's tlsProfile): read directly, with no TLS

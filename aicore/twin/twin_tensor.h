@@ -54,6 +54,29 @@ inline uint64_t UbOffset(const void *p) {
   return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(::ms_ops::twin::Current().ub);
 }
 
+// The local memory a buffer at position pos lives in (twin_local_memory.h).
+constexpr ::ms_ops::twin::LocalMem MemoryOf(TPosition pos) {
+  switch (pos) {
+    case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM: return ::ms_ops::twin::kMemL1;
+    case TPosition::A2: return ::ms_ops::twin::kMemL0A;
+    case TPosition::B2: return ::ms_ops::twin::kMemL0B;
+    case TPosition::CO1: return ::ms_ops::twin::kMemL0C;
+    case TPosition::C2: return ::ms_ops::twin::kMemBt;
+    default: return ::ms_ops::twin::kMemUb;
+  }
+}
+
+// The address a kernel sees: the byte offset within the tensor's own memory (UB, L1, ...).
+inline uint64_t PhyAddr(const void *p) {
+  const uint64_t off = UbOffset(p);
+  return off - ::ms_ops::twin::LocalMemBase(::ms_ops::twin::LocalMemAt(off));
+}
+
+// A tensor made at an address of its own (LocalTensor(pos, addr, tileSize)), not carved by a
+// TPipe: the first in a block starts the block's local memories afresh, stale bytes in the cube
+// memories (UB has them from the block's start) and no pipe history, as the carve of a TPipe does.
+void StaticTensorStart();
+
 }  // namespace twin_detail
 
 template <typename T>
@@ -126,6 +149,20 @@ class LocalTensor {
   using PrimType = T;
 
   LocalTensor() = default;
+  // tileSize elements at byte address addr of the memory position pos names, without a TPipe.
+  LocalTensor(TPosition pos, uint64_t addr, uint32_t tileSize) {
+    const ::ms_ops::twin::LocalMem mem = twin_detail::MemoryOf(pos);
+    const uint64_t bytes = ::ms_ops::twin::kLocalMemBytes[mem];
+    if (addr % 32 != 0 || addr + uint64_t(tileSize) * sizeof(T) > bytes)
+      twin_detail::Fail("LocalTensor", "address " + twin_detail::Str(addr) + " with " + twin_detail::Str(tileSize) +
+                                           " elements is not a 32-byte aligned range of the " +
+                                           twin_detail::Str(bytes) + "-byte " + ::ms_ops::twin::kLocalMemNames[mem]);
+    twin_detail::StaticTensorStart();
+    addr_ = reinterpret_cast<T *>(::ms_ops::twin::Current().ub + ::ms_ops::twin::LocalMemBase(mem) + addr);
+    size_ = tileSize;
+    cap_ = static_cast<uint32_t>((bytes - addr) / sizeof(T));
+    twin_detail::Int4Refused<T>("LocalTensor");
+  }
 
   T GetValue(uint32_t index) const {
     if (__builtin_expect(index >= cap_, 0)) twin_detail::UbOutOfRange("LocalTensor::GetValue", uint64_t(index) + 1, cap_);
@@ -161,9 +198,9 @@ class LocalTensor {
     if (size > cap_) twin_detail::UbOutOfRange("LocalTensor::SetSize", size, cap_);
     size_ = size;
   }
-  // The UB address: the byte offset of the tensor in its block's UB.
-  uint64_t GetPhyAddr() const { return twin_detail::UbOffset(addr_); }
-  uint64_t GetPhyAddr(uint32_t offset) const { return twin_detail::UbOffset(addr_ + offset); }
+  // The address: the byte offset of the tensor in its memory (UB, L1, L0A, ...).
+  uint64_t GetPhyAddr() const { return twin_detail::PhyAddr(addr_); }
+  uint64_t GetPhyAddr(uint32_t offset) const { return twin_detail::PhyAddr(addr_ + offset); }
 
   // Twin internals, for TQue/TBuf and the copy and vector calls.
   static LocalTensor TwinMake(T *addr, uint32_t size, uint32_t cap) { return LocalTensor(addr, size, cap); }
