@@ -15,6 +15,7 @@ SIGNATURES = {
     "twin_cube_nd2nz": [V, U, U, U, U, V, U],
     "twin_cube_bad": [I, V],
     "twin_cube_static": [U, U, U, V, V, V, I],
+    "twin_cube_transposed": [I, U, U, U, V, V, V, V, I],
 }
 
 
@@ -95,7 +96,7 @@ def test_nd2nz_layout(lib):
     nbytes = 2048
     z = np.zeros(nbytes // 2, np.float16)
     assert lib.twin_cube_nd2nz(P(x), rows, cols, c0_stride, n_stride, P(z), nbytes) == 0
-    want = np.full(nbytes // 2, np.frombuffer(np.uint16(0x7FFF).tobytes(), np.float16)[0], np.float16)
+    want = np.full(nbytes // 2, -2, np.float16)
     for r in range(rows):
         for blk in range(2):
             at = (r * n_stride + blk * c0_stride) * 16
@@ -141,3 +142,31 @@ def test_tensors_at_their_own_addresses(lib, capfd):
     assert lib.twin_cube_static(m, k, n, P(a), P(np.ascontiguousarray(b.T)), P(c), 0) == 1
     err = capfd.readouterr().err
     assert "Mmad: pipe race (read-after-write): Mmad on M reads L0A bytes [0, 32) (LocalTensor at L0A offset 0" in err
+
+
+@pytest.mark.parametrize("dtype", [0, 1])
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+@pytest.mark.parametrize("m,k,n", [(30, 70, 40), (16, 32, 32), (5, 9, 3)])
+def test_transposing_loads_and_the_bias_table(lib, dtype, mode, m, k, n):
+    """LoadDataWithTranspose (int8: B [k, n]; fp32: Aᵀ and, with kDirectionAlign, k paired to 16),
+    the bias through L1 into the bias table, Mmad's four ways to start C, Fixpipe into L1."""
+    rng = np.random.default_rng(100 * dtype + 10 * mode + m)
+    if dtype == 0:
+        a = rng.integers(-9, 10, (m, k)).astype(np.int8)
+        b = rng.integers(-9, 10, (k, n)).astype(np.int8)
+        bias = rng.integers(-50, 50, n).astype(np.int32)
+        a_in, b_in, out = a, b, np.zeros(1, np.int32)
+    else:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        bias = rng.standard_normal(n).astype(np.float32)
+        a_in, b_in, out = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T), np.zeros(1, np.float32)
+    prod = a.astype(np.float64) @ b.astype(np.float64)
+    want = {0: prod + bias, 1: prod + bias, 2: prod, 3: 2 * prod}[mode]
+    padded = np.zeros(-(-m * n // 8) * 8, out.dtype)
+    assert lib.twin_cube_transposed(dtype, m, k, n, P(a_in), P(b_in), P(bias), P(padded), mode) == 0
+    out = padded[:m * n].reshape(m, n)
+    if dtype == 0:
+        np.testing.assert_array_equal(out, want.astype(np.int32))
+    else:
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)

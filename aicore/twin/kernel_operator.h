@@ -3,6 +3,15 @@
 #ifndef MS_OPS_TWIN_KERNEL_OPERATOR_H_
 #define MS_OPS_TWIN_KERNEL_OPERATOR_H_
 
+// The twin is an Atlas A2 core: the architecture macros the device compiler defines for one
+// (dav-c220), by which kernels choose their code paths.
+#ifndef __NPU_ARCH__
+#define __NPU_ARCH__ 2201
+#endif
+#ifndef __CCE_AICORE__
+#define __CCE_AICORE__ 220
+#endif
+
 #include "kernel_type.h"
 #include "twin_std.h"
 #include "twin_types.h"

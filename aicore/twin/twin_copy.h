@@ -249,12 +249,15 @@ inline void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, cons
   StoreRows<T>("DataCopy", dst, reinterpret_cast<const uint8_t *>(src.TwinData()), p.blockCount, row, dp, sp);
 }
 
+// Local -> local: blockLen and gaps in 32-byte blocks, or 64-byte ones into the bias table (L1 ->
+// C2, as Atlas A2 counts them).
 template <typename T>
 inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, const DataCopyParams &p) {
   using namespace twin_detail;
   UbAligned("DataCopy", dst.TwinData());
   UbAligned("DataCopy", src.TwinData());
-  const uint64_t row = p.blockLen * kBlk, sp = (p.blockLen + p.srcStride) * kBlk, dp = (p.blockLen + p.dstStride) * kBlk;
+  const uint64_t unit = ::ms_ops::twin::LocalMemAt(UbOffset(dst.TwinData())) == ::ms_ops::twin::kMemBt ? 2 * kBlk : kBlk;
+  const uint64_t row = p.blockLen * unit, sp = (p.blockLen + p.srcStride) * unit, dp = (p.blockLen + p.dstStride) * unit;
   BlockCount("DataCopy", p.blockCount);
   UbSpan("DataCopy", src, Span(p.blockCount, row, sp));
   UbSpan("DataCopy", dst, Span(p.blockCount, row, dp));

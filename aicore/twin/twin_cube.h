@@ -28,6 +28,20 @@
 #include "twin_copy.h"
 #include "twin_profile.h"
 
+// Fixpipe's conversion modes. The CCE compiler declares them at global scope: kernels name them
+// unqualified (QuantMode_t::F322F16).
+enum QuantMode_t : uint8_t {
+  NoQuant = 0,
+  F322F16,
+  F322BF16,
+  DEQF16,
+  VDEQF16,
+  QF322B8_PRE,
+  VQF322B8_PRE,
+  REQ8,
+  VREQ8,
+};
+
 namespace AscendC {
 
 struct Nd2NzParams {
@@ -41,6 +55,8 @@ struct Nd2NzParams {
   uint16_t dstNzC0Stride = 0, dstNzNStride = 0, dstNzMatrixStride = 0;
 };
 
+struct LoadData2DParams;
+using LoadData2dParams = LoadData2DParams;
 struct LoadData2DParams {
   LoadData2DParams() = default;
   LoadData2DParams(uint16_t startIndexIn, uint8_t repeatTimesIn, uint16_t srcStrideIn, uint8_t sidIn,
@@ -52,39 +68,48 @@ struct LoadData2DParams {
   uint8_t repeatTimes = 0, sid = 0, addrMode = 0;  // addrMode 1: source fractals at decreasing indices
 };
 
+struct LoadData2dTransposeParams {
+  LoadData2dTransposeParams() = default;
+  LoadData2dTransposeParams(uint16_t startIndexIn, uint8_t repeatTimesIn, uint16_t srcStrideIn, uint16_t dstGapIn,
+                            uint16_t dstFracGapIn, uint8_t addrModeIn = 0)
+      : startIndex(startIndexIn), repeatTimes(repeatTimesIn), srcStride(srcStrideIn), dstGap(dstGapIn),
+        dstFracGap(dstFracGapIn), addrMode(addrModeIn) {}
+  uint16_t startIndex = 0;
+  uint8_t repeatTimes = 0;
+  uint16_t srcStride = 0, dstGap = 0, dstFracGap = 0;
+  uint8_t addrMode = 0;
+};
+
 struct MmadParams {
   MmadParams() = default;
   MmadParams(uint16_t mIn, uint16_t nIn, uint16_t kIn, bool isBiasIn, int32_t fmOffsetIn, bool enSsparseIn,
              bool enWinogradAIn, bool enWinogradBIn)
       : m(mIn), n(nIn), k(kIn), isBias(isBiasIn), fmOffset(fmOffsetIn), enSsparse(enSsparseIn),
         enWinogradA(enWinogradAIn), enWinogradB(enWinogradBIn) {}
+  MmadParams(uint16_t mIn, uint16_t nIn, uint16_t kIn, uint8_t unitFlagIn, bool cmatrixSourceIn, bool cmatrixInitValIn)
+      : m(mIn), n(nIn), k(kIn), unitFlag(unitFlagIn), cmatrixSource(cmatrixSourceIn), cmatrixInitVal(cmatrixInitValIn) {}
   uint16_t m = 0, n = 0, k = 0;
-  bool isBias = false;
+  bool isBias = false;  // set: C's initial values are used (as cmatrixInitVal false)
   int32_t fmOffset = 0;
   bool enSsparse = false, enWinogradA = false, enWinogradB = false;
   uint8_t unitFlag = 0;
-  bool kDirectionAlign = false;
-  bool cmatrixSource = false;
-  bool cmatrixInitVal = true;  // true: C = A B (+ bias); false: C += A B
+  bool kDirectionAlign = false;  // fp32: k laid out in L0A / L0B in blocks of 16, not 8
+  bool cmatrixSource = false;    // C's initial values: the bias table (broadcast over rows), else L0C
+  bool cmatrixInitVal = true;    // true: C = A B; false: C = initial values + A B
 };
 
-enum class QuantMode_t : uint8_t {
-  NoQuant = 0,
-  F322F16,
-  F322BF16,
-  DEQF16,
-  VDEQF16,
-  QF322B8_PRE,
-  VQF322B8_PRE,
-  REQ8,
-  VREQ8,
-};
-using QuantMode = QuantMode_t;
+using ::QuantMode_t;
 
 struct FixpipeParamsV220 {
   FixpipeParamsV220() = default;
   FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn, bool reluEnIn)
       : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn) {}
+  FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn, bool reluEnIn,
+                    QuantMode_t quantPreIn, int64_t deqScalarIn, uint16_t ndNumIn, uint16_t srcNdStrideIn,
+                    uint16_t dstNdStrideIn, uint8_t unitFlagIn, bool isChannelSplitIn = false)
+      : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), quantPre(quantPreIn),
+        deqScalar(static_cast<uint64_t>(deqScalarIn)), ndNum(ndNumIn), srcNdStride(srcNdStrideIn),
+        dstNdStride(dstNdStrideIn), reluEn(reluEnIn), unitFlag(unitFlagIn), isChannelSplit(isChannelSplitIn) {}
   uint16_t nSize = 0, mSize = 0;
   uint16_t srcStride = 0;  // L0C rows (16 elements each) between the starts of adjacent n blocks
   uint32_t dstStride = 0;  // elements between the destination's rows
@@ -99,17 +124,23 @@ struct FixpipeParamsV220 {
 
 enum class CO2Layout : uint8_t { NZ = 0, ROW_MAJOR, COLUMN_MAJOR };
 struct FixpipeConfig {
+  constexpr FixpipeConfig(CO2Layout formatIn) : format(formatIn) {}
+  constexpr FixpipeConfig(CO2Layout formatIn, bool) : format(formatIn) {}
   CO2Layout format;
 };
 constexpr FixpipeConfig CFG_NZ = {CO2Layout::NZ};
 constexpr FixpipeConfig CFG_ROW_MAJOR = {CO2Layout::ROW_MAJOR};
+constexpr FixpipeConfig CFG_COLUMN_MAJOR = {CO2Layout::COLUMN_MAJOR};
 
+template <typename T>
 struct InitConstValueParams {
   InitConstValueParams() = default;
-  InitConstValueParams(uint16_t repeatTimesIn, uint16_t blockNumIn, uint16_t dstGapIn, uint32_t initValueIn)
+  InitConstValueParams(uint16_t repeatTimesIn, uint16_t blockNumIn, uint16_t dstGapIn, T initValueIn)
       : repeatTimes(repeatTimesIn), blockNum(blockNumIn), dstGap(dstGapIn), initValue(initValueIn) {}
+  // blockNum 0: 512 bytes a repeat, no gap.
+  InitConstValueParams(uint16_t repeatTimesIn, T initValueIn) : repeatTimes(repeatTimesIn), initValue(initValueIn) {}
   uint16_t repeatTimes = 0, blockNum = 0, dstGap = 0;
-  uint32_t initValue = 0;
+  T initValue = 0;
 };
 
 namespace twin_detail {
@@ -187,28 +218,44 @@ constexpr bool MmadTypes() {
          (std::is_same_v<D, int32_t> && std::is_same_v<S, int8_t>);
 }
 
-template <typename D, typename S, typename B>
+// C = A B, or C = initial values + A B (cmatrixInitVal false, or isBias): the initial values are
+// L0C's own, or, with cmatrixSource, a row of n bias values from the bias table (`bias`: the bias
+// tensor of Mmad's bias overload, else the table's start) added to every row.
+template <typename D, typename S>
 inline void MmadRun(const char *call, const LocalTensor<D> &dst, const LocalTensor<S> &fm, const LocalTensor<S> &filter,
-                    const B *bias, const MmadParams &p) {
+                    const D *bias, const MmadParams &p) {
   static_assert(MmadTypes<D, S>(), "Mmad: Atlas A2 multiplies half, bfloat16_t or float into float, int8_t into int32_t");
   InMemory(call, "dst", dst.TwinData(), ::ms_ops::twin::kMemL0C, ::ms_ops::twin::kMemL0C, 64);
   InMemory(call, "fm", fm.TwinData(), ::ms_ops::twin::kMemL0A, ::ms_ops::twin::kMemL0A, kFractalBytes);
   InMemory(call, "filter", filter.TwinData(), ::ms_ops::twin::kMemL0B, ::ms_ops::twin::kMemL0B, kFractalBytes);
-  if (p.enSsparse || p.enWinogradA || p.enWinogradB || p.fmOffset != 0 || p.kDirectionAlign)
-    Fail(call, "sparse, Winograd, fmOffset and kDirectionAlign modes are not modelled by the twin");
-  if (p.isBias && bias == nullptr) Fail(call, "isBias needs the bias tensor (Mmad's overload with bias)");
+  if (p.enSsparse || p.enWinogradA || p.enWinogradB || p.fmOffset != 0)
+    Fail(call, "sparse, Winograd and fmOffset modes are not modelled by the twin");
   if (p.m > 4095 || p.n > 4095 || p.k > 4095)
     Fail(call, "m, n and k must be at most 4095 (got " + Str(p.m) + ", " + Str(p.n) + ", " + Str(p.k) + ")");
   if (p.m == 0 || p.n == 0 || p.k == 0) return;
+  const bool init = p.cmatrixInitVal && !p.isBias, fromBias = !init && p.cmatrixSource;
+  const D *row = nullptr;
+  if (fromBias) {
+    row = bias != nullptr ? bias
+                          : reinterpret_cast<const D *>(::ms_ops::twin::Current().ub +
+                                                        ::ms_ops::twin::LocalMemBase(::ms_ops::twin::kMemBt));
+    if (UbOffset(row) + uint64_t(p.n) * sizeof(D) > ::ms_ops::twin::LocalMemBase(::ms_ops::twin::kLocalMems))
+      Fail(call, "n " + Str(p.n) + " bias values reach past the bias table");
+    Races().Read(kPipeM, call, row, uint64_t(p.n) * sizeof(D));
+  }
   constexpr uint32_t c0 = 32 / sizeof(S);
-  const uint32_t kb = (p.k + c0 - 1) / c0, mb = (p.m + 15) / 16, nb = (p.n + 15) / 16;
-  const uint64_t aCount = uint64_t(mb) * kb * 16 * c0, bCount = uint64_t(kb) * nb * 16 * c0, cCount = uint64_t(nb) * mb * 256;
+  // kDirectionAlign: fp32 A's k blocks of 8 come in pairs in L0A (k rounded up to 16 there, as
+  // LoadDataWithTranspose leaves a transposed A); B's stay single.
+  const uint32_t kAlignA = p.kDirectionAlign && sizeof(S) == 4 ? 16 : c0;
+  const uint32_t kbA = (p.k + kAlignA - 1) / kAlignA * (kAlignA / c0), kb = (p.k + c0 - 1) / c0;
+  const uint32_t mb = (p.m + 15) / 16, nb = (p.n + 15) / 16;
+  const uint64_t aCount = uint64_t(mb) * kbA * 16 * c0, bCount = uint64_t(kb) * nb * 16 * c0, cCount = uint64_t(nb) * mb * 256;
   Within(call, fm, aCount);
   Within(call, filter, bCount);
   Within(call, dst, cCount);
   Races().Read(kPipeM, call, fm.TwinData(), aCount * sizeof(S));
   Races().Read(kPipeM, call, filter.TwinData(), bCount * sizeof(S));
-  if (!p.cmatrixInitVal) Races().Read(kPipeM, call, dst.TwinData(), cCount * sizeof(D));
+  if (!init && !fromBias) Races().Read(kPipeM, call, dst.TwinData(), cCount * sizeof(D));
   Races().Write(kPipeM, call, dst.TwinData(), cCount * sizeof(D));
   using Acc = std::conditional_t<std::is_same_v<D, int32_t>, int32_t, float>;
   const S *a = fm.TwinData(), *b = filter.TwinData();
@@ -216,10 +263,9 @@ inline void MmadRun(const char *call, const LocalTensor<D> &dst, const LocalTens
   for (uint32_t i = 0; i < p.m; ++i)
     for (uint32_t j = 0; j < p.n; ++j) {
       D &out = c[(uint64_t(j / 16) * mb * 16 + i) * 16 + j % 16];
-      Acc s = p.cmatrixInitVal ? Acc(0) : Acc(out);
-      if (bias != nullptr && p.cmatrixInitVal) s += Acc(bias[j]);
+      Acc s = init ? Acc(0) : fromBias ? Acc(row[j]) : Acc(out);
       for (uint32_t kk = 0; kk < p.k; ++kk) {
-        const Acc x = Acc(a[(uint64_t(i / 16) * kb + kk / c0) * 16 * c0 + (i % 16) * c0 + kk % c0]);
+        const Acc x = Acc(a[(uint64_t(i / 16) * kbA + kk / c0) * 16 * c0 + (i % 16) * c0 + kk % c0]);
         const Acc y = Acc(b[(uint64_t(kk / c0) * nb + j / 16) * 16 * c0 + (j % 16) * c0 + kk % c0]);
         if constexpr (std::is_same_v<Acc, float>) {
           s = __builtin_fmaf(x, y, s);
@@ -342,15 +388,63 @@ inline void LoadData(const LocalTensor<T> &dst, const GlobalTensor<T> &src, cons
   twin_detail::LoadFractals(call, dst, src.TwinData(), cap, p, twin_detail::kPipeMte2);
 }
 
+// L1 -> L0A / L0B, transposing squares: repeat r takes square startIndex +- r * srcStride of src
+// (a 16 x 16 fractal of a 16-bit type; two fractals, 1 KiB, for 8- and 32-bit types: for int8 two
+// 16 x 32 fractals one above the other, a 32 x 32 square; for fp32 two 16 x 8 fractals side by
+// side, a 16 x 16 square), transposes it and writes it back as fractals: the first at r * (1 +
+// dstGap) fractals of dst, the second (8- and 32-bit types) dstFracGap fractals after the first.
+template <typename T>
+inline void LoadDataWithTranspose(const LocalTensor<T> &dst, const LocalTensor<T> &src,
+                                  const LoadData2dTransposeParams &p) {
+  using namespace twin_detail;
+  const char *call = "LoadDataWithTranspose";
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose: 8-, 16- or 32-bit elements");
+  InMemory(call, "src", src.TwinData(), ::ms_ops::twin::kMemL1, ::ms_ops::twin::kMemL1, 32);
+  InMemory(call, "dst", dst.TwinData(), ::ms_ops::twin::kMemL0A, ::ms_ops::twin::kMemL0B, kFractalBytes);
+  constexpr uint64_t per = kFractalBytes / sizeof(T), fracs = sizeof(T) == 2 ? 1 : 2;
+  for (uint32_t r = 0; r < p.repeatTimes; ++r) {
+    const int64_t step = int64_t(r) * p.srcStride, idx = p.addrMode ? int64_t(p.startIndex) - step : p.startIndex + step;
+    if (idx < 0) Fail(call, "repeat " + Str(r) + " reads a square before the source (addrMode 1 past index 0)");
+    const uint64_t from = uint64_t(idx) * fracs * per;
+    const uint64_t to0 = uint64_t(r) * (1 + p.dstGap) * per, to1 = to0 + (1 + p.dstFracGap) * per;
+    Within(call, src, from + fracs * per);
+    Within(call, dst, (fracs == 2 ? to1 : to0) + per);
+    const T *s = src.TwinData() + from;
+    Races().Read(kPipeMte1, call, s, fracs * kFractalBytes);
+    std::vector<T> out(fracs * per);
+    if constexpr (sizeof(T) == 2) {
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 16; ++j) out[i * 16 + j] = s[j * 16 + i];
+    } else if constexpr (sizeof(T) == 1) {
+      // The square is the two fractals' 32 rows of 32; its transpose's rows 0-15 and 16-31.
+      for (int i = 0; i < 32; ++i)
+        for (int j = 0; j < 32; ++j) out[i * 32 + j] = s[j * 32 + i];
+    } else {
+      // Square element (row, col) is fractal col / 8's (row, col % 8); the transpose's columns
+      // 0-7 and 8-15 are the two fractals out.
+      for (int f = 0; f < 2; ++f)
+        for (int i = 0; i < 16; ++i)
+          for (int j = 0; j < 8; ++j) out[f * per + i * 8 + j] = s[(i / 8) * per + (8 * f + j) * 8 + i % 8];
+    }
+    Races().Write(kPipeMte1, call, dst.TwinData() + to0, kFractalBytes);
+    std::memcpy(dst.TwinData() + to0, out.data(), kFractalBytes);
+    if (fracs == 2) {
+      Races().Write(kPipeMte1, call, dst.TwinData() + to1, kFractalBytes);
+      std::memcpy(dst.TwinData() + to1, out.data() + per, kFractalBytes);
+    }
+  }
+  ::ms_ops::twin::ProfileUb(kPipeMte1, uint64_t(p.repeatTimes) * fracs * kFractalBytes);
+}
+
 template <typename T, typename U, typename S>
 inline void Mmad(const LocalTensor<T> &dst, const LocalTensor<U> &fm, const LocalTensor<S> &filter,
                  const MmadParams &p) {
   static_assert(std::is_same_v<U, S>, "Mmad: fm and filter have one element type");
-  twin_detail::MmadRun<T, U, float>("Mmad", dst, fm, filter, nullptr, p);
+  twin_detail::MmadRun<T, U>("Mmad", dst, fm, filter, nullptr, p);
 }
 
-// With a bias row (n elements of the C type, in the bias table) added to every row of C when the
-// product starts C (cmatrixInitVal).
+// The bias overload: C's initial values (when cmatrixInitVal is false) are the bias row in the
+// bias table (C2) that `bias` is. A bias in L0C (CO1), the NPU's other source, is not modelled.
 template <typename T, typename U, typename S, typename V>
 inline void Mmad(const LocalTensor<T> &dst, const LocalTensor<U> &fm, const LocalTensor<S> &filter,
                  const LocalTensor<V> &bias, const MmadParams &p) {
@@ -358,8 +452,9 @@ inline void Mmad(const LocalTensor<T> &dst, const LocalTensor<U> &fm, const Loca
   static_assert(std::is_same_v<V, T>, "Mmad: the bias has C's element type");
   twin_detail::InMemory("Mmad", "bias", bias.TwinData(), ::ms_ops::twin::kMemBt, ::ms_ops::twin::kMemBt, 64);
   twin_detail::Within("Mmad", bias, p.n);
-  twin_detail::Races().Read(twin_detail::kPipeM, "Mmad", bias.TwinData(), uint64_t(p.n) * sizeof(V));
-  twin_detail::MmadRun<T, U, V>("Mmad", dst, fm, filter, p.isBias ? bias.TwinData() : nullptr, p);
+  MmadParams q = p;
+  q.cmatrixSource = true;
+  twin_detail::MmadRun<T, U>("Mmad", dst, fm, filter, bias.TwinData(), q);
 }
 
 // L0C -> GM: C [mSize, nSize] row-major at dst (rows dstStride elements apart), converted as
@@ -403,25 +498,28 @@ inline void Fixpipe(const GlobalTensor<T> &, const LocalTensor<U> &, const Local
   twin_detail::Fail("Fixpipe", "per-channel quantisation (a cbufWorkspace of scales) is not modelled by the twin");
 }
 
-// repeatTimes runs of blockNum 32-byte blocks of dst set to initValue's low sizeof(T) bytes, runs
-// dstGap blocks apart (L1, L0A or L0B; MTE2 on Atlas A2).
-template <typename T>
-inline void InitConstValue(const LocalTensor<T> &dst, const InitConstValueParams &p) {
+// repeatTimes runs of blockNum blocks (32 bytes in L1, 512 in L0A / L0B) set to initValue, runs
+// dstGap blocks apart; blockNum 0 (the two-value form): 512 bytes a run, none apart. MTE2's work.
+template <typename T, typename U>
+inline void InitConstValue(const LocalTensor<T> &dst, const InitConstValueParams<U> &p) {
   using namespace twin_detail;
+  static_assert(std::is_same_v<T, U>, "InitConstValue: the value has the tensor's element type");
   const char *call = "InitConstValue";
   const LocalMem m = MemOf(dst.TwinData());
-  if (m != ::ms_ops::twin::kMemL0A && m != ::ms_ops::twin::kMemL0B)
+  const bool l0 = m == ::ms_ops::twin::kMemL0A || m == ::ms_ops::twin::kMemL0B;
+  if (l0) {
+    InMemory(call, "dst", dst.TwinData(), m, m, kFractalBytes);
+  } else {
     InMemory(call, "dst", dst.TwinData(), ::ms_ops::twin::kMemL1, ::ms_ops::twin::kMemL1, 32);
-  UbAligned(call, dst.TwinData());
-  T v;
-  static_assert(sizeof(T) <= sizeof(uint32_t), "InitConstValue: elements of at most 4 bytes");
-  std::memcpy(&v, &p.initValue, sizeof(T));
-  constexpr uint32_t per = 32 / sizeof(T);
+  }
+  const uint64_t unit = (l0 ? kFractalBytes : 32) / sizeof(T);
+  const uint64_t per = p.blockNum == 0 ? kFractalBytes / sizeof(T) : p.blockNum * unit;
+  const uint64_t gap = p.blockNum == 0 ? 0 : p.dstGap * unit;
   for (uint32_t r = 0; r < p.repeatTimes; ++r) {
-    const uint64_t at = uint64_t(r) * (p.blockNum + p.dstGap) * per, n = uint64_t(p.blockNum) * per;
-    Within(call, dst, at + n);
-    Races().Write(kPipeMte2, call, dst.TwinData() + at, n * sizeof(T));
-    for (uint64_t e = 0; e < n; ++e) dst.TwinData()[at + e] = v;
+    const uint64_t at = uint64_t(r) * (per + gap);
+    Within(call, dst, at + per);
+    Races().Write(kPipeMte2, call, dst.TwinData() + at, per * sizeof(T));
+    for (uint64_t e = 0; e < per; ++e) dst.TwinData()[at + e] = p.initValue;
   }
 }
 

@@ -390,6 +390,78 @@ class TPipe {
   bool owns_ = true;
 };
 
+// The memories of LocalMemAllocator (CANN's newer way to lay out local tensors without a TPipe).
+enum class Hardware : uint8_t { GM, UB, L1, L0A, L0B, L0C, BIAS, FIXBUF, MAX };
+
+namespace twin_detail {
+
+// The position a tensor of memory `hard` takes when Alloc names none, and its alignment there.
+constexpr TPosition DefaultPosition(Hardware hard) {
+  switch (hard) {
+    case Hardware::L1: return TPosition::A1;
+    case Hardware::L0A: return TPosition::A2;
+    case Hardware::L0B: return TPosition::B2;
+    case Hardware::L0C: return TPosition::CO1;
+    case Hardware::BIAS: return TPosition::C2;
+    default: return TPosition::VECCALC;
+  }
+}
+constexpr uint32_t AllocAlign(Hardware hard) {
+  return hard == Hardware::L0A || hard == Hardware::L0B ? 512 : hard == Hardware::L0C || hard == Hardware::BIAS ? 64 : 32;
+}
+
+}  // namespace twin_detail
+
+// Tensors one after another from address 0 of a memory, each at the memory's alignment
+// (LocalTensor(pos, addr, size): no TPipe).
+template <Hardware hard = Hardware::UB>
+class LocalMemAllocator {
+  static_assert(hard != Hardware::GM && hard != Hardware::FIXBUF && hard != Hardware::MAX,
+                "LocalMemAllocator: UB, L1, L0A, L0B, L0C or BIAS");
+  static constexpr TPosition kPos = twin_detail::DefaultPosition(hard);
+
+ public:
+  uint32_t GetCurAddr() const { return head_; }
+  template <TPosition pos, class T, uint32_t tileSize>
+  LocalTensor<T> Alloc() {
+    return Take<T>(pos, tileSize);
+  }
+  template <TPosition pos, class T>
+  LocalTensor<T> Alloc(uint32_t tileSize) {
+    return Take<T>(pos, tileSize);
+  }
+  template <class T, uint32_t tileSize>
+  LocalTensor<T> Alloc() {
+    return Take<T>(kPos, tileSize);
+  }
+  template <class T>
+  LocalTensor<T> Alloc(uint32_t tileSize) {
+    return Take<T>(kPos, tileSize);
+  }
+  // The rest of the memory.
+  template <class T>
+  LocalTensor<T> Alloc() {
+    const uint32_t bytes = ::ms_ops::twin::kLocalMemBytes[twin_detail::MemoryOf(kPos)];
+    return Take<T>(kPos, head_ < bytes ? (bytes - head_) / sizeof(T) : 0);
+  }
+
+ private:
+  template <class T>
+  LocalTensor<T> Take(TPosition pos, uint32_t tileSize) {
+    if (twin_detail::MemoryOf(pos) != twin_detail::MemoryOf(kPos))
+      twin_detail::Fail("LocalMemAllocator::Alloc", "the position's memory is not the allocator's");
+    LocalTensor<T> t(pos, head_, tileSize);
+    const uint64_t end = head_ + uint64_t(tileSize) * sizeof(T), align = twin_detail::AllocAlign(hard);
+    head_ = static_cast<uint32_t>((end + align - 1) / align * align);
+    return t;
+  }
+
+  uint32_t head_ = 0;
+};
+
+// The core's SoC state at a kernel's start (atomics off, full vector mask), which a twin block has.
+inline void InitSocState() {}
+
 }  // namespace AscendC
 
 // The running block's live TPipe. At global scope, as CANN declares it: kernels call it unqualified

@@ -13,6 +13,11 @@
 
 #define __aicore__
 #define __global__
+// The kernel kinds of CANN's newer entry qualifiers (__global__ __cube__ / __vector__ / __mix__(1, 2)):
+// the launch, not the qualifier, says which cores a twin kernel runs on.
+#define __cube__
+#define __vector__
+#define __mix__(...)
 #define __gm__
 #define GM_ADDR __gm__ uint8_t *
 // The other address-space qualifiers of the device compiler (UB, L1, L0A/B/C, fixpipe buffer).

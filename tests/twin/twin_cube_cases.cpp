@@ -115,7 +115,7 @@ TWIN_EXPORT int twin_cube_matmul(int dtype, uint32_t m, uint32_t k, uint32_t n, 
 }
 
 // The ND -> NZ copy alone: x [rows, cols] (half) into L1 with the given strides, then the whole L1
-// buffer (`bytes`, first set to 0x7FFF halves by InitConstValue) back to z through a plain copy.
+// buffer (`bytes`, first set to -2 by InitConstValue) back to z through a plain copy.
 TWIN_EXPORT int twin_cube_nd2nz(void *x, uint32_t rows, uint32_t cols, uint32_t c0Stride, uint32_t nStride, void *z,
                                 uint32_t bytes) {
   return Run("twin_cube_nd2nz", 1, [&] {
@@ -123,7 +123,7 @@ TWIN_EXPORT int twin_cube_nd2nz(void *x, uint32_t rows, uint32_t cols, uint32_t 
     TQue<TPosition::A1, 1> q;
     pipe.InitBuffer(q, 1, bytes);
     LocalTensor<half> t = q.AllocTensor<half>();
-    InitConstValue(t, InitConstValueParams(1, static_cast<uint16_t>(bytes / 32), 0, 0x7FFF));
+    InitConstValue(t, InitConstValueParams<half>(1, static_cast<uint16_t>(bytes / 32), 0, half(-2.0f)));
     PipeBarrier<PIPE_ALL>();
     DataCopy(t, Gm<half>(x, uint64_t(rows) * cols),
              Nd2NzParams(1, static_cast<uint16_t>(rows), static_cast<uint16_t>(cols), 0, static_cast<uint16_t>(cols),
@@ -151,7 +151,7 @@ TWIN_EXPORT int twin_cube_bad(int which, void *c) {
     pipe.InitBuffer(qc, 1, 4096);
     LocalTensor<float> a1 = qa1.AllocTensor<float>(), a2 = qa2.AllocTensor<float>(), b2 = qb2.AllocTensor<float>();
     LocalTensor<float> c1 = qc.AllocTensor<float>();
-    InitConstValue(a1, InitConstValueParams(1, 128, 0, 0));
+    InitConstValue(a1, InitConstValueParams<float>(1, 128, 0, 0.0f));
     PipeBarrier<PIPE_ALL>();
     const MmadParams mp(16, 16, 8, false, 0, false, false, false);
     switch (which) {
@@ -204,4 +204,98 @@ TWIN_EXPORT int twin_cube_static(uint32_t m, uint32_t k, uint32_t n, void *a, vo
     WaitFlag<HardEvent::M_FIX>(0);
     Fixpipe(Gm<float>(c, uint64_t(m) * n), c1, FixpipeParamsV220(n, m, mb * 16, n, false));
   });
+}
+
+namespace {
+
+// C [m, n] = A [m, k] B + bias (C type Acc) with the operands transposed on the way to L0A / L0B
+// by LoadDataWithTranspose where the layout needs it: S int8 (B [k, n] as given, squares of two
+// fractals one above the other) or float (A given as Aᵀ [k, m], squares of two fractals side by
+// side, k paired to 16 in L0A: kDirectionAlign; B given as Bᵀ). The bias goes GM -> L1 -> bias
+// table (64-byte blocks); `mode` 0: Mmad's bias overload, 1: cmatrixSource without it (the table's
+// start), 2: no bias (cmatrixInitVal), 3: isBias on a second product (C = 2 A B). Tensors come from
+// LocalMemAllocator; the result goes L0C -> L1 -> GM (c rounded up to whole 32-byte blocks).
+template <typename S, typename Acc>
+int Transposed(const char *name, uint32_t m, uint32_t k, uint32_t n, void *a, void *b, void *bias, void *c, int mode) {
+  return Run(name, 1, [&] {
+    constexpr bool isInt8 = std::is_same_v<S, int8_t>;
+    constexpr uint32_t c0 = 32 / sizeof(S), frac = kFractal / sizeof(S);
+    const uint32_t mb = Blocks(m, 16), nb = isInt8 ? Blocks(n, 32) * 2 : Blocks(n, 16);
+    const uint32_t kb = isInt8 ? Blocks(k, 32) : Blocks(k, 16) * 2;  // k blocks of c0 as L0A holds them
+    LocalMemAllocator<Hardware::L1> l1;
+    LocalMemAllocator<Hardware::L0A> l0a;
+    LocalMemAllocator<Hardware::L0B> l0b;
+    LocalMemAllocator<Hardware::L0C> l0c;
+    LocalMemAllocator<Hardware::BIAS> bt;
+    LocalTensor<S> a1 = l1.Alloc<S>(mb * kb * frac), b1 = l1.Alloc<S>(kb * nb * frac);
+    LocalTensor<Acc> bias1 = l1.Alloc<TPosition::C1, Acc>(nb * 16), out1 = l1.Alloc<Acc>(m * n);
+    LocalTensor<S> a2 = l0a.Alloc<S>(mb * kb * frac), b2 = l0b.Alloc<S>(kb * nb * frac);
+    LocalTensor<Acc> c1 = l0c.Alloc<Acc>(mb * nb * 256), bias2 = bt.Alloc<Acc>(nb * 16);
+    if constexpr (isInt8) {
+      // A as NZ [m, k] (column blocks of 32); B as NZ [k, n], k rows rounded up to 32 so that two
+      // fractals stack into a square.
+      DataCopy(a1, Gm<S>(a, uint64_t(m) * k), Nd2NzParams(1, m, k, 0, k, mb * 16, 1, 0));
+      DataCopy(b1, Gm<S>(b, uint64_t(k) * n), Nd2NzParams(1, k, n, 0, n, kb * 32 / 2 * 2, 1, 0));
+    } else {
+      // Aᵀ [k, m] in slabs of 16 k-rows, each NZ with column blocks 16 rows apart: two adjacent
+      // column blocks (16 m) make a 16 x 16 square. Bᵀ [n, k] as NZ.
+      const GlobalTensor<S> ag = Gm<S>(a, uint64_t(k) * m);
+      const uint32_t slabs = k / 16, tail = k % 16;
+      if (slabs > 0) DataCopy(a1, ag, Nd2NzParams(slabs, 16, m, 16 * m, m, 16, 1, 16 * mb * 16));
+      if (tail > 0) DataCopy(a1[slabs * 16 * mb * 16], ag[slabs * 16 * m], Nd2NzParams(1, tail, m, 0, m, 16, 1, 0));
+      DataCopy(b1, Gm<S>(b, uint64_t(n) * k), Nd2NzParams(1, n, k, 0, k, nb * 16, 1, 0));
+    }
+    DataCopy(bias1, Gm<Acc>(bias, n), Nd2NzParams(1, 1, n, 0, n, 1, 1, 0));
+    SetFlag<HardEvent::MTE2_MTE1>(0);
+    WaitFlag<HardEvent::MTE2_MTE1>(0);
+    if constexpr (isInt8) {
+      // A: each m block's k fractals (mb apart in L1).
+      for (uint32_t i = 0; i < mb; ++i) LoadData(a2[i * kb * frac], a1, LoadData2DParams(i, kb, mb, 0, 0, false, 0));
+      // B: for each k square (two k fractals), the n squares (kb / 2 squares apart in L1), each two n fractals.
+      for (uint32_t i = 0; i < kb; ++i)
+        LoadDataWithTranspose(b2[i * nb * frac], b1[i * 2 * frac], LoadData2dTransposeParams(0, nb / 2, kb, 1, 0));
+    } else {
+      // A: for each m block (two column blocks of the slabs), the k squares (one per slab).
+      for (uint32_t i = 0; i < mb; ++i)
+        LoadDataWithTranspose(a2[i * kb * frac], a1[i * 2 * frac], LoadData2dTransposeParams(0, kb / 2, mb, 1, 0));
+      LoadData(b2, b1, LoadData2DParams(0, Blocks(k, c0) * nb, 1, 0, 0, false, 0));
+    }
+    // L1 -> bias table: blocks of 64 bytes.
+    DataCopy(bias2, bias1, DataCopyParams(1, static_cast<uint16_t>(Blocks(n * sizeof(Acc), 64)), 0, 0));
+    SetFlag<HardEvent::MTE1_M>(0);
+    WaitFlag<HardEvent::MTE1_M>(0);
+    MmadParams mp(m, isInt8 ? nb * 16 : n, k, 0, false, true);
+    mp.kDirectionAlign = !isInt8;
+    if (mode == 0) {
+      mp.cmatrixInitVal = false;
+      Mmad(c1, a2, b2, bias2, mp);
+    } else if (mode == 1) {
+      mp.cmatrixInitVal = false;
+      mp.cmatrixSource = true;
+      Mmad(c1, a2, b2, mp);
+    } else {
+      Mmad(c1, a2, b2, mp);
+      if (mode == 3) {
+        mp.isBias = true;
+        Mmad(c1, a2, b2, mp);
+      }
+    }
+    SetFlag<HardEvent::M_FIX>(0);
+    WaitFlag<HardEvent::M_FIX>(0);
+    Fixpipe(out1, c1, FixpipeParamsV220(n, m, mb * 16, n, false));
+    SetFlag<HardEvent::FIX_MTE3>(0);
+    WaitFlag<HardEvent::FIX_MTE3>(0);
+    // Whole 32-byte blocks out: c has room for them.
+    const uint32_t blocks = Blocks(m * n * sizeof(Acc), 32);
+    DataCopy(Gm<Acc>(c, uint64_t(blocks) * 32 / sizeof(Acc)), out1, DataCopyParams(1, static_cast<uint16_t>(blocks), 0, 0));
+  });
+}
+
+}  // namespace
+
+// dtype 0: int8 -> int32, 1: float -> float (see Transposed).
+TWIN_EXPORT int twin_cube_transposed(int dtype, uint32_t m, uint32_t k, uint32_t n, void *a, void *b, void *bias,
+                                     void *c, int mode) {
+  if (dtype == 0) return Transposed<int8_t, int32_t>("twin_cube_transposed", m, k, n, a, b, bias, c, mode);
+  return Transposed<float, float>("twin_cube_transposed", m, k, n, a, b, bias, c, mode);
 }
