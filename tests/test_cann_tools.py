@@ -2,6 +2,7 @@
 and logs (the real kernels need an ops-nn checkout, which the tests do not have)."""
 import importlib.util
 import os
+import subprocess
 
 import pytest
 
@@ -157,3 +158,57 @@ def test_build_tree_puts_the_checkout_four_levels_up(tool, tmp_path):
     assert os.path.isdir(os.path.join(up, "experimental", "loss"))
     assert open(os.path.join(up, "README.md")).read() == "ops-nn"
     assert sorted(os.listdir(checkout)) == ["README.md", "experimental"]  # the checkout is not written
+
+
+# ---- tools/run_asc_samples.py (asc-devkit's single-source samples) ----
+
+@pytest.fixture(scope="module")
+def samples_tool():
+    spec = importlib.util.spec_from_file_location("run_asc_samples", os.path.join(ROOT, "tools", "run_asc_samples.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+TINY_ASC = """#include "acl/acl.h"
+#include "kernel_operator.h"
+#include "data_utils.h"
+#include "tiling/platform/platform_ascendc.h"
+
+__global__ __cube__ void tiny_custom(__gm__ uint8_t *a, __gm__ uint8_t *c)
+{
+    AscendC::GlobalTensor<float> ag, cg;
+    ag.SetGlobalBuffer((__gm__ float *)a, 8);
+    cg.SetGlobalBuffer((__gm__ float *)c, 8);
+    AscendC::LocalTensor<float> l1(AscendC::TPosition::A1, 0, 8);
+    AscendC::DataCopy(l1, ag, 8);
+    AscendC::PipeBarrier<PIPE_ALL>();
+    AscendC::DataCopy(cg, l1, 8);
+}
+
+int32_t main(int32_t argc, char *argv[])
+{
+    aclInit(nullptr);
+    return 0;
+}
+"""
+
+
+def test_kernel_part_drops_main_and_the_host_headers(samples_tool):
+    part = samples_tool.kernel_part(TINY_ASC)
+    assert "aclInit" not in part and "int32_t main" not in part
+    assert '#include "kernel_operator.h"' in part
+    for host in ("acl/acl.h", "data_utils.h", "platform_ascendc.h"):
+        assert host not in part
+
+
+def test_sample_driver_compiles_around_a_kernel(samples_tool, tmp_path):
+    sample = samples_tool.Sample("tiny", "x", "tiny.asc", "copy", "cube", 1, "tiny_custom(a0, out)",
+                                 [("input/x1_gm.bin", 32)], 32)
+    src = samples_tool.kernel_part(TINY_ASC) + samples_tool.driver(sample)
+    assert 'Read("input/x1_gm.bin", 32)' in src and "ms_ops::twin::RunAsAic(); tiny_custom(a0, out);" in src
+    path = tmp_path / "tiny.cpp"
+    path.write_text(src)
+    p = subprocess.run(["g++", "-fsyntax-only", "-std=c++17", *samples_tool.flags(), str(path)], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr

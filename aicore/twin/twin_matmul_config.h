@@ -178,4 +178,21 @@ struct MatmulCallBackFunc {};
 
 }  // namespace AscendC
 
+// CANN declares the Matmul configuration at global scope (its matmul_config.h and matmul/tiling.h):
+// kernels name it unqualified, without `using namespace AscendC`.
+using AscendC::BatchMode;
+using AscendC::BatchOutMode;
+using AscendC::CFG_IBSHARE_NORM;
+using AscendC::CFG_MDL;
+using AscendC::CFG_NORM;
+using AscendC::GetBasicConfig;
+using AscendC::GetIBShareNormConfig;
+using AscendC::GetMDLConfig;
+using AscendC::GetNormalConfig;
+using AscendC::GetSpecialMDLConfig;
+using AscendC::IterateOrder;
+using AscendC::MatmulConfig;
+using AscendC::MM_CFG_BB;
+using AscendC::ScheduleType;
+
 #endif  // MS_OPS_TWIN_MATMUL_CONFIG_H_

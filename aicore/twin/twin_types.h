@@ -154,4 +154,9 @@ inline std::string Str(uint64_t v) { return std::to_string(v); }
 }  // namespace twin_detail
 }  // namespace AscendC
 
+// Kernel entries call the workspace accessors unqualified, as CANN's headers declare them.
+using AscendC::GetSysWorkSpacePtr;
+using AscendC::GetUserWorkspace;
+using AscendC::SetSysWorkspace;
+
 #endif  // MS_OPS_TWIN_TYPES_H_
