@@ -1,7 +1,8 @@
 // The configuration types of CANN's Matmul API: CubeFormat and LayoutMode (global scope, as CANN
 // declares them), MatmulConfig with its constructors GetNormalConfig / GetMDLConfig /
 // GetSpecialMDLConfig / GetBasicConfig / GetIBShareNormConfig and the CFG_NORM / CFG_MDL / MM_CFG_BB /
-// CFG_IBSHARE_NORM constants. The twin computes every configuration the same way (twin's
+// CFG_IBSHARE_NORM constants, and GetMMConfig with its parameter structs (MatmulShapeParams, ...).
+// The twin computes every configuration the same way (twin's
 // lib/matmul_intf.h); the fields exist so that kernels name and pass them as on the NPU.
 #ifndef MS_OPS_TWIN_MATMUL_CONFIG_H_
 #define MS_OPS_TWIN_MATMUL_CONFIG_H_
@@ -20,6 +21,8 @@ enum class BatchMode : uint8_t { NONE = 0, BATCH_LESS_THAN_L1, BATCH_LARGE_THAN_
 enum class IterateOrder : uint8_t { ORDER_M = 0, ORDER_N, UNDEF };
 enum class ScheduleType : uint8_t { INNER_PRODUCT = 0, OUTER_PRODUCT, N_BUFFER_33 };
 enum class BatchOutMode : uint8_t { SINGLE_BATCH = 0, MULTI_BATCH, DYNAMIC };
+
+enum class DecompressionMode : uint8_t { DECOMP_NONE = 0 };
 
 struct MatmulConfig {
   bool doNorm = false;
@@ -66,6 +69,7 @@ struct MatmulConfig {
   BatchOutMode bmmOutMode = BatchOutMode::SINGLE_BATCH;
   bool enableL1BankConflictOptimise = false;
   bool enableRelu = false;
+  DecompressionMode decompMode = DecompressionMode::DECOMP_NONE;
 };
 
 constexpr MatmulConfig GetNormalConfig(const bool intrinsicsLimit = false, const bool batchLoop = false,
@@ -172,6 +176,89 @@ inline constexpr MatmulConfig CFG_MDL = GetMDLConfig();
 inline constexpr MatmulConfig MM_CFG_BB = GetBasicConfig(128, 128, 128);
 inline constexpr MatmulConfig CFG_IBSHARE_NORM = GetIBShareNormConfig();
 
+// GetMMConfig<mode>(params...): the configuration of one of the four templates, with the fields
+// of each parameter struct given set from it (CANN's newer way to write a MatmulConfig).
+enum class MatmulConfigMode { CONFIG_NORM, CONFIG_MDL, CONFIG_SPECIALMDL, CONFIG_IBSHARE };
+
+struct MatmulShapeParams {
+  uint32_t singleCoreM, singleCoreN, singleCoreK, basicM, basicN, basicK;
+};
+struct MatmulQuantParams {
+  bool isPerTensor, hasAntiQuantOffset;
+};
+struct MatmulBatchParams {
+  bool isNBatch;
+  BatchMode batchMode;
+  bool isBiasBatch = true;
+  BatchOutMode bmmOutMode = BatchOutMode::SINGLE_BATCH;
+};
+struct MatmulFuncParams {
+  bool intrinsicsCheck, enVecND2NZ, enableDoubleCache, enableL1CacheUB;
+  uint32_t doMTE2Preload;
+  IterateOrder iterateOrder;
+  ScheduleType scheduleType;
+  bool enableReuse = true;
+  bool enableUBReuse;
+  bool isPartialOutput = false, isA2B2Shared = false, isEnableChannelSplit = false, enableKdimReorderLoad = false;
+  bool enableL1BankConflictOptimise = false, enableRelu = false;
+  DecompressionMode decompMode = DecompressionMode::DECOMP_NONE;
+};
+struct MatmulBiasParams {
+  bool enableSetBias = true;
+};
+
+namespace twin_detail {
+
+constexpr void ApplyMMParams(MatmulConfig &c, const MatmulShapeParams &p) {
+  c.singleCoreM = p.singleCoreM;
+  c.singleCoreN = p.singleCoreN;
+  c.singleCoreK = p.singleCoreK;
+  c.basicM = p.basicM;
+  c.basicN = p.basicN;
+  c.basicK = p.basicK;
+}
+constexpr void ApplyMMParams(MatmulConfig &c, const MatmulQuantParams &p) {
+  c.isPerTensor = p.isPerTensor;
+  c.hasAntiQuantOffset = p.hasAntiQuantOffset;
+}
+constexpr void ApplyMMParams(MatmulConfig &c, const MatmulBatchParams &p) {
+  c.isNBatch = p.isNBatch;
+  c.batchMode = p.batchMode;
+  c.isBiasBatch = p.isBiasBatch;
+  c.bmmOutMode = p.bmmOutMode;
+}
+constexpr void ApplyMMParams(MatmulConfig &c, const MatmulFuncParams &p) {
+  c.intrinsicsCheck = p.intrinsicsCheck;
+  c.enVecND2NZ = p.enVecND2NZ;
+  c.enableDoubleCache = p.enableDoubleCache;
+  c.enableL1CacheUB = p.enableL1CacheUB;
+  c.doMTE2Preload = p.doMTE2Preload;
+  c.iterateOrder = p.iterateOrder;
+  c.scheduleType = p.scheduleType;
+  c.enableReuse = p.enableReuse;
+  c.enableUBReuse = p.enableUBReuse;
+  c.isPartialOutput = p.isPartialOutput;
+  c.isA2B2Shared = p.isA2B2Shared;
+  c.isEnableChannelSplit = p.isEnableChannelSplit;
+  c.enableKdimReorderLoad = p.enableKdimReorderLoad;
+  c.enableL1BankConflictOptimise = p.enableL1BankConflictOptimise;
+  c.enableRelu = p.enableRelu;
+  c.decompMode = p.decompMode;
+}
+constexpr void ApplyMMParams(MatmulConfig &c, const MatmulBiasParams &p) { c.enableSetBias = p.enableSetBias; }
+
+}  // namespace twin_detail
+
+template <MatmulConfigMode mode, typename... Params>
+constexpr MatmulConfig GetMMConfig(Params &&...params) {
+  MatmulConfig c = mode == MatmulConfigMode::CONFIG_MDL         ? CFG_MDL
+                   : mode == MatmulConfigMode::CONFIG_SPECIALMDL ? GetSpecialMDLConfig()
+                   : mode == MatmulConfigMode::CONFIG_IBSHARE    ? CFG_IBSHARE_NORM
+                                                                 : CFG_NORM;
+  (twin_detail::ApplyMMParams(c, params), ...);
+  return c;
+}
+
 // The callback hooks of a Matmul (its sixth template parameter); the twin calls none of them.
 template <auto DataCopyOut = nullptr, auto CopyA1 = nullptr, auto CopyB1 = nullptr>
 struct MatmulCallBackFunc {};
@@ -181,6 +268,14 @@ struct MatmulCallBackFunc {};
 // CANN declares the Matmul configuration at global scope (its matmul_config.h and matmul/tiling.h):
 // kernels name it unqualified, without `using namespace AscendC`.
 using AscendC::BatchMode;
+using AscendC::DecompressionMode;
+using AscendC::GetMMConfig;
+using AscendC::MatmulBatchParams;
+using AscendC::MatmulBiasParams;
+using AscendC::MatmulConfigMode;
+using AscendC::MatmulFuncParams;
+using AscendC::MatmulQuantParams;
+using AscendC::MatmulShapeParams;
 using AscendC::BatchOutMode;
 using AscendC::CFG_IBSHARE_NORM;
 using AscendC::CFG_MDL;

@@ -6,11 +6,21 @@
 
 #include "case_utils.h"
 #include "kernel_operator.h"
+#include "lib/matmul_intf.h"
 
 using namespace AscendC;
 using namespace twin_cases;
 
 namespace {
+
+// GetMMConfig (unqualified, as CANN declares it) starts from the template its mode names and sets
+// the fields of each parameter struct given.
+constexpr MatmulConfig kMdl = GetMMConfig<MatmulConfigMode::CONFIG_MDL>(
+    MatmulShapeParams{128, 256, 64, 64, 128, 32}, MatmulBiasParams{false});
+static_assert(kMdl.doMultiDataLoad && !kMdl.doNorm && kMdl.singleCoreN == 256 && kMdl.basicK == 32 &&
+                  !kMdl.enableSetBias && kMdl.isBiasBatch,
+              "GetMMConfig");
+static_assert(GetMMConfig<MatmulConfigMode::CONFIG_NORM>().doNorm, "GetMMConfig without parameters");
 
 constexpr uint32_t kFractal = 512;  // bytes of an L0A / L0B fractal
 
@@ -26,7 +36,7 @@ struct MmCase {
 
 // C [m, n] (out type O) = A [m, k] B (S elements) through L1, L0A / L0B and L0C, one block.
 template <typename S, typename O>
-int Matmul(const char *name, void *a, void *b, void *c, const MmCase &p) {
+int CubeMatmul(const char *name, void *a, void *b, void *c, const MmCase &p) {
   return Run(name, 1, [&] {
     constexpr uint32_t c0 = 32 / sizeof(S), frac = kFractal / sizeof(S);
     const uint32_t mb = Blocks(p.m, 16), kb = Blocks(p.k, c0), nb = Blocks(p.n, 16);
@@ -105,12 +115,12 @@ TWIN_EXPORT int twin_cube_matmul(int dtype, uint32_t m, uint32_t k, uint32_t n, 
                                  int bTransposed, int twice, int relu) {
   const MmCase p{m, k, n, bTransposed, twice, relu};
   switch (dtype) {
-    case 0: return Matmul<half, float>("twin_cube_matmul", a, b, c, p);
-    case 1: return Matmul<bfloat16_t, float>("twin_cube_matmul", a, b, c, p);
-    case 2: return Matmul<float, float>("twin_cube_matmul", a, b, c, p);
-    case 3: return Matmul<int8_t, int32_t>("twin_cube_matmul", a, b, c, p);
-    case 4: return Matmul<half, half>("twin_cube_matmul", a, b, c, p);
-    default: return Matmul<bfloat16_t, bfloat16_t>("twin_cube_matmul", a, b, c, p);
+    case 0: return CubeMatmul<half, float>("twin_cube_matmul", a, b, c, p);
+    case 1: return CubeMatmul<bfloat16_t, float>("twin_cube_matmul", a, b, c, p);
+    case 2: return CubeMatmul<float, float>("twin_cube_matmul", a, b, c, p);
+    case 3: return CubeMatmul<int8_t, int32_t>("twin_cube_matmul", a, b, c, p);
+    case 4: return CubeMatmul<half, half>("twin_cube_matmul", a, b, c, p);
+    default: return CubeMatmul<bfloat16_t, bfloat16_t>("twin_cube_matmul", a, b, c, p);
   }
 }
 
