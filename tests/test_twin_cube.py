@@ -16,6 +16,7 @@ SIGNATURES = {
     "twin_cube_bad": [I, V],
     "twin_cube_static": [U, U, U, V, V, V, I],
     "twin_cube_transposed": [I, U, U, U, V, V, V, V, I],
+    "twin_ascendc_assert": [I],
 }
 
 
@@ -170,3 +171,11 @@ def test_transposing_loads_and_the_bias_table(lib, dtype, mode, m, k, n):
         np.testing.assert_array_equal(out, want.astype(np.int32))
     else:
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+
+
+def test_ascendc_assert_logs_and_fails_the_launch(lib, capfd):
+    assert lib.twin_ascendc_assert(1) == 0
+    assert lib.twin_ascendc_assert(0) == 1
+    err = capfd.readouterr().err
+    assert "[ERROR] ok is 0" in err
+    assert "ms_ops twin_ascendc_assert: block 0: ASCENDC_ASSERT: assertion failed: ok != 0" in err

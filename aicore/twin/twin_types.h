@@ -18,6 +18,8 @@
 #define __cube__
 #define __vector__
 #define __mix__(...)
+// Marks the workspace argument a Matmul kernel's AIC/AIV messaging uses (CANN's KFC): no meaning here.
+#define __kfc_workspace__
 #define __gm__
 #define GM_ADDR __gm__ uint8_t *
 // The other address-space qualifiers of the device compiler (UB, L1, L0A/B/C, fixpipe buffer).

@@ -6,6 +6,7 @@
 #define MS_OPS_TWIN_UTILS_H_
 
 #include <cstdint>
+#include <cstdio>
 
 #include "twin_mask.h"
 #include "twin_types.h"
@@ -99,6 +100,23 @@ class AscendCUtils {
 #define assert(...) MS_OPS_TWIN_ASSERT_FIRST(__VA_ARGS__, 0)
 #define ascendc_assert(...) MS_OPS_TWIN_ASSERT_FIRST(__VA_ARGS__, 0)
 #endif
+
+// CANN's internal checks as its kernels and samples use them: KERNEL_LOG(level, fmt, ...) prints on
+// stderr; ASCENDC_ASSERT(cond, behavior) runs behavior (a log, usually) and stops the block with a
+// violation when cond is false, as CANN's CPU build aborts there.
+enum TwinKernelLogLevel { KERNEL_DEBUG = 0, KERNEL_INFO, KERNEL_WARN, KERNEL_ERROR };
+inline const char *TwinLogLevelName(int level) {
+  static const char *const names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+  return level >= KERNEL_DEBUG && level <= KERNEL_ERROR ? names[level] : "LOG";
+}
+#define KERNEL_LOG(level, fmt, ...) std::fprintf(stderr, "[%s] " fmt "\n", TwinLogLevelName(level), ##__VA_ARGS__)
+#define ASCENDC_ASSERT(cond, behavior)                                                       \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
+      behavior;                                                                              \
+      ::ms_ops::twin::Fail("ASCENDC_ASSERT", "assertion failed: " #cond);                   \
+    }                                                                                        \
+  } while (0)
 
 // The device compiler's block_idx, block_num and g_coreType (the running core's AIC / AIV; a
 // device build compiles each kernel once per core type), kept per block by CANN's CPU build too:

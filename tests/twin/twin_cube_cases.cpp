@@ -309,3 +309,10 @@ TWIN_EXPORT int twin_cube_transposed(int dtype, uint32_t m, uint32_t k, uint32_t
   if (dtype == 0) return Transposed<int8_t, int32_t>("twin_cube_transposed", m, k, n, a, b, bias, c, mode);
   return Transposed<float, float>("twin_cube_transposed", m, k, n, a, b, bias, c, mode);
 }
+
+// CANN's internal check as kernels and samples write it: a false condition logs and fails the launch.
+TWIN_EXPORT int twin_ascendc_assert(int ok) {
+  return Run("twin_ascendc_assert", 1, [&] {
+    ASCENDC_ASSERT(ok != 0, { KERNEL_LOG(KERNEL_ERROR, "ok is %d", ok); });
+  });
+}
