@@ -21,6 +21,19 @@ constexpr int32_t AIV = 2;
 constexpr int32_t ONE_BYTE_BIT_SIZE = 8;
 constexpr int32_t DEFAULT_C0_SIZE = 32;  // bytes of a C0 group (one data block)
 constexpr uint32_t ONE_BLK_FLOAT_NUM = 8;  // floats of one data block
+// Atlas A2's memory sizes as CANN's kernel constants give them (L1 less what the Matmul messaging
+// keeps, UB's vector-local part below its temporary area).
+#ifndef KFC_L1_RESERVER_SIZE
+#define KFC_L1_RESERVER_SIZE 128
+#endif
+constexpr uint32_t TOTAL_UB_SIZE = 192 * 1024;
+constexpr int32_t TOTAL_VEC_LOCAL_SIZE = 184 * 1024;
+constexpr uint32_t TMP_UB_OFFSET = 184 * 1024;
+constexpr uint32_t TMP_UB_SIZE = 8 * 1024;
+constexpr uint32_t TOTAL_L1_SIZE = 512 * 1024 - KFC_L1_RESERVER_SIZE;
+constexpr uint32_t TOTAL_L0A_SIZE = 64 * 1024;
+constexpr uint32_t TOTAL_L0B_SIZE = 64 * 1024;
+constexpr uint32_t TOTAL_L0C_SIZE = 128 * 1024;
 constexpr uint32_t BRCB_BROADCAST_NUMBER = 8;  // source elements of one Brcb repeat
 
 constexpr uint32_t DivCeil(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
