@@ -23,12 +23,12 @@ Pages &Pages::operator=(Pages &&other) noexcept {
   return *this;
 }
 
-void Pages::Reserve(size_t bytes) {
+void Pages::Reserve(size_t bytes, bool hugePages) {
   if (bytes <= bytes_) return;
   Release();
   void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
-  madvise(p, bytes, MADV_HUGEPAGE);
+  if (hugePages) madvise(p, bytes, MADV_HUGEPAGE);
   data_ = static_cast<uint8_t *>(p);
   bytes_ = bytes;
 }

@@ -27,7 +27,9 @@ class Pages {
   Pages &operator=(const Pages &) = delete;
 
   // At least `bytes`, page-aligned; what it held before is not kept. Throws std::bad_alloc.
-  void Reserve(size_t bytes);
+  // hugePages: transparent huge pages where the kernel can (for memory touched throughout); small
+  // pages for memory touched here and there, which a huge page would fill 2 MiB at a time.
+  void Reserve(size_t bytes, bool hugePages = true);
   // Returns the pages past the first `bytes` to the OS (they read as zeros when touched again).
   void Trim(size_t bytes);
   void Release();

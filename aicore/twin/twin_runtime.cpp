@@ -254,11 +254,12 @@ uint8_t *ThreadArena() {
   return arena.data();
 }
 
-// The race tracking of the blocks this thread runs, in pages like the arena (about 1 MiB, touched
-// only while tracking).
+// The race tracking of the blocks this thread runs (a few MiB: a cell per 32 bytes of every local
+// memory), touched only while tracking, and then only where the kernel works: small pages, or
+// the one field a launch sets when not tracking would bring in a huge page.
 Races *ThreadRaces() {
   static thread_local Pages pages;
-  pages.Reserve(sizeof(Races));
+  pages.Reserve(sizeof(Races), false);
   return pages.as<Races>();
 }
 
@@ -343,7 +344,7 @@ void RunBlock(Grid &g, int64_t b, bool mixed = false, Fiber *fiber = nullptr) {
       if (fiber != nullptr) {
         fiber->arena.Reserve(kArenaBytes);
         blk.ub = fiber->arena.data();
-        fiber->races.Reserve(sizeof(Races));
+        fiber->races.Reserve(sizeof(Races), false);
         blk.races = fiber->races.as<Races>();
       } else {
         blk.ub = ThreadArena();
