@@ -14,7 +14,7 @@ SIGNATURES = {
     "twin_cube_matmul": [I, U, U, U, V, V, V, I, I, I],
     "twin_cube_nd2nz": [V, U, U, U, U, V, U],
     "twin_cube_bad": [I, V],
-    "twin_cube_static": [U, U, U, V, V, V, I],
+    "twin_cube_static": [U, U, U, V, V, V, I, I],
     "twin_cube_transposed": [I, U, U, U, V, V, V, V, I],
     "twin_ascendc_assert": [I],
 }
@@ -114,7 +114,7 @@ def test_nd2nz_layout(lib):
     (3, "Adds", "the vector unit reaches only UB, not L1"),
     (4, "Mmad", "pipe race (read-after-write): Mmad on M reads L0A bytes [0, 32) (TQue at L0A offset 0, byte 0) "
                 "that LoadData on MTE1 wrote"),
-    (5, "Fixpipe", "only the row-major destination (CFG_ROW_MAJOR) is modelled"),
+    (5, "Fixpipe", "the column-major destination is Ascend 950's"),
     (6, "LoadData", "dst is in L1, not in L0A or L0B"),
     (7, "Fixpipe", "does not convert the source's type to the destination's"),
 ])
@@ -138,9 +138,18 @@ def test_tensors_at_their_own_addresses(lib, capfd):
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
     c = np.zeros((m, n), np.float32)
-    assert lib.twin_cube_static(m, k, n, P(a), P(np.ascontiguousarray(b.T)), P(c), 1) == 0
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
-    assert lib.twin_cube_static(m, k, n, P(a), P(np.ascontiguousarray(b.T)), P(c), 0) == 1
+    assert lib.twin_cube_static(m, k, n, P(a), P(np.ascontiguousarray(b.T)), P(c), 1, 0) == 0
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+    # NZ: column blocks of 16 columns, each `stride` 32-byte blocks (8 floats) long, rows 16 apart.
+    stride = 2 * m + 6
+    nz = np.full((-(-n // 16)) * stride * 8, -7, np.float32)
+    assert lib.twin_cube_static(m, k, n, P(a), P(np.ascontiguousarray(b.T)), P(nz), 1, stride) == 0
+    for j in range(n):
+        got = nz[(j // 16) * stride * 8 + np.arange(m) * 16 + j % 16]
+        np.testing.assert_allclose(got, want[:, j], rtol=1e-5, atol=1e-4)
+    assert (nz == -7).sum() == nz.size - m * n
+    assert lib.twin_cube_static(m, k, n, P(a), P(np.ascontiguousarray(b.T)), P(c), 0, 0) == 1
     err = capfd.readouterr().err
     assert "Mmad: pipe race (read-after-write): Mmad on M reads L0A bytes [0, 32) (LocalTensor at L0A offset 0" in err
 

@@ -80,6 +80,14 @@ SAMPLES = [
            f"mmad_custom<{M}, {N}, {K}>(a0, a1, a2, out)",
            [("input/x1_gm.bin", M * K * 4), ("input/x2_gm.bin", K * N * 4), ("input/bias_gm.bin", N * 4)], M * N * 4,
            ["-DSCENARIO_NUM=3"], ["-scenarioNum=3"], ["-scenarioNum=3", "output/output.bin", "output/golden.bin"]),
+] + [
+    Sample(f"fixpipe_l0c2gm (scenario {sc})", "examples/01_simd_cpp_api/03_basic_api/03_matrix_compute/fixpipe_l0c2gm",
+           "fixpipe_l0c2gm.asc", covers, "cube", 1, "fixpipe_l0c2gm<128, 128, 256>(a0, a1, out, nullptr)",
+           [("input/x1_gm.bin", 128 * 128 * 2), ("input/x2_gm.bin", 128 * 256 * 2)], 128 * 256 * 4,
+           [f"-DSCENARIO_NUM={sc}"], [f"-scenarioNum={sc}"])
+    for sc, covers in ((1, "half -> fp32 over two k rounds, Fixpipe into NZ"), (2, "Fixpipe into ND (row-major)"),
+                       (6, "Fixpipe with ReLU"))
+] + [
     Sample("matmul_leakyrelu_basic_api", "examples/01_simd_cpp_api/00_introduction/03_fusion_operation/"
            "matmul_leakyrelu_basic_api", "matmul_leakyrelu_basic_api.asc",
            "MIX: Mmad and Fixpipe (F322F16) on the AIC, LeakyRelu on its two AIVs, cross-core flags, "

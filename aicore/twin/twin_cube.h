@@ -13,7 +13,7 @@
 //   of an NZ [k, n] matrix gives); it writes C [m, n] to L0C as NZ fractals of 16 x 16 4-byte
 //   elements, n block major, m rounded up to 16 rows.
 // - Fixpipe reads C by the same layout, srcStride rows apart between n blocks, and writes it to GM
-//   (or L1) row-major, converting fp32 to half / bf16 as quantPre says.
+//   (or L1) row-major or NZ (blocks of 16 columns), converting fp32 to half / bf16 as quantPre says.
 // Every operand is checked to lie in the memory its role needs, aligned as the NPU needs, and
 // within its buffer; the accesses are the pipes' (MTE2, MTE1, M, FIX) for the race checks.
 #ifndef MS_OPS_TWIN_CUBE_H_
@@ -300,20 +300,27 @@ inline T FixpipeValue(const char *call, U v, const FixpipeParamsV220 &p) {
              "(NoQuant: the same type; F322F16: float to half; F322BF16: float to bfloat16_t)");
 }
 
-// C [mSize, nSize] of L0C, row-major into `out` (rows dstStride elements apart), by `store(row,
-// values)`.
+// C [mSize, nSize] of L0C, converted, handed to `store(offset, values, count)` in runs of the
+// destination: row-major, a row of nSize elements every dstStride elements; or NZ, runs of up to 16
+// (the L0C fractal's columns) per column block, rows 16 elements apart, column blocks dstStride
+// 32-byte blocks apart.
 template <typename T, typename U, const FixpipeConfig &config, class Store>
 inline void FixpipeRun(const char *call, const LocalTensor<U> &src, const FixpipeParamsV220 &p, Store store) {
   static_assert(std::is_same_v<U, float> || std::is_same_v<U, int32_t>, "Fixpipe: L0C holds float or int32_t");
-  if constexpr (config.format != CO2Layout::ROW_MAJOR)
-    Fail(call, "only the row-major destination (CFG_ROW_MAJOR) is modelled by the twin");
+  constexpr bool nz = config.format == CO2Layout::NZ;
+  if constexpr (config.format == CO2Layout::COLUMN_MAJOR)
+    Fail(call, "the column-major destination is Ascend 950's (CFG_ROW_MAJOR and CFG_NZ are Atlas A2's)");
   InMemory(call, "src", src.TwinData(), ::ms_ops::twin::kMemL0C, ::ms_ops::twin::kMemL0C, 64);
   if (p.ndNum != 1) Fail(call, "ndNum " + Str(p.ndNum) + ": only one matrix per call (ndNum 1) is modelled by the twin");
   if (p.isChannelSplit) Fail(call, "isChannelSplit is not modelled by the twin");
   if (p.mSize == 0 || p.nSize == 0) return;
   if (p.srcStride < p.mSize || p.srcStride % 16 != 0)
     Fail(call, "srcStride " + Str(p.srcStride) + " must be a multiple of 16 rows and at least mSize " + Str(p.mSize));
-  if (p.dstStride < p.nSize) Fail(call, "dstStride " + Str(p.dstStride) + " is below nSize " + Str(p.nSize));
+  const uint64_t blockElems = uint64_t(p.dstStride) * 32 / sizeof(T);
+  if (!nz && p.dstStride < p.nSize) Fail(call, "dstStride " + Str(p.dstStride) + " is below nSize " + Str(p.nSize));
+  if (nz && blockElems < uint64_t(p.mSize) * 16)
+    Fail(call, "dstStride " + Str(p.dstStride) + " (32-byte blocks between NZ column blocks) is below mSize " +
+                   Str(p.mSize) + " rows of 16 elements");
   const uint64_t blocks = (p.nSize + 15u) / 16u, span = ((blocks - 1) * p.srcStride + p.mSize) * 16;
   Within(call, src, span);
   Races().Read(kPipeFix, call, src.TwinData(), span * sizeof(U));
@@ -321,7 +328,12 @@ inline void FixpipeRun(const char *call, const LocalTensor<U> &src, const Fixpip
   for (uint32_t i = 0; i < p.mSize; ++i) {
     for (uint32_t j = 0; j < p.nSize; ++j)
       row[j] = FixpipeValue<T, U>(call, src.TwinData()[(uint64_t(j / 16) * p.srcStride + i) * 16 + j % 16], p);
-    store(i, row.data());
+    if constexpr (nz) {
+      for (uint32_t j = 0; j < p.nSize; j += 16)
+        store((j / 16) * blockElems + uint64_t(i) * 16, row.data() + j, p.nSize - j < 16 ? p.nSize - j : 16u);
+    } else {
+      store(uint64_t(i) * p.dstStride, row.data(), uint32_t(p.nSize));
+    }
   }
   ::ms_ops::twin::ProfileUb(kPipeFix, uint64_t(p.mSize) * p.nSize * sizeof(U));
 }
@@ -457,22 +469,22 @@ inline void Mmad(const LocalTensor<T> &dst, const LocalTensor<U> &fm, const Loca
   twin_detail::MmadRun<T, U>("Mmad", dst, fm, filter, bias.TwinData(), q);
 }
 
-// L0C -> GM: C [mSize, nSize] row-major at dst (rows dstStride elements apart), converted as
-// quantPre says; the store atomic set by SetAtomicAdd applies, as to MTE3's copies.
+// L0C -> GM: C [mSize, nSize] at dst, row-major (rows dstStride elements apart) or NZ (CFG_NZ: column
+// blocks of 16, dstStride 32-byte blocks apart), converted as quantPre says; the store atomic set by
+// SetAtomicAdd applies, as to MTE3's copies.
 template <typename T, typename U, const FixpipeConfig &config = CFG_ROW_MAJOR>
 inline void Fixpipe(const GlobalTensor<T> &dst, const LocalTensor<U> &src, const FixpipeParamsV220 &p) {
   using namespace twin_detail;
   const char *call = "Fixpipe";
   const AtomicOp op = StoreAtomic<T>(call);
-  FixpipeRun<T, U, config>(call, src, p, [&](uint32_t i, const T *row) {
-    const uint64_t at = uint64_t(i) * p.dstStride;
-    dst.TwinCheck(call, at, p.nSize);
+  FixpipeRun<T, U, config>(call, src, p, [&](uint64_t at, const T *values, uint32_t n) {
+    dst.TwinCheck(call, at, n);
     T *d = dst.TwinData() + at;
-    ::ms_ops::twin::GmWritten(call, dst.TwinBase(), d, uint64_t(p.nSize) * sizeof(T), op != kAtomicNone);
+    ::ms_ops::twin::GmWritten(call, dst.TwinBase(), d, uint64_t(n) * sizeof(T), op != kAtomicNone);
     if (op == kAtomicNone) {
-      std::memcpy(d, row, uint64_t(p.nSize) * sizeof(T));
+      std::memcpy(d, values, uint64_t(n) * sizeof(T));
     } else if constexpr (AtomicTag<T>() != 0) {
-      AtomicStore(op, d, row, p.nSize);
+      AtomicStore(op, d, values, n);
     }
   });
 }
@@ -483,11 +495,10 @@ inline void Fixpipe(const LocalTensor<T> &dst, const LocalTensor<U> &src, const 
   using namespace twin_detail;
   const char *call = "Fixpipe";
   InMemory(call, "dst", dst.TwinData(), ::ms_ops::twin::kMemL1, ::ms_ops::twin::kMemL1, 32);
-  FixpipeRun<T, U, config>(call, src, p, [&](uint32_t i, const T *row) {
-    const uint64_t at = uint64_t(i) * p.dstStride;
-    Within(call, dst, at + p.nSize);
-    Races().Write(kPipeFix, call, dst.TwinData() + at, uint64_t(p.nSize) * sizeof(T));
-    std::memcpy(dst.TwinData() + at, row, uint64_t(p.nSize) * sizeof(T));
+  FixpipeRun<T, U, config>(call, src, p, [&](uint64_t at, const T *values, uint32_t n) {
+    Within(call, dst, at + n);
+    Races().Write(kPipeFix, call, dst.TwinData() + at, uint64_t(n) * sizeof(T));
+    std::memcpy(dst.TwinData() + at, values, uint64_t(n) * sizeof(T));
   });
 }
 

@@ -146,7 +146,7 @@ TWIN_EXPORT int twin_cube_nd2nz(void *x, uint32_t rows, uint32_t cols, uint32_t 
 
 // What the twin refuses: 0 ifTranspose on float fractals; 1 Mmad with fm in L1; 2 an L0A request
 // beyond its 64 KiB; 3 a vector op on an L1 tensor; 4 Mmad reading L0A that MTE1 wrote with no
-// EnQue/DeQue (a race); 5 Fixpipe into the NZ layout; 6 LoadData into L1; 7 Fixpipe converting
+// EnQue/DeQue (a race); 5 Fixpipe into the column-major layout; 6 LoadData into L1; 7 Fixpipe converting
 // float to half without quantPre.
 TWIN_EXPORT int twin_cube_bad(int which, void *c) {
   return Run("twin_cube_bad", 1, [&] {
@@ -175,7 +175,7 @@ TWIN_EXPORT int twin_cube_bad(int which, void *c) {
         break;
       case 5: {
         FixpipeParamsV220 fp(16, 16, 16, 16, false);
-        Fixpipe<float, float, CFG_NZ>(Gm<float>(c, 256), c1, fp);
+        Fixpipe<float, float, CFG_COLUMN_MAJOR>(Gm<float>(c, 256), c1, fp);
         break;
       }
       case 6: LoadData(a1, a1, LoadData2DParams(0, 1, 1, 0, 0, false, 0)); break;
@@ -192,8 +192,9 @@ TWIN_EXPORT int twin_cube_bad(int which, void *c) {
 
 // C [m, n] (float) = A [m, k] B (halves, B given as Bᵀ [n, k]) with tensors at addresses of their
 // own (no TPipe) and SetFlag / WaitFlag between the pipes, as CANN's newer cube samples write it;
-// `flags` 0 leaves out the MTE1 -> M flag (a race).
-TWIN_EXPORT int twin_cube_static(uint32_t m, uint32_t k, uint32_t n, void *a, void *b, void *c, int flags) {
+// `flags` 0 leaves out the MTE1 -> M flag (a race); `nz` writes C as NZ (column blocks of 16, `nz`
+// 32-byte blocks apart) instead of row-major.
+TWIN_EXPORT int twin_cube_static(uint32_t m, uint32_t k, uint32_t n, void *a, void *b, void *c, int flags, int nz) {
   return Run("twin_cube_static", 1, [&] {
     const uint32_t mb = Blocks(m, 16), kb = Blocks(k, 16), nb = Blocks(n, 16);
     LocalTensor<half> a1(TPosition::A1, 0, mb * kb * 256), b1(TPosition::B1, mb * kb * kFractal, kb * nb * 256);
@@ -212,7 +213,12 @@ TWIN_EXPORT int twin_cube_static(uint32_t m, uint32_t k, uint32_t n, void *a, vo
     Mmad(c1, a2, b2, MmadParams(m, n, k, false, 0, false, false, false));
     SetFlag<HardEvent::M_FIX>(0);
     WaitFlag<HardEvent::M_FIX>(0);
-    Fixpipe(Gm<float>(c, uint64_t(m) * n), c1, FixpipeParamsV220(n, m, mb * 16, n, false));
+    if (nz) {
+      Fixpipe<float, float, CFG_NZ>(Gm<float>(c, uint64_t(nb) * nz * 8), c1,
+                                    FixpipeParamsV220(n, m, mb * 16, static_cast<uint32_t>(nz), false));
+    } else {
+      Fixpipe(Gm<float>(c, uint64_t(m) * n), c1, FixpipeParamsV220(n, m, mb * 16, n, false));
+    }
   });
 }
 
