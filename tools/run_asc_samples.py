@@ -88,6 +88,10 @@ SAMPLES = [
     for sc, covers in ((1, "half -> fp32 over two k rounds, Fixpipe into NZ"), (2, "Fixpipe into ND (row-major)"),
                        (6, "Fixpipe with ReLU"))
 ] + [
+    Sample("mmad_unitflag", "examples/01_simd_cpp_api/03_basic_api/03_matrix_compute/mmad_unitflag",
+           "mmad_unitflag.asc", "half -> fp32 over 8 k rounds with unitFlag between Mmad and Fixpipe", "cube", 1,
+           "mmad_with_unitflag_custom<128, 256, 512, 8>(a0, a1, out)",
+           [("input/x1_gm.bin", 128 * 512 * 2), ("input/x2_gm.bin", 512 * 256 * 2)], 128 * 256 * 4),
     Sample("matmul_leakyrelu_basic_api", "examples/01_simd_cpp_api/00_introduction/03_fusion_operation/"
            "matmul_leakyrelu_basic_api", "matmul_leakyrelu_basic_api.asc",
            "MIX: Mmad and Fixpipe (F322F16) on the AIC, LeakyRelu on its two AIVs, cross-core flags, "
