@@ -201,7 +201,7 @@ namespace twin_detail {
 // The pipe of a local -> local copy: the vector unit's within UB, MTE1's where a cube memory takes
 // part (L1 -> the bias table, say).
 inline Pipe LocalCopyPipe(const void *dst, const void *src) {
-  return UbOffset(dst) < ::ms_ops::twin::kUbBytes && UbOffset(src) < ::ms_ops::twin::kUbBytes
+  return LocalMemOf(dst) == ::ms_ops::twin::kMemUb && LocalMemOf(src) == ::ms_ops::twin::kMemUb
              ? kPipeV
              : ::ms_ops::twin::kPipeMte1;
 }
@@ -256,7 +256,7 @@ inline void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, const
   using namespace twin_detail;
   UbAligned("DataCopy", dst.TwinData());
   UbAligned("DataCopy", src.TwinData());
-  const uint64_t unit = ::ms_ops::twin::LocalMemAt(UbOffset(dst.TwinData())) == ::ms_ops::twin::kMemBt ? 2 * kBlk : kBlk;
+  const uint64_t unit = LocalMemOf(dst.TwinData()) == ::ms_ops::twin::kMemBt ? 2 * kBlk : kBlk;
   const uint64_t row = p.blockLen * unit, sp = (p.blockLen + p.srcStride) * unit, dp = (p.blockLen + p.dstStride) * unit;
   BlockCount("DataCopy", p.blockCount);
   UbSpan("DataCopy", src, Span(p.blockCount, row, sp));

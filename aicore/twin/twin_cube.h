@@ -152,24 +152,17 @@ using ::ms_ops::twin::LocalMem;
 
 constexpr uint32_t kFractalBytes = 512;
 
-// The local memory a tensor starts in, and its offset from that memory's start.
-inline LocalMem MemOf(const void *p) {
-  const uint64_t off = UbOffset(p);
-  return off < ::ms_ops::twin::kArenaBytes ? ::ms_ops::twin::LocalMemAt(off) : ::ms_ops::twin::kLocalMems;
-}
-inline uint64_t MemOffset(const void *p) { return UbOffset(p) - ::ms_ops::twin::LocalMemBase(MemOf(p)); }
-
 // `what` (an operand of `call`) must start in one of the memories `a`/`b`, `align`-byte aligned there.
 inline void InMemory(const char *call, const char *what, const void *p, LocalMem a, LocalMem b, uint32_t align) {
-  const LocalMem m = MemOf(p);
+  const LocalMem m = LocalMemOf(p);
   if (m != a && m != b) {
     const std::string where = m == ::ms_ops::twin::kLocalMems ? "outside local memory" : ::ms_ops::twin::kLocalMemNames[m];
     Fail(call, std::string(what) + " is in " + where + ", not in " + ::ms_ops::twin::kLocalMemNames[a] +
                    (b != a ? std::string(" or ") + ::ms_ops::twin::kLocalMemNames[b] : std::string()) +
                    " (a buffer of a queue or TBuf at the matching TPosition)");
   }
-  if (MemOffset(p) % align != 0)
-    Fail(call, std::string(what) + " at " + ::ms_ops::twin::kLocalMemNames[m] + " offset " + Str(MemOffset(p)) +
+  if (PhyAddr(p) % align != 0)
+    Fail(call, std::string(what) + " at " + ::ms_ops::twin::kLocalMemNames[m] + " offset " + Str(PhyAddr(p)) +
                    " is not " + Str(align) + "-byte aligned");
 }
 
@@ -190,6 +183,16 @@ inline void CopyFractal(T *dst, const T *src, bool transpose) {
     for (int c = 0; c < 16; ++c) dst[c * 16 + r] = src[r * 16 + c];
 }
 
+// Repeat r's source index of a walk over fractals or squares (`unit`): start +- r * stride (addrMode
+// 1: decreasing).
+inline uint64_t RepeatSource(const char *call, const char *unit, uint16_t start, uint32_t r, uint16_t stride,
+                             uint8_t addrMode) {
+  const int64_t step = int64_t(r) * stride, idx = addrMode ? int64_t(start) - step : start + step;
+  if (idx < 0)
+    Fail(call, "repeat " + Str(r) + " reads a " + unit + " before the source (addrMode 1 past index 0)");
+  return uint64_t(idx);
+}
+
 template <typename T>
 inline void LoadFractals(const char *call, const LocalTensor<T> &dst, const T *src, uint64_t srcCap,
                          const LoadData2DParams &p, ::ms_ops::twin::Pipe srcPipe) {
@@ -198,9 +201,8 @@ inline void LoadFractals(const char *call, const LocalTensor<T> &dst, const T *s
     Fail(call, "ifTranspose transposes 16-bit fractals only on Atlas A2 (LoadDataWithTranspose for other types)");
   constexpr uint64_t per = kFractalBytes / sizeof(T);
   for (uint32_t r = 0; r < p.repeatTimes; ++r) {
-    const int64_t step = int64_t(r) * p.srcStride, idx = p.addrMode ? int64_t(p.startIndex) - step : p.startIndex + step;
-    if (idx < 0) Fail(call, "repeat " + Str(r) + " reads a fractal before the source (addrMode 1 past index 0)");
-    const uint64_t from = uint64_t(idx) * per, to = uint64_t(r) * (p.dstGap + 1u) * per;
+    const uint64_t from = RepeatSource(call, "fractal", p.startIndex, r, p.srcStride, p.addrMode) * per;
+    const uint64_t to = uint64_t(r) * (p.dstGap + 1u) * per;
     if (from + per > srcCap) UbOutOfRange(call, from + per, srcCap);
     Within(call, dst, to + per);
     Races().Read(srcPipe, call, src + from, kFractalBytes);
@@ -415,9 +417,7 @@ inline void LoadDataWithTranspose(const LocalTensor<T> &dst, const LocalTensor<T
   InMemory(call, "dst", dst.TwinData(), ::ms_ops::twin::kMemL0A, ::ms_ops::twin::kMemL0B, kFractalBytes);
   constexpr uint64_t per = kFractalBytes / sizeof(T), fracs = sizeof(T) == 2 ? 1 : 2;
   for (uint32_t r = 0; r < p.repeatTimes; ++r) {
-    const int64_t step = int64_t(r) * p.srcStride, idx = p.addrMode ? int64_t(p.startIndex) - step : p.startIndex + step;
-    if (idx < 0) Fail(call, "repeat " + Str(r) + " reads a square before the source (addrMode 1 past index 0)");
-    const uint64_t from = uint64_t(idx) * fracs * per;
+    const uint64_t from = RepeatSource(call, "square", p.startIndex, r, p.srcStride, p.addrMode) * fracs * per;
     const uint64_t to0 = uint64_t(r) * (1 + p.dstGap) * per, to1 = to0 + (1 + p.dstFracGap) * per;
     Within(call, src, from + fracs * per);
     Within(call, dst, (fracs == 2 ? to1 : to0) + per);
@@ -425,8 +425,7 @@ inline void LoadDataWithTranspose(const LocalTensor<T> &dst, const LocalTensor<T
     Races().Read(kPipeMte1, call, s, fracs * kFractalBytes);
     std::vector<T> out(fracs * per);
     if constexpr (sizeof(T) == 2) {
-      for (int i = 0; i < 16; ++i)
-        for (int j = 0; j < 16; ++j) out[i * 16 + j] = s[j * 16 + i];
+      CopyFractal(out.data(), s, true);
     } else if constexpr (sizeof(T) == 1) {
       // The square is the two fractals' 32 rows of 32; its transpose's rows 0-15 and 16-31.
       for (int i = 0; i < 32; ++i)
@@ -516,7 +515,7 @@ inline void InitConstValue(const LocalTensor<T> &dst, const InitConstValueParams
   using namespace twin_detail;
   static_assert(std::is_same_v<T, U>, "InitConstValue: the value has the tensor's element type");
   const char *call = "InitConstValue";
-  const LocalMem m = MemOf(dst.TwinData());
+  const LocalMem m = LocalMemOf(dst.TwinData());
   const bool l0 = m == ::ms_ops::twin::kMemL0A || m == ::ms_ops::twin::kMemL0B;
   if (l0) {
     InMemory(call, "dst", dst.TwinData(), m, m, kFractalBytes);

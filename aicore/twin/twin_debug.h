@@ -102,10 +102,8 @@ inline void DumpUb(const LocalTensor<T> &tensor, uint32_t desc, uint32_t n, cons
   if constexpr (MS_OPS_TWIN_DUMP) {
     if (n > tensor.TwinCap()) UbOutOfRange("DumpTensor", n, tensor.TwinCap());
     // UB, or the cube memory (L1, L0C, ...) the tensor is in, and the address within it.
-    const uint64_t off = UbOffset(tensor.TwinData());
-    const ::ms_ops::twin::LocalMem mem = ::ms_ops::twin::LocalMemAt(off);
-    Dump(tensor.TwinData(), off - ::ms_ops::twin::LocalMemBase(mem), ::ms_ops::twin::kLocalMemNames[mem], desc, n,
-         shape);
+    Dump(tensor.TwinData(), PhyAddr(tensor.TwinData()), ::ms_ops::twin::kLocalMemNames[LocalMemOf(tensor.TwinData())],
+         desc, n, shape);
   }
 }
 template <typename T>

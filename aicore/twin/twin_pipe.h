@@ -352,26 +352,13 @@ class TPipe {
     for (uint32_t &u : block_->cubeUsed) u = 0;
   }
 
+  // The next `bytes` of memory `mem`. A cube memory's (L1, L0A, L0B, L0C, BT) are filled with stale
+  // bytes here, as UB is at the block's start.
   uint8_t *Carve(const char *call, ::ms_ops::twin::LocalMem mem, uint64_t bytes, uint32_t num, uint32_t len,
                  const char *what, uint32_t stride) {
     if (!owns_) twin_detail::Fail(call, "TPipe already destroyed");
-    if (mem != ::ms_ops::twin::kMemUb) return CarveCube(call, mem, bytes, num, len, what, stride);
-    const uint64_t budget = ::ms_ops::twin::kUbBytes;
-    if (block_->ubUsed + bytes > budget)
-      twin_detail::Fail(call, "request of " + twin_detail::Str(num) + " x " + twin_detail::Str(len) + " bytes (" +
-                                  twin_detail::Str(bytes) + " bytes, " + twin_detail::Str(block_->ubUsed) +
-                                  " already in use) exceeds the " + twin_detail::Str(budget) + "-byte UB");
-    uint8_t *p = block_->ub + block_->ubUsed;
-    block_->races->Carve(block_->ubUsed, bytes, what, num, stride);
-    block_->ubUsed += static_cast<uint32_t>(bytes);
-    return p;
-  }
-
-  // A buffer of a cube memory (L1, L0A, L0B, L0C, BT), filled with stale bytes as UB is at the
-  // block's start.
-  uint8_t *CarveCube(const char *call, ::ms_ops::twin::LocalMem mem, uint64_t bytes, uint32_t num, uint32_t len,
-                     const char *what, uint32_t stride) {
-    uint32_t &used = block_->cubeUsed[mem];
+    const bool ub = mem == ::ms_ops::twin::kMemUb;
+    uint32_t &used = ub ? block_->ubUsed : block_->cubeUsed[mem];
     const uint64_t budget = ::ms_ops::twin::kLocalMemBytes[mem];
     if (used + bytes > budget)
       twin_detail::Fail(call, "request of " + twin_detail::Str(num) + " x " + twin_detail::Str(len) + " bytes (" +
@@ -380,7 +367,7 @@ class TPipe {
                                   ::ms_ops::twin::kLocalMemNames[mem]);
     const uint64_t off = ::ms_ops::twin::LocalMemBase(mem) + used;
     uint8_t *p = block_->ub + off;
-    std::memset(p, 0xFF, bytes);
+    if (!ub) std::memset(p, 0xFF, bytes);
     block_->races->Carve(off, bytes, what, num, stride);
     used += static_cast<uint32_t>(bytes);
     return p;

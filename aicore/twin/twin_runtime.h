@@ -91,7 +91,7 @@ struct Block {
   GmWrites *gmAll = nullptr;
   GmClock *gmClock = nullptr;
   uint32_t gmWho = 0;
-  // Bytes of each cube memory (L1, L0A, L0B, L0C, BT) handed out by the live TPipe.
+  // Bytes of each cube memory (L1, L0A, L0B, L0C, BT) handed out by the live TPipe (UB's: ubUsed).
   uint32_t cubeUsed[kLocalMems] = {};
   // Whether a tensor at an address of its own has started the local memories afresh.
   bool staticTensors = false;

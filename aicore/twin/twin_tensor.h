@@ -66,11 +66,11 @@ constexpr ::ms_ops::twin::LocalMem MemoryOf(TPosition pos) {
   }
 }
 
+// The local memory an address lies in (kLocalMems outside the block's arena).
+inline ::ms_ops::twin::LocalMem LocalMemOf(const void *p) { return ::ms_ops::twin::LocalMemAt(UbOffset(p)); }
+
 // The address a kernel sees: the byte offset within the tensor's own memory (UB, L1, ...).
-inline uint64_t PhyAddr(const void *p) {
-  const uint64_t off = UbOffset(p);
-  return off - ::ms_ops::twin::LocalMemBase(::ms_ops::twin::LocalMemAt(off));
-}
+inline uint64_t PhyAddr(const void *p) { return UbOffset(p) - ::ms_ops::twin::LocalMemBase(LocalMemOf(p)); }
 
 // A tensor made at an address of its own (LocalTensor(pos, addr, tileSize)), not carved by a
 // TPipe: the first in a block starts the block's local memories afresh, stale bytes in the cube
