@@ -275,7 +275,7 @@ def test_mha_more_queries_than_keys(mode):
     # N1 = N2 (one query head per list); S1 > S2: in sparse_mode 3 the first S1 - S2 rows see nothing.
     # scale 0.1: at 0.3 the fp32 gradients of this small shape met the 2x-naive rule on about half
     # the seeds only, with either way of summing the key gradients (12 and 11 of 24 failed, d key
-    # or d query by an ulp or two); at 0.1, 2 of 24 with the per-block partial sums.
+    # or d query by an ulp or two); at 0.1, 2 of 24 (measured with the earlier per-block partial sums).
     q, k, v, idx, _ = bsnd(2, 30, 12, 3, 3, 24, 9, "fp32")
     out = check(q, k, v, idx, "fp32", mode, scale=0.1)[0]
     assert np.all(out[:, :18] == 0)
@@ -297,8 +297,8 @@ def test_sparse_count_past_2048():
 
 
 def test_key_gradients_mqa_with_empty_lists(mode):
-    # MQA with 16 query heads: each token's tile of key gradients (16 heads summed by the cube) is
-    # added into its block's partial sums, and the blocks' sums meet pairwise. Every token selects
+    # MQA with 16 query heads: each token's key gradients (16 heads summed by the cube) are added
+    # by the blocks that own their key rows, a round after the token's own. Every token selects
     # all its keys except tokens 20 and 21 (nothing): they add nothing, and d query is 0 for them.
     q, k, v, _, (qr, kr) = bsnd(1, 40, 40, 16, 1, 32, 40, "fp32", rope=8)
     idx = np.stack([np.random.permutation(40) for _ in range(40)]).astype(np.int32)

@@ -33,6 +33,9 @@ struct SparseFlashAttentionTilingData {
   int64_t idxChunk;                 // index entries read into UB at a time
   int64_t nTile;                    // gathered keys per tile (backward: gatherRows)
   int64_t gatherRows;               // rows per buffer of the double-buffered gather queue
+  // Backward: a query row's visible keys in segments of up to segKeys (each sorted by the block
+  // owning their key rows), segTiles key tiles per segment, at most `segments` per row.
+  int64_t segKeys, segTiles, segments;
   uint32_t packed;
   // value is the key tensor itself (the MLA absorb layout passes one tensor twice, vDim == dim):
   // the value rows are the gathered key rows' first vDim elements, not gathered again.
@@ -76,14 +79,14 @@ struct SparseFlashAttentionTiling {
   std::string error;
 };
 
-constexpr int64_t kSfaKeyTile = 128, kSfaIdxChunk = 512;
+constexpr int64_t kSfaKeyTile = 128, kSfaIdxChunk = 512, kSfaSegKeys = 512;
+// The backward's key rows go to the blocks in runs of this many: row r is block (r / 16) % B's.
+constexpr int64_t kSfaOwnerRows = 16;
 // Gathered rows per queue buffer at most: past that a buffer's copies out are long enough.
 constexpr int64_t kSfaGatherRows = 32;
 
-// Floats of a key row's gradient in the backward's partial sums: d[k | k_rope] then dv.
-inline uint64_t SfaGradPitch(const SparseFlashAttentionTilingData &d) { return uint64_t(d.qkDim + d.vDim); }
 
-// Key rows of the backward's partial sums: every key token row's key heads.
+// Key rows of the backward's accumulator: every key token row's key heads.
 inline uint64_t SfaGradKeyRows(const SparseFlashAttentionTilingData &d) { return uint64_t(d.kRows * d.heads2); }
 
 // Elements between the backward's gathered query rows [q | q_rope] and dO rows in its workspace:
@@ -92,20 +95,62 @@ inline uint64_t SfaGradKeyRows(const SparseFlashAttentionTilingData &d) { return
 inline uint64_t SfaGradQPitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.qkDim), 8); }
 inline uint64_t SfaGradVPitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.vDim), 8); }
 
-// Columns between the rows of the backward's [G, nTile] tiles of S, dP, P and dS: nTile rounded up
-// to 8, so that the vector passes over all rows of a tile at once find every row 32-byte aligned.
-inline uint64_t SfaGradTilePitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.nTile), 8); }
+// Floats of a key row's gradient in the backward's fp32 accumulator: d[k | k_rope] then dv, each
+// at the pitch of the rows it comes from, so that every part starts 32-byte aligned.
+inline uint64_t SfaGradPitch(const SparseFlashAttentionTilingData &d) { return SfaGradQPitch(d) + SfaGradVPitch(d); }
 
-// Floats of one block's workspace (the kernels carve it in this order; T-typed parts take
-// fp32-sized slots). Forward: S and P [G, nTile], P V and the accumulator [G, vDim], gathered Q
-// [G, qkDim] (its key and value rows stay in UB). Backward: S and dP, then P and dS as T, each
-// [G, SfaGradTilePitch], the dQ accumulator [G, qkDim], gathered Q [G, SfaGradQPitch], gathered dO
-// [G, SfaGradVPitch] (the key and value rows stay in UB) and the block's partial sums of the key
-// gradients [SfaGradKeyRows, SfaGradPitch].
+// Columns between the rows of the backward's [G, nTile] tiles of S and dP, and between the tiles of
+// a segment's P and dS: nTile rounded up to 16, so that the vector passes over all rows of a tile
+// at once find every row 32-byte aligned, as fp32 and as 16-bit T.
+inline uint64_t SfaGradTilePitch(const SparseFlashAttentionTilingData &d) { return AlignUp(uint64_t(d.nTile), 16); }
+
+// Columns between the rows of a segment's [G, segTiles x SfaGradTilePitch] P and dS in a slot: its
+// tiles side by side, key j of the segment at column (j / nTile) * SfaGradTilePitch + j % nTile.
+inline uint64_t SfaGradSegPitch(const SparseFlashAttentionTilingData &d) {
+  return uint64_t(d.segTiles) * SfaGradTilePitch(d);
+}
+
+// Floats of one block's own workspace (the kernels carve it in this order). Forward: S and P
+// [G, nTile], P V and the accumulator [G, vDim], gathered Q [G, qkDim] (its key and value rows stay
+// in UB). Backward: S and dP [G, SfaGradTilePitch] and the d query accumulator [G, qkDim].
 inline uint64_t SfaWorkspaceFloats(const SparseFlashAttentionTilingData &d, bool grad) {
   const uint64_t g = uint64_t(d.group), n = uint64_t(d.nTile), qk = uint64_t(d.qkDim), v = uint64_t(d.vDim);
   if (!grad) return 2 * g * n + g * qk + 2 * g * v;
-  return 4 * g * SfaGradTilePitch(d) + g * qk + g * SfaGradQPitch(d) + g * SfaGradVPitch(d) +
+  return 2 * g * SfaGradTilePitch(d) + g * qk;
+}
+
+// int32 entries of a row of segment offsets in a backward slot: B + 1, rounded up to 32 bytes.
+inline uint64_t SfaGradOffsetPitch(uint64_t blocks) { return AlignUp(blocks + 1, 8); }
+
+// The backward's slot of one item (query row, key head), in 4-byte units from the slot's start,
+// each part 32-byte aligned; T-typed parts take fp32-sized places. What the item's block writes
+// and every block reads after the next SyncAll: the count of segments used (one int32 in a 32-byte
+// block); per segment the offsets of its B owners' keys; per segment the key rows in that order
+// (int32, row r*N2 + n2 of the [key rows, N2] key gradients); per segment its P and dS, each
+// [G, SfaGradSegPitch]; the gathered [q | q_rope] and dO rows of the item's G heads.
+struct SfaGradSlot {
+  uint64_t offsets, rows, p, ds, qg, dout, total;
+};
+
+inline SfaGradSlot SfaGradSlotLayout(const SparseFlashAttentionTilingData &d, uint64_t blocks) {
+  const uint64_t g = uint64_t(d.group), segs = uint64_t(d.segments);
+  const uint64_t seg = g * SfaGradSegPitch(d);
+  SfaGradSlot s;
+  s.offsets = 8;
+  s.rows = s.offsets + segs * SfaGradOffsetPitch(blocks);
+  s.p = s.rows + AlignUp(segs * uint64_t(d.segKeys), 8);
+  s.ds = s.p + segs * seg;
+  s.qg = s.ds + segs * seg;
+  s.dout = s.qg + g * SfaGradQPitch(d);
+  s.total = s.dout + g * SfaGradVPitch(d);
+  return s;
+}
+
+// Floats of the backward's whole workspace: the blocks' own parts, two sets of B item slots (one
+// written while the other is read) and the fp32 key gradient accumulator [SfaGradKeyRows,
+// SfaGradPitch].
+inline uint64_t SfaGradWorkspaceFloats(const SparseFlashAttentionTilingData &d, uint64_t blocks) {
+  return blocks * SfaWorkspaceFloats(d, true) + 2 * blocks * SfaGradSlotLayout(d, blocks).total +
          SfaGradKeyRows(d) * SfaGradPitch(d);
 }
 
@@ -117,7 +162,7 @@ inline uint64_t SfaGatherBytes(int64_t rows, int64_t main, int64_t rope, uint64_
 
 // Bytes of one buffer of the gather queue: gatherRows gathered rows of `elem`-byte elements and,
 // backward, at least one fp32 key gradient row (d[k | k_rope] or dv) rounded up to 16 floats: the
-// cube's key gradients come into these buffers, and the reduction of the partial sums gives its
+// owners' key gradients come into these buffers, and the narrowing of the accumulator gives its
 // rows that pitch in UB so that their T rows stay 32-byte aligned.
 inline uint64_t SfaQueueBytes(const SparseFlashAttentionTilingData &d, uint64_t elem, bool grad) {
   const int64_t main = d.dim > d.vDim ? d.dim : d.vDim, wide = d.qkDim > d.vDim ? d.qkDim : d.vDim;
@@ -175,8 +220,13 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   const int64_t wide = d.qkDim > d.vDim ? d.qkDim : d.vDim, tileCols = grad ? 8 * kSfaGatherRows : d.nTile;
   const int64_t row = wide > tileCols ? wide : tileCols;
   const uint64_t rowBytes = AlignUp(uint64_t(row) * 4, kBlockBytes);
-  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes +
-                      AlignUp(uint64_t(d.nTile) * 4, kBlockBytes) +
+  // Backward: in place of the tile's key positions, three int32 arrays of a segment's keys (the
+  // positions, their rows, the rows sorted by owner) and three of B + 1 owner counts.
+  const int64_t listed = p.topK * p.blockSize, segBound = listed < kSfaSegKeys ? listed : kSfaSegKeys;
+  const uint64_t keyLists = grad ? 3 * AlignUp(uint64_t(segBound) * 4, kBlockBytes) +
+                                       3 * AlignUp(SfaGradOffsetPitch(platform.aicCoreNum) * 4, kBlockBytes)
+                                 : AlignUp(uint64_t(d.nTile) * 4, kBlockBytes);
+  const uint64_t ub = AlignUp(uint64_t(d.idxChunk) * 4, kBlockBytes) + 8 * rowBytes + keyLists +
                       5 * AlignUp(uint64_t(d.group) * 4, kBlockBytes) + 64;
   const uint64_t sz = p.dataType == SfaFloat::kF32 ? 4 : 2;
   const uint64_t gatherRow = SfaGatherBytes(1, d.dim > d.vDim ? d.dim : d.vDim, d.ropeDim, sz);
@@ -188,7 +238,17 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   }
   // The backward's key tile is one buffer of gathered rows: its key rows stay in UB from the
   // scores to d query.
-  if (grad) d.nTile = d.gatherRows;
+  if (grad) {
+    d.nTile = d.gatherRows;
+    d.segKeys = segBound;
+    d.segTiles = int64_t(CeilDiv(uint64_t(segBound), uint64_t(d.nTile)));
+    d.segments = int64_t(CeilDiv(uint64_t(listed), uint64_t(segBound)));
+    // The backward keeps key rows as int32 in UB and its slots.
+    if (SfaGradKeyRows(d) >= (uint64_t(1) << 31)) {
+      t.error = "key rows x key heads must stay below 2^31";
+      return t;
+    }
+  }
   const uint64_t items = uint64_t(d.qRows) * uint64_t(p.heads2);
   uint64_t blocks = items < platform.aicCoreNum ? items : platform.aicCoreNum;
   // The backward always runs: block 0 writes the zeros of absent rope parts' placeholders, and
@@ -199,7 +259,7 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
   d.mmNN = SfaCubeTiling(p.dataType, t.blockDim, d.group, wide, d.nTile);
   d.mmTN = SfaCubeTiling(p.dataType, t.blockDim, d.nTile, int64_t(AlignUp(uint64_t(wide), 8)), d.group);
   t.tilingKey = p.dataType == SfaFloat::kF32 ? 1 : p.dataType == SfaFloat::kF16 ? 2 : 3;
-  t.workspaceBytes = blocks * SfaWorkspaceFloats(d, grad) * 4;
+  t.workspaceBytes = (grad ? SfaGradWorkspaceFloats(d, blocks) : blocks * SfaWorkspaceFloats(d, false)) * 4;
   return t;
 }
 

@@ -52,8 +52,8 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   SparseFlashAttentionTiling t = ComputeSparseFlashAttentionTiling(p, kAtlasA2, true);
   if (!t.error.empty()) Reject("tiling", t.error);
   const twin::Workspace workspace(t.workspaceBytes);
-  // Cooperative: the blocks meet at a SyncAll before summing their partial sums, so every block
-  // must be resident (the tiling takes at most one block per core).
+  // Cooperative: the blocks meet at a SyncAll after every round of items, so every block must be
+  // resident (the tiling takes at most one block per core).
   return twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
     sparse_flash_attention_grad(a[0].data, a[1].data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data,
                                 a[7].data, a[8].data, a[9].data, a[10].data, a[11].data, a[12].data, a[13].data,

@@ -2,18 +2,21 @@
 // sparse_flash_attention, with P rebuilt from the forward's statistics over each query row's
 // visible selected keys (sparse_flash_attention.cpp), D = rowsum(dO ∘ O), dS = scale·P∘(dO Vᵀ - D):
 //   d[q | q_rope] = dS [K | K_rope],  dV_j = Σ P_j dO,  d[k | k_rope]_j = Σ dS_j [q | q_rope].
-// An item (query row, key head) gathers its G query rows and dO rows into its workspace and then,
-// nTile visible selected keys at a time (as many as a buffer of the gather queue holds), the key
-// rows into one queue buffer and the value rows into the other, where the cube reads them: S and
-// dP by the cube, P and dS in UB in fp32 (all rows of the tile in a few vector calls), d[q | q_rope]
-// of its rows accumulated by the cube from the same key rows, and the tile's key gradients
-// dSᵀ [Q | Q_rope] and Pᵀ dO by the cube into UB, which the store atomics add row by row into the
-// block's own partial sums of the key gradients (one fp32 row per key row and key head). No
-// gathered key or value row goes back out to GM. After a SyncAll every block sums a
-// slice of the key rows over all blocks' partials, pairwise in a fixed tree, into d key, d key_rope
-// and d value. Deterministic: a block's adds come in its items' order and the blocks' sums in the
-// tree's, whatever the timing. The cube work is that of the selected pairs alone; the partial sums
-// cost a [key rows, qkDim + vDim] fp32 workspace per block.
+// The items (query row, key head) go in rounds of one per block; a SyncAll ends each round.
+// In round r a block computes its item: it gathers the item's G query rows and dO rows into the
+// item's slot, sorts each segment of the item's visible selected keys by the block that owns their
+// key rows (runs of kSfaOwnerRows rows, dealt to the blocks in turn) and then, nTile keys at a time
+// (as many as a buffer of the gather queue holds), gathers the key rows into one queue buffer and
+// the value rows into the other, where the cube reads them: S and dP by the cube, P and dS in UB in
+// fp32 (all rows of the tile in a few vector calls) out into the slot's tiles, and d[q | q_rope] of
+// its rows accumulated by the cube from the same key rows. In round r + 1 (the slots come in two
+// sets) every block, as owner, takes its keys of each of round r's items in item order: the cube
+// makes their key gradients dSᵀ [Q | Q_rope] and Pᵀ dO from the slot into UB, and store atomics
+// add them row by row into the fp32 accumulator of the key gradients, whose rows only their owner
+// touches. At the end each owner narrows its rows into d key, d key_rope and d value.
+// Deterministic: a key row's adds come from one block, in the items' order, whatever the timing.
+// The cube work is that of the selected pairs alone; the workspace is one fp32 accumulator of the
+// key gradients and 2 B slots, whatever the number of query rows.
 #include "../../sparse_flash_attention/sparse_flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
 
@@ -44,6 +47,12 @@ struct SfagArgs {
   GM_ADDR workspace;
 };
 
+// The key rows a segment's bucketed list holds, in its order (row r * N2 + n2 of the key tensors).
+struct SfaListedRows {
+  AscendC::LocalTensor<int32_t> rows;
+  __aicore__ inline int64_t operator()(uint32_t j) const { return rows.GetValue(j); }
+};
+
 template <typename T>
 class SparseFlashAttentionGradKernel {
   using ND = MatmulType<TPosition::GM, CubeFormat::ND, T>;
@@ -60,7 +69,7 @@ class SparseFlashAttentionGradKernel {
   TPipe pipe;
   Matmul<ND, UbTrans, Acc> mmNT;    // S = Q Kᵀ and dP = dO Vᵀ, K's and V's rows in UB
   Matmul<ND, Ub, Acc> mmNN;         // dQ += dS K, K's rows in UB
-  Matmul<NDTrans, ND, AccUb> mmTN;  // a tile's dV = Pᵀ dO, dK = dSᵀ Q, into UB
+  Matmul<NDTrans, ND, AccUb> mmTN;  // an owner's dV = Pᵀ dO, dK = dSᵀ Q, into UB
 
   __aicore__ inline void Init(const SfagArgs &a, const SparseFlashAttentionTilingData &td) {
     td_ = &td;
@@ -83,26 +92,23 @@ class SparseFlashAttentionGradKernel {
     dkRopeGm_.SetGlobalBuffer((__gm__ T *)a.dkRope, ropeK);
     if (td.packed || td.lengthsQ) cumQ_.SetGlobalBuffer((__gm__ int64_t *)a.cumQ, uint64_t(td.batch));
     if (td.packed || td.lengthsKv) cumKv_.SetGlobalBuffer((__gm__ int64_t *)a.cumKv, uint64_t(td.batch));
-    // The block's workspace, in SfaWorkspaceFloats' order.
-    wsBase_ = (__gm__ float *)GetUserWorkspace(a.workspace);
-    blockFloats_ = ms_ops::SfaWorkspaceFloats(td, true);
+    // The workspace, in SfaGradWorkspaceFloats' order: the blocks' own parts, the slots, the
+    // accumulator.
+    blocks_ = GetBlockNum();
+    slot_ = ms_ops::SfaGradSlotLayout(td, blocks_);
+    const uint64_t own = ms_ops::SfaWorkspaceFloats(td, true);
     const uint64_t g = uint64_t(td.group), qk = uint64_t(td.qkDim);
-    const uint64_t qPitch = ms_ops::SfaGradQPitch(td), vPitch = ms_ops::SfaGradVPitch(td);
     tilePitch_ = static_cast<uint32_t>(ms_ops::SfaGradTilePitch(td));
-    const uint64_t tile = g * tilePitch_;
-    __gm__ float *block = wsBase_ + GetBlockIdx() * blockFloats_, *ws = block;
-    sGm_.SetGlobalBuffer(ws, tile);
-    dpGm_.SetGlobalBuffer(ws + tile, tile);
-    pGm_.SetGlobalBuffer((__gm__ T *)(ws + 2 * tile), tile);
-    dsGm_.SetGlobalBuffer((__gm__ T *)(ws + 3 * tile), tile);
-    ws += 4 * tile;
-    accGm_.SetGlobalBuffer(ws, g * qk);
-    ws += g * qk;
-    qgGm_.SetGlobalBuffer((__gm__ T *)ws, g * qPitch);
-    ws += g * qPitch;
-    doGm_.SetGlobalBuffer((__gm__ T *)ws, g * vPitch);
-    partAt_ = uint64_t(ws + g * vPitch - block);
-    partGm_ = PartOf(GetBlockIdx());
+    tileFloats_ = g * tilePitch_;
+    segPitch_ = static_cast<uint32_t>(ms_ops::SfaGradSegPitch(td));
+    segFloats_ = g * segPitch_;
+    __gm__ float *ws = (__gm__ float *)GetUserWorkspace(a.workspace);
+    __gm__ float *mine = ws + GetBlockIdx() * own;
+    sGm_.SetGlobalBuffer(mine, tileFloats_);
+    dpGm_.SetGlobalBuffer(mine + tileFloats_, tileFloats_);
+    accGm_.SetGlobalBuffer(mine + 2 * tileFloats_, g * qk);
+    slots_ = ws + blocks_ * own;
+    keyAccGm_.SetGlobalBuffer(slots_ + 2 * blocks_ * slot_.total, ms_ops::SfaGradKeyRows(td) * ms_ops::SfaGradPitch(td));
 
     // Rows of fp32 as wide as a head or 8 rows of a tile (Rebuild's least chunk).
     const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > 8 * tilePitch_ ? wide : 8 * tilePitch_;
@@ -119,7 +125,13 @@ class SparseFlashAttentionGradKernel {
     pipe.InitBuffer(zero_, UbBytes(int64_t(wide), sizeof(T)));
     pipe.InitBuffer(red_, kUbAlign);
     pipe.InitBuffer(idx_, UbBytes(td.idxChunk, 4));
-    pipe.InitBuffer(pos_, UbBytes(td.nTile, 4));
+    const uint32_t segBytes = UbBytes(td.segKeys, 4), offBytes = UbBytes(int64_t(ms_ops::SfaGradOffsetPitch(blocks_)), 4);
+    pipe.InitBuffer(segPos_, segBytes);
+    pipe.InitBuffer(segRows_, segBytes);
+    pipe.InitBuffer(sorted_, segBytes);
+    pipe.InitBuffer(offsets_, offBytes);
+    pipe.InitBuffer(fill_, offBytes);
+    pipe.InitBuffer(header_, offBytes);
     pipe.InitBuffer(statMax_, UbBytes(td.group, 4));
     pipe.InitBuffer(statSum_, UbBytes(td.group, 4));
     pipe.InitBuffer(dRow_, UbBytes(td.group, 4));
@@ -127,11 +139,17 @@ class SparseFlashAttentionGradKernel {
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(UbBytes(int64_t(wide), sizeof(T)) / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
-    // The rows' padding columns of gathered Q and dO enter the key gradients' padding columns
-    // (never copied out): zeros, so that no NaN of the fresh workspace travels through the cube.
-    for (uint32_t h = 0; h < g; ++h) {
-      CopyOut(qgGm_[h * qPitch], zero_.Get<T>(), static_cast<uint32_t>(qPitch));
-      CopyOut(doGm_[h * vPitch], zero_.Get<T>(), static_cast<uint32_t>(vPitch));
+    // The rows' padding columns of gathered Q and dO in this block's two slots enter the key
+    // gradients' padding columns (never copied out): zeros, so that no NaN of the fresh workspace
+    // travels through the cube.
+    const uint64_t qPitch = ms_ops::SfaGradQPitch(td), vPitch = ms_ops::SfaGradVPitch(td);
+    for (uint32_t set = 0; set < 2; ++set) {
+      __gm__ float *slot = SlotOf(set, GetBlockIdx());
+      const GlobalTensor<T> qg = Part<T>(slot, slot_.qg, g * qPitch), dout = Part<T>(slot, slot_.dout, g * vPitch);
+      for (uint32_t h = 0; h < g; ++h) {
+        CopyOut(qg[h * qPitch], zero_.Get<T>(), static_cast<uint32_t>(qPitch));
+        CopyOut(dout[h * vPitch], zero_.Get<T>(), static_cast<uint32_t>(vPitch));
+      }
     }
   }
 
@@ -142,65 +160,109 @@ class SparseFlashAttentionGradKernel {
       CopyOut(dqRopeGm_, zero_.Get<T>(), 1);
       CopyOut(dkRopeGm_, zero_.Get<T>(), 1);
     }
-    ZeroPartial();
-    const int64_t items = td.qRows * td.heads2;
-    for (int64_t it = GetBlockIdx(); it < items; it += GetBlockNum()) QueryItem(it / td.heads2, it % td.heads2);
+    ZeroOwnRows();
+    const int64_t items = td.qRows * td.heads2, rounds = (items + blocks_ - 1) / blocks_;
+    // Step r: this block's item of round r into slot set r % 2, then its keys of round r - 1's
+    // items, whose slots (the other set) were complete at the previous SyncAll.
+    for (int64_t r = 0; r <= rounds; ++r) {
+      const int64_t it = r * blocks_ + GetBlockIdx();
+      if (r < rounds && it < items) QueryItem(it / td.heads2, it % td.heads2, SlotOf(uint32_t(r % 2), GetBlockIdx()));
+      if (r > 0) OwnKeys(r - 1, items);
+      if (r == rounds) break;
+      PipeBarrier<PIPE_ALL>();
+      SyncAll();
+    }
     mmNT.End();
     mmNN.End();
     mmTN.End();
-    // Every block's partial sums are complete before any block adds them up.
     PipeBarrier<PIPE_ALL>();
-    SyncAll();
-    ReducePartials();
+    NarrowOwnRows();
   }
 
  private:
-  // ---- an item: the group's rows of query row t against its selected keys ----
-  __aicore__ inline void QueryItem(int64_t t, int64_t n2) {
+  // Slot i of set `set` (SfaGradSlotLayout).
+  __aicore__ inline __gm__ float *SlotOf(uint32_t set, uint64_t i) const {
+    return slots_ + (uint64_t(set) * blocks_ + i) * slot_.total;
+  }
+
+  // `n` elements of type U at `at` 4-byte units into a slot.
+  template <typename U>
+  __aicore__ inline GlobalTensor<U> Part(__gm__ float *slot, uint64_t at, uint64_t n) const {
+    GlobalTensor<U> x;
+    x.SetGlobalBuffer((__gm__ U *)(slot + at), n);
+    return x;
+  }
+
+  // Segment `seg`'s P (at slot_.p) or dS (at slot_.ds) from its column `col` on.
+  __aicore__ inline GlobalTensor<T> SegCols(__gm__ float *slot, uint64_t part, uint64_t seg, uint64_t col) const {
+    return Part<T>(slot, part + seg * segFloats_, segFloats_)[col];
+  }
+
+  // The block owning key row r.
+  __aicore__ inline uint32_t OwnerOf(int64_t r) const {
+    return static_cast<uint32_t>((r / ms_ops::kSfaOwnerRows) % int64_t(blocks_));
+  }
+
+  // ---- an item: the group's rows of query row t against its selected keys, into `slot` ----
+  __aicore__ inline void QueryItem(int64_t t, int64_t n2, __gm__ float *slot) {
     const SparseFlashAttentionTilingData &td = *td_;
     const SfaSeq sq = SfaSequenceOfRow(td, cumQ_, cumKv_, t);
     const uint32_t g = static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
     const int64_t head0 = t * td.heads1 + n2 * td.group;
     const int64_t qPitch = int64_t(ms_ops::SfaGradQPitch(td)), vPitch = int64_t(ms_ops::SfaGradVPitch(td));
-    // The previous item's reads of the workspace and UB rows are done.
+    const GlobalTensor<T> qg = Part<T>(slot, slot_.qg, g * qPitch), dout = Part<T>(slot, slot_.dout, g * vPitch);
+    // The previous item's and owner pass's reads of the workspace and UB rows are done.
     PipeBarrier<PIPE_ALL>();
     const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
-    SfaGatherRows(gatherQ_, batch, qgGm_, qGm_, qRopeGm_, td.dim, td.ropeDim, qPitch, g, SfaLinearRows{head0, 1});
-    SfaGatherRows(gatherQ_, batch, doGm_, dyGm_, dyGm_, td.vDim, 0, vPitch, g, SfaLinearRows{head0, 1});
+    SfaGatherRows(gatherQ_, batch, qg, qGm_, qRopeGm_, td.dim, td.ropeDim, qPitch, g, SfaLinearRows{head0, 1});
+    SfaGatherRows(gatherQ_, batch, dout, dyGm_, dyGm_, td.vDim, 0, vPitch, g, SfaLinearRows{head0, 1});
     RowStats(t, n2, SfaStatBase(td, sq, t, n2));
     cursor_.Start(idxGm_[(t * td.heads2 + n2) * td.topK], SfaVisible(td, sq, t - sq.qStart));
-    const LocalTensor<int32_t> pos = pos_.Get<int32_t>();
     const GlobalTensor<int32_t> noTable;
-    const SfaSelectedRows keys{&td, &noTable, &sq, pos, n2};
+    const SfaSelectedRows keys{&td, &noTable, &sq, segPos_.Get<int32_t>(), n2};
+    const SfaListedRows listed{sorted_.Get<int32_t>()};
     const GlobalTensor<T> dy = dyGm_[head0 * td.vDim];
-    const uint32_t tile = static_cast<uint32_t>(td.nTile);
+    const uint32_t tile = static_cast<uint32_t>(td.nTile), segKeys = static_cast<uint32_t>(td.segKeys);
     bool started = false;
+    int32_t used = 0;
     for (;;) {
-      const uint32_t nt = cursor_.Next(pos, tile);
-      if (nt == 0) break;
-      // The previous tile's products and copies are done with the queue buffers and the tiles.
-      PipeBarrier<PIPE_ALL>();
-      LocalTensor<T> k = gatherQ_.AllocTensor<T>(), v = k;
-      SfaGatherToUb(k, tile, kGm_, kRopeGm_, td.dim, td.ropeDim, 0, nt, keys);
-      // When value is key, dP reads the key rows' main parts.
-      if (!td.valueIsKey) {
-        v = gatherQ_.AllocTensor<T>();
-        SfaGatherToUb(v, tile, vGm_, vGm_, td.vDim, 0, 0, nt, keys);
+      const uint32_t n = cursor_.Next(segPos_.Get<int32_t>(), segKeys);
+      if (n == 0) break;
+      SortByOwner(keys, n, slot, used);
+      for (uint32_t j0 = 0; j0 < n; j0 += tile) {
+        const uint32_t nt = n - j0 < tile ? n - j0 : tile;
+        const uint64_t col = uint64_t(j0 / tile) * tilePitch_;
+        // The previous tile's products and copies are done with the queue buffers and the tiles.
+        PipeBarrier<PIPE_ALL>();
+        LocalTensor<T> k = gatherQ_.AllocTensor<T>(), v = k;
+        SfaGatherToUb(k, tile, kGm_, kRopeGm_, td.dim, td.ropeDim, j0, nt, listed);
+        // When value is key, dP reads the key rows' main parts.
+        if (!td.valueIsKey) {
+          v = gatherQ_.AllocTensor<T>();
+          SfaGatherToUb(v, tile, vGm_, vGm_, td.vDim, 0, j0, nt, listed);
+        }
+        // The cube reads the rows where MTE2 put them.
+        PipeBarrier<PIPE_ALL>();
+        ScoreRows(qg, k, nt);
+        DpRows(dy, v, td.valueIsKey ? td.dim : td.vDim, nt);
+        if (!td.valueIsKey) gatherQ_.FreeTensor(v);
+        const GlobalTensor<T> ds = SegCols(slot, slot_.ds, used, col);
+        Rebuild(SegCols(slot, slot_.p, used, col), ds);
+        // The cube reads dS where the copies out put it.
+        PipeBarrier<PIPE_ALL>();
+        QueryGrads(ds, k, nt, started);
+        gatherQ_.FreeTensor(k);
+        started = true;
       }
-      // The cube reads the rows where MTE2 put them.
-      PipeBarrier<PIPE_ALL>();
-      ScoreRows(k, nt);
-      DpRows(dy, v, td.valueIsKey ? td.dim : td.vDim, nt);
-      if (!td.valueIsKey) gatherQ_.FreeTensor(v);
-      Rebuild();
-      // The cube reads dS where the copies out put it.
-      PipeBarrier<PIPE_ALL>();
-      QueryGrads(k, nt, started);
-      gatherQ_.FreeTensor(k);
-      started = true;
-      AddKeyGrads(keys, nt);
-      if (nt < tile) break;
+      ++used;
+      if (n < segKeys) break;
     }
+    // The segments' count, for the owners.
+    LocalTensor<int32_t> count = header_.Get<int32_t>();
+    PipeBarrier<PIPE_ALL>();
+    count.SetValue(0, used);
+    OrderPipes<HardEvent::S_MTE3>(&pipe);
+    CopyOut(Part<int32_t>(slot, 0, 1), count, 1);
     PipeBarrier<PIPE_ALL>();
     for (uint32_t h = 0; h < g; ++h) {
       const int64_t r = head0 + h;
@@ -209,44 +271,103 @@ class SparseFlashAttentionGradKernel {
     }
   }
 
-  // The tile's key gradients added to the block's partial sums at their key rows, in the tile's
-  // order, as many keys at a time as a queue buffer holds rows: the cube puts d[k | k_rope] =
-  // dSᵀ [Q | Q_rope] and dv = Pᵀ dO of those keys into the two buffers (rows as wide as the
-  // gathered Q and dO rows), and each row goes out with a store atomic.
-  __aicore__ inline void AddKeyGrads(const SfaSelectedRows &keys, uint32_t nt) {
+  // The segment's n key positions (segPos_) as key rows sorted by their owners (a counting sort,
+  // stable: each owner's keys keep the index list's order) into sorted_, and with the owners'
+  // offsets (offsets_) out to segment `seg` of the slot.
+  __aicore__ inline void SortByOwner(const SfaSelectedRows &keys, uint32_t n, __gm__ float *slot, int32_t seg) {
+    const uint64_t offPitch = ms_ops::SfaGradOffsetPitch(blocks_);
+    LocalTensor<int32_t> rows = segRows_.Get<int32_t>(), sorted = sorted_.Get<int32_t>();
+    LocalTensor<int32_t> off = offsets_.Get<int32_t>(), fill = fill_.Get<int32_t>();
+    // The previous segment's copies out of sorted_ and offsets_ are done.
+    OrderPipes<HardEvent::MTE3_S>(&pipe);
+    for (uint32_t o = 0; o <= blocks_; ++o) off.SetValue(o, 0);
+    for (uint32_t j = 0; j < n; ++j) {
+      const int64_t r = keys(j);
+      rows.SetValue(j, static_cast<int32_t>(r));
+      const uint32_t o = OwnerOf(r) + 1;
+      off.SetValue(o, off.GetValue(o) + 1);
+    }
+    for (uint32_t o = 0; o < blocks_; ++o) {
+      off.SetValue(o + 1, off.GetValue(o + 1) + off.GetValue(o));
+      fill.SetValue(o, off.GetValue(o));
+    }
+    for (uint32_t j = 0; j < n; ++j) {
+      const int32_t r = rows.GetValue(j);
+      const uint32_t o = OwnerOf(r);
+      const int32_t at = fill.GetValue(o);
+      sorted.SetValue(static_cast<uint32_t>(at), r);
+      fill.SetValue(o, at + 1);
+    }
+    OrderPipes<HardEvent::S_MTE3>(&pipe);
+    CopyOut(Part<int32_t>(slot, slot_.offsets + uint64_t(seg) * offPitch, offPitch), off, blocks_ + 1);
+    CopyOut(Part<int32_t>(slot, slot_.rows + uint64_t(seg) * td_->segKeys, uint64_t(td_->segKeys)), sorted, n);
+  }
+
+  // This block's keys of round `round`'s items, item by item in order: for each segment, the
+  // cube's d[k | k_rope] = dSᵀ [Q | Q_rope] and dv = Pᵀ dO of those keys (as many at a time as a
+  // queue buffer holds rows, and within one tile when tiles have padding columns) into the two
+  // queue buffers, and each row added into the accumulator by store atomics.
+  __aicore__ inline void OwnKeys(int64_t round, int64_t items) {
     const SparseFlashAttentionTilingData &td = *td_;
-    const uint32_t qk = static_cast<uint32_t>(td.qkDim), dv = static_cast<uint32_t>(td.vDim);
+    const uint32_t me = GetBlockIdx(), set = static_cast<uint32_t>(round % 2);
+    const uint32_t g = static_cast<uint32_t>(td.group), tile = static_cast<uint32_t>(td.nTile);
     const uint32_t qPitch = static_cast<uint32_t>(ms_ops::SfaGradQPitch(td));
     const uint32_t vPitch = static_cast<uint32_t>(ms_ops::SfaGradVPitch(td));
-    const uint64_t pitch = ms_ops::SfaGradPitch(td);
+    const uint32_t qk = static_cast<uint32_t>(td.qkDim), dv = static_cast<uint32_t>(td.vDim);
     const uint32_t per = queBytes_ / ((qPitch > vPitch ? qPitch : vPitch) * 4);
-    for (uint32_t j0 = 0; j0 < nt; j0 += per) {
-      const uint32_t m = nt - j0 < per ? nt - j0 : per;
-      LocalTensor<float> dk = gatherQ_.AllocTensor<float>(), dvUb = gatherQ_.AllocTensor<float>();
-      TileProduct(m, qPitch, dsGm_[j0], qgGm_, dk);
-      TileProduct(m, vPitch, pGm_[j0], doGm_, dvUb);
-      // The cube's rows have landed in UB.
+    const uint64_t pitch = qPitch + vPitch;
+    const uint64_t offPitch = ms_ops::SfaGradOffsetPitch(blocks_);
+    LocalTensor<int32_t> head = header_.Get<int32_t>(), rows = sorted_.Get<int32_t>();
+    for (uint64_t i = 0; i < blocks_ && int64_t(round * blocks_ + i) < items; ++i) {
+      __gm__ float *slot = SlotOf(set, i);
+      const GlobalTensor<T> qg = Part<T>(slot, slot_.qg, g * qPitch), dout = Part<T>(slot, slot_.dout, g * vPitch);
+      // Every earlier read of the header and row buffers is done.
       PipeBarrier<PIPE_ALL>();
-      SetAtomicAdd<float>();
-      for (uint32_t j = 0; j < m; ++j) {
-        const GlobalTensor<float> row = partGm_[uint64_t(keys(j0 + j)) * pitch];
-        CopyOut(row, dk[j * qPitch], qk);
-        CopyOut(row[qk], dvUb[j * vPitch], dv);
+      CopyIn(head, Part<int32_t>(slot, 0, 1), 1);
+      OrderPipes<HardEvent::MTE2_S>(&pipe);
+      const int32_t used = head.GetValue(0);
+      for (int32_t seg = 0; seg < used; ++seg) {
+        OrderPipes<HardEvent::S_MTE2>(&pipe);
+        CopyIn(head, Part<int32_t>(slot, slot_.offsets + uint64_t(seg) * offPitch, offPitch), blocks_ + 1);
+        OrderPipes<HardEvent::MTE2_S>(&pipe);
+        const uint32_t a = static_cast<uint32_t>(head.GetValue(me)), b = static_cast<uint32_t>(head.GetValue(me + 1));
+        if (a == b) continue;
+        OrderPipes<HardEvent::S_MTE2>(&pipe);
+        CopyIn(rows, Part<int32_t>(slot, slot_.rows + uint64_t(seg) * td.segKeys + a, b - a), b - a);
+        OrderPipes<HardEvent::MTE2_S>(&pipe);
+        for (uint32_t j = a; j < b;) {
+          // Keys j.. stay in one tile's columns unless the tiles lie back to back.
+          const uint32_t inTile = j % tile, span = tile == tilePitch_ ? b - j : tile - inTile;
+          const uint32_t left = b - j < span ? b - j : span, m = left < per ? left : per;
+          const uint64_t col = uint64_t(j / tile) * tilePitch_ + inTile;
+          LocalTensor<float> dk = gatherQ_.AllocTensor<float>(), dvUb = gatherQ_.AllocTensor<float>();
+          TileProduct(m, qPitch, SegCols(slot, slot_.ds, uint64_t(seg), col), qg, dk);
+          TileProduct(m, vPitch, SegCols(slot, slot_.p, uint64_t(seg), col), dout, dvUb);
+          // The cube's rows have landed in UB.
+          PipeBarrier<PIPE_ALL>();
+          SetAtomicAdd<float>();
+          for (uint32_t x = 0; x < m; ++x) {
+            const GlobalTensor<float> row = keyAccGm_[uint64_t(rows.GetValue(j - a + x)) * pitch];
+            CopyOut(row, dk[x * qPitch], qk);
+            CopyOut(row[qPitch], dvUb[x * vPitch], dv);
+          }
+          SetAtomicNone();
+          // The copies out have read both buffers before the next keys' products overwrite them.
+          PipeBarrier<PIPE_ALL>();
+          gatherQ_.FreeTensor(dk);
+          gatherQ_.FreeTensor(dvUb);
+          j += m;
+        }
       }
-      SetAtomicNone();
-      // The copies out have read both buffers before the next keys' products overwrite them.
-      PipeBarrier<PIPE_ALL>();
-      gatherQ_.FreeTensor(dk);
-      gatherQ_.FreeTensor(dvUb);
     }
   }
 
-  // C [m x n] in UB (rows n apart) = Aᵀ B: A the columns j0.. of the group's [G, tile pitch] P or
-  // dS (`a` starts at column j0), B G rows of n elements.
+  // C [m x n] in UB (rows n apart) = Aᵀ B: A the columns from `a` on of a segment's [G, segment
+  // pitch] P or dS, B G rows of n elements.
   __aicore__ inline void TileProduct(uint32_t m, uint32_t n, const GlobalTensor<T> &a, const GlobalTensor<T> &b,
                                      const LocalTensor<float> &c) {
     const uint32_t g = static_cast<uint32_t>(td_->group);
-    mmTN.SetOrgShape(tilePitch_, n, g, g);
+    mmTN.SetOrgShape(segPitch_, n, g, g);
     mmTN.SetSingleShape(m, n, g);
     mmTN.SetTensorA(a, true);
     mmTN.SetTensorB(b);
@@ -254,69 +375,57 @@ class SparseFlashAttentionGradKernel {
     mmTN.End();
   }
 
-  // The block's partial sums set to zero, a queue buffer of zeros at a time.
-  __aicore__ inline void ZeroPartial() {
-    const uint64_t total = ms_ops::SfaGradKeyRows(*td_) * ms_ops::SfaGradPitch(*td_), per = queBytes_ / 4;
+  // The runs of kSfaOwnerRows key rows this block owns, calling f(first row, rows) for each.
+  template <typename F>
+  __aicore__ inline void ForOwnRuns(const F &f) const {
+    const uint64_t rows = ms_ops::SfaGradKeyRows(*td_), run = uint64_t(ms_ops::kSfaOwnerRows);
+    for (uint64_t r0 = GetBlockIdx() * run; r0 < rows; r0 += blocks_ * run)
+      f(r0, static_cast<uint32_t>(rows - r0 < run ? rows - r0 : run));
+  }
+
+  // This block's rows of the accumulator set to zero, a queue buffer of zeros at a time.
+  __aicore__ inline void ZeroOwnRows() {
+    const uint64_t pitch = ms_ops::SfaGradPitch(*td_), per = queBytes_ / 4;
     LocalTensor<float> z = gatherQ_.AllocTensor<float>();
     Duplicate(z, 0.0f, static_cast<int32_t>(per));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
-    for (uint64_t e0 = 0; e0 < total; e0 += per)
-      CopyOut(partGm_[e0], z, static_cast<uint32_t>(total - e0 < per ? total - e0 : per));
+    ForOwnRuns([&](uint64_t r0, uint32_t n) {
+      const uint64_t total = n * pitch;
+      for (uint64_t e0 = 0; e0 < total; e0 += per)
+        CopyOut(keyAccGm_[r0 * pitch + e0], z, static_cast<uint32_t>(total - e0 < per ? total - e0 : per));
+    });
     gatherQ_.FreeTensor(z);
   }
 
-  // d key, d key_rope and d value of this block's slice of the key rows: each part of each row
-  // summed over the blocks' partials (ReducePart). The slices are disjoint: no block waits for
-  // another.
-  __aicore__ inline void ReducePartials() {
+  // d key, d key_rope and d value of this block's rows: each part narrowed from the accumulator.
+  __aicore__ inline void NarrowOwnRows() {
     const SparseFlashAttentionTilingData &td = *td_;
-    const uint64_t rows = ms_ops::SfaGradKeyRows(td), blocks = GetBlockNum();
-    const uint64_t slice = (rows + blocks - 1) / blocks, begin = slice * GetBlockIdx();
-    const uint64_t end = begin + slice < rows ? begin + slice : rows;
-    const uint32_t qk = static_cast<uint32_t>(td.qkDim);
-    if (begin >= end) return;
-    const uint32_t n = static_cast<uint32_t>(end - begin);
-    PipeBarrier<PIPE_ALL>();
-    ReducePart(begin, n, 0, static_cast<uint32_t>(td.dim), dkGm_);
-    if (td.ropeDim > 0)
-      ReducePart(begin, n, static_cast<uint32_t>(td.dim), static_cast<uint32_t>(td.ropeDim), dkRopeGm_);
-    ReducePart(begin, n, qk, static_cast<uint32_t>(td.vDim), dvGm_);
+    const uint32_t qPitch = static_cast<uint32_t>(ms_ops::SfaGradQPitch(td));
+    ForOwnRuns([&](uint64_t r0, uint32_t n) {
+      NarrowPart(r0, n, 0, static_cast<uint32_t>(td.dim), dkGm_);
+      if (td.ropeDim > 0) NarrowPart(r0, n, static_cast<uint32_t>(td.dim), static_cast<uint32_t>(td.ropeDim), dkRopeGm_);
+      NarrowPart(r0, n, qPitch, static_cast<uint32_t>(td.vDim), dvGm_);
+    });
   }
 
-  // Rows r0..r0+n-1 of columns [col, col + len) of the partials, summed over the blocks, into
-  // rows r0.. of `out` ([key rows, len], as T); up to a queue buffer of rows per pass. The blocks
-  // are summed pairwise in place (partial b += partial b + step, steps 1, 2, 4, ...): a fixed tree
-  // whose rounding error grows with log2 of the blocks, not with their number.
-  __aicore__ inline void ReducePart(uint64_t r0, uint32_t n, uint32_t col, uint32_t len, const GlobalTensor<T> &out) {
-    const uint64_t pitch = ms_ops::SfaGradPitch(*td_), blocks = GetBlockNum();
+  // Rows r0..r0+n-1 of columns [col, col + len) of the accumulator into rows r0.. of `out`
+  // ([key rows, len], as T); up to a queue buffer of rows per pass.
+  __aicore__ inline void NarrowPart(uint64_t r0, uint32_t n, uint32_t col, uint32_t len, const GlobalTensor<T> &out) {
+    const uint64_t pitch = ms_ops::SfaGradPitch(*td_);
     // UB rows of 16 floats' multiples: 32-byte aligned as fp32 and as T.
     const uint32_t ubPitch = (len + 15) / 16 * 16, per = queBytes_ / (ubPitch * 4);
     const uint32_t padBlocks = (ubPitch * 4 - UbBytes(len, 4)) / kUbAlign;
     const uint32_t tGap = (ubPitch * uint32_t(sizeof(T)) - UbBytes(len, sizeof(T))) / kUbAlign;
     const uint32_t gap = static_cast<uint32_t>((pitch - len) * 4);
     const DataCopyPadExtParams<float> noPad(false, 0, 0, 0);
-    // Both queue buffers: a pair's partials, then the T rows out.
     LocalTensor<float> acc = gatherQ_.AllocTensor<float>(), x = gatherQ_.AllocTensor<float>();
     const LocalTensor<T> y = x.template ReinterpretCast<T>();
     for (uint32_t i0 = 0; i0 < n; i0 += per) {
       const uint32_t m = n - i0 < per ? n - i0 : per;
-      const uint64_t at = (r0 + i0) * pitch + col;
-      const DataCopyExtParams rowsIn(m, len * 4, gap, padBlocks, 0), rowsOut(m, len * 4, padBlocks, gap, 0);
-      for (uint64_t step = 1; step < blocks; step *= 2)
-        for (uint64_t b = 0; b + step < blocks; b += 2 * step) {
-          // The previous pair's vector reads and copy out are done with both buffers.
-          OrderPipes<HardEvent::V_MTE2>(&pipe);
-          OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
-          DataCopyPad(acc, PartOf(b)[at], rowsIn, noPad);
-          DataCopyPad(x, PartOf(b + step)[at], rowsIn, noPad);
-          OrderPipes<HardEvent::MTE2_V>(&pipe);
-          Add(acc, acc, x, static_cast<int32_t>(m * ubPitch));
-          OrderPipes<HardEvent::V_MTE3>(&pipe);
-          DataCopyPad(PartOf(b)[at], acc, rowsOut);
-        }
+      // The previous pass's narrowing and copy out are done with both buffers.
       OrderPipes<HardEvent::V_MTE2>(&pipe);
-      OrderPipes<HardEvent::MTE3_MTE2>(&pipe);
-      DataCopyPad(acc, PartOf(0)[at], rowsIn, noPad);
+      OrderPipes<HardEvent::MTE3_V>(&pipe);
+      DataCopyPad(acc, keyAccGm_[(r0 + i0) * pitch + col], DataCopyExtParams(m, len * 4, gap, padBlocks, 0), noPad);
       OrderPipes<HardEvent::MTE2_V>(&pipe);
       SfaNarrow(y, acc, m * ubPitch);
       OrderPipes<HardEvent::V_MTE3>(&pipe);
@@ -326,31 +435,23 @@ class SparseFlashAttentionGradKernel {
     gatherQ_.FreeTensor(x);
   }
 
-  // Block `block`'s partial sums: at partAt_ of every block's workspace.
-  __aicore__ inline GlobalTensor<float> PartOf(uint64_t block) const {
-    GlobalTensor<float> p;
-    p.SetGlobalBuffer(wsBase_ + block * blockFloats_ + partAt_,
-                      ms_ops::SfaGradKeyRows(*td_) * ms_ops::SfaGradPitch(*td_));
-    return p;
-  }
-
   // S = Q Kᵀ of the group's G gathered query rows against the tile's nt key rows in UB (`k`, laid
   // out by SfaGatherToUb), into the S tile: its main and rope parts as two products, the forward's
   // shapes (sparse_flash_attention.cpp's Scores): the recomputed scores must equal the forward's to
   // the bit, or P drifts from the statistics.
-  __aicore__ inline void ScoreRows(const LocalTensor<T> &k, uint32_t nt) {
+  __aicore__ inline void ScoreRows(const GlobalTensor<T> &qg, const LocalTensor<T> &k, uint32_t nt) {
     const SparseFlashAttentionTilingData &td = *td_;
     const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt);
     const int32_t qPitch = static_cast<int32_t>(ms_ops::SfaGradQPitch(td)), pitch = static_cast<int32_t>(tilePitch_);
     mmNT.SetOrgShape(g, n, qPitch, static_cast<int32_t>(SfaUbPitch<T>(td.dim)), pitch);
     mmNT.SetSingleShape(g, n, static_cast<int32_t>(td.dim));
-    mmNT.SetTensorA(qgGm_);
+    mmNT.SetTensorA(qg);
     mmNT.SetTensorB(k, true);
     mmNT.IterateAll(sGm_, 0);
     if (td.ropeDim > 0) {
       mmNT.SetOrgShape(g, n, qPitch, static_cast<int32_t>(SfaUbPitch<T>(td.ropeDim)), pitch);
       mmNT.SetSingleShape(g, n, static_cast<int32_t>(td.ropeDim));
-      mmNT.SetTensorA(qgGm_[td.dim]);
+      mmNT.SetTensorA(qg[td.dim]);
       mmNT.SetTensorB(k[td.nTile * SfaUbPitch<T>(td.dim)], true);
       mmNT.IterateAll(sGm_, 1);
     }
@@ -374,13 +475,13 @@ class SparseFlashAttentionGradKernel {
 
   // d[q | q_rope] of the group's rows += dS K over the tile (the first tile sets them): the main
   // and rope parts of the key rows in UB as two products into the accumulator's two column ranges.
-  __aicore__ inline void QueryGrads(const LocalTensor<T> &k, uint32_t nt, bool started) {
+  __aicore__ inline void QueryGrads(const GlobalTensor<T> &ds, const LocalTensor<T> &k, uint32_t nt, bool started) {
     const SparseFlashAttentionTilingData &td = *td_;
     const int32_t g = static_cast<int32_t>(td.group), n = static_cast<int32_t>(nt), qk = static_cast<int32_t>(td.qkDim);
-    const int32_t pitch = static_cast<int32_t>(tilePitch_);
+    const int32_t pitch = static_cast<int32_t>(segPitch_);
     mmNN.SetOrgShape(g, static_cast<int32_t>(SfaUbPitch<T>(td.dim)), pitch, n, qk);
     mmNN.SetSingleShape(g, static_cast<int32_t>(td.dim), n);
-    mmNN.SetTensorA(dsGm_);
+    mmNN.SetTensorA(ds);
     mmNN.SetTensorB(k);
     mmNN.IterateAll(accGm_, started ? 1 : 0);
     if (td.ropeDim > 0) {
@@ -425,10 +526,10 @@ class SparseFlashAttentionGradKernel {
   }
 
   // P = exp(scale S - max) / sum and dS = scale P ∘ (dP - D) of the group's rows over the tile (its
-  // columns past the tile's keys are never read by the cube), into the workspace as T for the cube:
-  // chunkRows_ rows at a time (RowsIn), each step one call for all of them, the rows' statistics
-  // broadcast by Brcb.
-  __aicore__ inline void Rebuild() {
+  // columns past the tile's keys are never read by the cube), as T for the cube into the slot's P
+  // and dS of the segment from the tile's first column on (pOut, dsOut): chunkRows_ rows at a time
+  // (RowsIn), each step one call for all of them, the rows' statistics broadcast by Brcb.
+  __aicore__ inline void Rebuild(const GlobalTensor<T> &pOut, const GlobalTensor<T> &dsOut) {
     const SparseFlashAttentionTilingData &td = *td_;
     const uint32_t g = static_cast<uint32_t>(td.group), pitch = tilePitch_;
     const LocalTensor<float> mx = statMax_.Get<float>(), inv = statSum_.Get<float>(), dr = dRow_.Get<float>();
@@ -449,14 +550,25 @@ class SparseFlashAttentionGradKernel {
       RowsBy<RowOp::kSub>(p, p, mx[r0], brc, rows, pitch);
       Exp(p, p, n);
       RowsBy<RowOp::kMul>(p, p, inv[r0], brc, rows, pitch);
-      Emit(pGm_[uint64_t(r0) * pitch], p, n);
+      EmitRows(pOut[uint64_t(r0) * segPitch_], p, rows);
       RowsBy<RowOp::kSub>(ds, ds, dr[r0], brc, rows, pitch);
       Mul(ds, ds, p, n);
       Muls(ds, ds, td.scale, n);
       inQ_.FreeTensor(p);
-      Emit(dsGm_[uint64_t(r0) * pitch], ds, n);
+      EmitRows(dsOut[uint64_t(r0) * segPitch_], ds, rows);
       addQ_.FreeTensor(ds);
     }
+  }
+
+  // `rows` fp32 UB rows of a tile (tilePitch_ apart) into GM as T, segPitch_ apart.
+  __aicore__ inline void EmitRows(const GlobalTensor<T> &dst, const LocalTensor<float> &src, uint32_t rows) {
+    LocalTensor<T> o = outQ_.AllocTensor<T>();
+    SfaNarrow(o, src, rows * tilePitch_);
+    outQ_.EnQue(o);
+    o = outQ_.DeQue<T>();
+    const uint32_t bytes = tilePitch_ * uint32_t(sizeof(T));
+    DataCopyPad(dst, o, DataCopyExtParams(static_cast<uint16_t>(rows), bytes, 0, (segPitch_ - tilePitch_) * uint32_t(sizeof(T)), 0));
+    outQ_.FreeTensor(o);
   }
 
   // A fp32 UB row into GM as T.
@@ -489,18 +601,24 @@ class SparseFlashAttentionGradKernel {
   TQue<QuePosition::VECIN, 1> addQ_;
   TQue<QuePosition::VECOUT, 1> outQ_;
   SfaGatherQue gatherQ_;
-  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, zero_, red_, idx_, pos_, statMax_, statSum_, dRow_;
+  TBuf<TPosition::VECCALC> tmp_, wideA_, wideB_, zero_, red_, idx_, statMax_, statSum_, dRow_;
+  // A segment's key positions, their key rows, the rows sorted by owner; the owners' offsets, the
+  // sort's fill points, a slot's header read back.
+  TBuf<TPosition::VECCALC> segPos_, segRows_, sorted_, offsets_, fill_, header_;
   SfaKeyCursor cursor_;
   GlobalTensor<int64_t> cumQ_, cumKv_;
   GlobalTensor<int32_t> idxGm_;
   GlobalTensor<T> qGm_, kGm_, vGm_, qRopeGm_, kRopeGm_, dyGm_, oGm_, dqGm_, dkGm_, dvGm_, dqRopeGm_, dkRopeGm_;
-  GlobalTensor<T> pGm_, dsGm_, qgGm_, doGm_;
   uint32_t queBytes_ = 0;   // bytes of a gather queue buffer (SfaQueueBytes)
   uint32_t tilePitch_ = 0;  // columns between the rows of the S, dP, P and dS tiles (SfaGradTilePitch)
   uint32_t chunkRows_ = 0;  // rows of those tiles per vector pass of Rebuild (RowsIn)
-  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, partGm_;
-  __gm__ float *wsBase_ = nullptr;  // the first block's workspace
-  uint64_t blockFloats_ = 0, partAt_ = 0;  // floats of a block's workspace; where its partial sums start
+  uint32_t blocks_ = 0;     // the launch's blocks: the owners of the key rows
+  uint32_t segPitch_ = 0;   // columns between the rows of a segment's P and dS (SfaGradSegPitch)
+  uint64_t tileFloats_ = 0; // 4-byte units of a [G, tilePitch_] tile of S or dP
+  uint64_t segFloats_ = 0;  // 4-byte units of a segment's P or dS
+  GlobalTensor<float> maxGm_, sumGm_, sGm_, dpGm_, accGm_, keyAccGm_;
+  __gm__ float *slots_ = nullptr;  // the first slot (SlotOf)
+  ms_ops::SfaGradSlot slot_{};
   const SparseFlashAttentionTilingData *td_ = nullptr;
 };
 
