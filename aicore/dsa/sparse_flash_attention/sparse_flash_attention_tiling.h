@@ -36,6 +36,7 @@ struct SparseFlashAttentionTilingData {
   // Backward: a query row's visible keys in segments of up to segKeys (each sorted by the block
   // owning their key rows), segTiles key tiles per segment, at most `segments` per row.
   int64_t segKeys, segTiles, segments;
+  int64_t roundItems;               // backward: items per block in a round (SfaGradRoundItems)
   uint32_t packed;
   // value is the key tensor itself (the MLA absorb layout passes one tensor twice, vDim == dim):
   // the value rows are the gathered key rows' first vDim elements, not gathered again.
@@ -82,6 +83,9 @@ struct SparseFlashAttentionTiling {
 constexpr int64_t kSfaKeyTile = 128, kSfaIdxChunk = 512, kSfaSegKeys = 512;
 // The backward's key rows go to the blocks in runs of this many: row r is block (r / 16) % B's.
 constexpr int64_t kSfaOwnerRows = 16;
+// Items per block in a round of the backward: an owner adds into each of its key rows about this
+// many times as often per round, while the rows are in its cache.
+constexpr int64_t kSfaRoundItems = 2;
 // Gathered rows per queue buffer at most: past that a buffer's copies out are long enough.
 constexpr int64_t kSfaGatherRows = 32;
 
@@ -146,11 +150,12 @@ inline SfaGradSlot SfaGradSlotLayout(const SparseFlashAttentionTilingData &d, ui
   return s;
 }
 
-// Floats of the backward's whole workspace: the blocks' own parts, two sets of B item slots (one
-// written while the other is read) and the fp32 key gradient accumulator [SfaGradKeyRows,
-// SfaGradPitch].
+// Floats of the backward's whole workspace: the blocks' own parts, two sets of B x roundItems item
+// slots (one written while the other is read) and the fp32 key gradient accumulator
+// [SfaGradKeyRows, SfaGradPitch].
 inline uint64_t SfaGradWorkspaceFloats(const SparseFlashAttentionTilingData &d, uint64_t blocks) {
-  return blocks * SfaWorkspaceFloats(d, true) + 2 * blocks * SfaGradSlotLayout(d, blocks).total +
+  return blocks * SfaWorkspaceFloats(d, true) +
+         2 * blocks * uint64_t(d.roundItems) * SfaGradSlotLayout(d, blocks).total +
          SfaGradKeyRows(d) * SfaGradPitch(d);
 }
 
@@ -243,6 +248,7 @@ inline SparseFlashAttentionTiling ComputeSparseFlashAttentionTiling(const Sparse
     d.segKeys = segBound;
     d.segTiles = int64_t(CeilDiv(uint64_t(segBound), uint64_t(d.nTile)));
     d.segments = int64_t(CeilDiv(uint64_t(listed), uint64_t(segBound)));
+    d.roundItems = kSfaRoundItems;
     // The backward keeps key rows as int32 in UB and its slots.
     if (SfaGradKeyRows(d) >= (uint64_t(1) << 31)) {
       t.error = "key rows x key heads must stay below 2^31";

@@ -108,7 +108,8 @@ class SparseFlashAttentionGradKernel {
     dpGm_.SetGlobalBuffer(mine + tileFloats_, tileFloats_);
     accGm_.SetGlobalBuffer(mine + 2 * tileFloats_, g * qk);
     slots_ = ws + blocks_ * own;
-    keyAccGm_.SetGlobalBuffer(slots_ + 2 * blocks_ * slot_.total, ms_ops::SfaGradKeyRows(td) * ms_ops::SfaGradPitch(td));
+    perRound_ = uint64_t(blocks_) * uint64_t(td.roundItems);
+    keyAccGm_.SetGlobalBuffer(slots_ + 2 * perRound_ * slot_.total, ms_ops::SfaGradKeyRows(td) * ms_ops::SfaGradPitch(td));
 
     // Rows of fp32 as wide as a head or 8 rows of a tile (Rebuild's least chunk).
     const int64_t wide = td.qkDim > td.vDim ? td.qkDim : td.vDim, len = wide > 8 * tilePitch_ ? wide : 8 * tilePitch_;
@@ -139,12 +140,12 @@ class SparseFlashAttentionGradKernel {
     // All-zero bytes are 0 in every float type.
     Duplicate(zero_.Get<float>(), 0.0f, static_cast<int32_t>(UbBytes(int64_t(wide), sizeof(T)) / 4));
     OrderPipes<HardEvent::V_MTE3>(&pipe);
-    // The rows' padding columns of gathered Q and dO in this block's two slots enter the key
+    // The rows' padding columns of gathered Q and dO in this block's slots enter the key
     // gradients' padding columns (never copied out): zeros, so that no NaN of the fresh workspace
     // travels through the cube.
     const uint64_t qPitch = ms_ops::SfaGradQPitch(td), vPitch = ms_ops::SfaGradVPitch(td);
-    for (uint32_t set = 0; set < 2; ++set) {
-      __gm__ float *slot = SlotOf(set, GetBlockIdx());
+    for (uint64_t n = 0; n < 2 * uint64_t(td.roundItems); ++n) {
+      __gm__ float *slot = SlotOf(uint32_t(n % 2), GetBlockIdx() + n / 2 * blocks_);
       const GlobalTensor<T> qg = Part<T>(slot, slot_.qg, g * qPitch), dout = Part<T>(slot, slot_.dout, g * vPitch);
       for (uint32_t h = 0; h < g; ++h) {
         CopyOut(qg[h * qPitch], zero_.Get<T>(), static_cast<uint32_t>(qPitch));
@@ -161,12 +162,15 @@ class SparseFlashAttentionGradKernel {
       CopyOut(dkRopeGm_, zero_.Get<T>(), 1);
     }
     ZeroOwnRows();
-    const int64_t items = td.qRows * td.heads2, rounds = (items + blocks_ - 1) / blocks_;
-    // Step r: this block's item of round r into slot set r % 2, then its keys of round r - 1's
-    // items, whose slots (the other set) were complete at the previous SyncAll.
+    const int64_t items = td.qRows * td.heads2, per = int64_t(perRound_), rounds = (items + per - 1) / per;
+    // Step r: this block's items of round r (slots b, b + B, ...: the rounds' items alternate over
+    // the blocks) into slot set r % 2, then its keys of round r - 1's items, whose slots (the other
+    // set) were complete at the previous SyncAll.
     for (int64_t r = 0; r <= rounds; ++r) {
-      const int64_t it = r * blocks_ + GetBlockIdx();
-      if (r < rounds && it < items) QueryItem(it / td.heads2, it % td.heads2, SlotOf(uint32_t(r % 2), GetBlockIdx()));
+      for (uint64_t i = GetBlockIdx(); r < rounds && i < perRound_ && r * per + int64_t(i) < items; i += blocks_) {
+        const int64_t it = r * per + int64_t(i);
+        QueryItem(it / td.heads2, it % td.heads2, SlotOf(uint32_t(r % 2), i));
+      }
       if (r > 0) OwnKeys(r - 1, items);
       if (r == rounds) break;
       PipeBarrier<PIPE_ALL>();
@@ -182,7 +186,7 @@ class SparseFlashAttentionGradKernel {
  private:
   // Slot i of set `set` (SfaGradSlotLayout).
   __aicore__ inline __gm__ float *SlotOf(uint32_t set, uint64_t i) const {
-    return slots_ + (uint64_t(set) * blocks_ + i) * slot_.total;
+    return slots_ + (uint64_t(set) * perRound_ + i) * slot_.total;
   }
 
   // `n` elements of type U at `at` 4-byte units into a slot.
@@ -318,7 +322,7 @@ class SparseFlashAttentionGradKernel {
     const uint64_t pitch = qPitch + vPitch;
     const uint64_t offPitch = ms_ops::SfaGradOffsetPitch(blocks_);
     LocalTensor<int32_t> head = header_.Get<int32_t>(), rows = sorted_.Get<int32_t>();
-    for (uint64_t i = 0; i < blocks_ && int64_t(round * blocks_ + i) < items; ++i) {
+    for (uint64_t i = 0; i < perRound_ && round * int64_t(perRound_) + int64_t(i) < items; ++i) {
       __gm__ float *slot = SlotOf(set, i);
       const GlobalTensor<T> qg = Part<T>(slot, slot_.qg, g * qPitch), dout = Part<T>(slot, slot_.dout, g * vPitch);
       // Every earlier read of the header and row buffers is done.
@@ -613,6 +617,7 @@ class SparseFlashAttentionGradKernel {
   uint32_t tilePitch_ = 0;  // columns between the rows of the S, dP, P and dS tiles (SfaGradTilePitch)
   uint32_t chunkRows_ = 0;  // rows of those tiles per vector pass of Rebuild (RowsIn)
   uint32_t blocks_ = 0;     // the launch's blocks: the owners of the key rows
+  uint64_t perRound_ = 0;   // items in a round: blocks_ x roundItems
   uint32_t segPitch_ = 0;   // columns between the rows of a segment's P and dS (SfaGradSegPitch)
   uint64_t tileFloats_ = 0; // 4-byte units of a [G, tilePitch_] tile of S or dP
   uint64_t segFloats_ = 0;  // 4-byte units of a segment's P or dS
