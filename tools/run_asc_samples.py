@@ -88,10 +88,38 @@ SAMPLES = [
     for sc, covers in ((1, "half -> fp32 over two k rounds, Fixpipe into NZ"), (2, "Fixpipe into ND (row-major)"),
                        (6, "Fixpipe with ReLU"))
 ] + [
+    Sample(f"mmad_load3dv2 (scenario {sc})", "examples/01_simd_cpp_api/03_basic_api/03_matrix_compute/mmad_load3dv2",
+           "mmad_load3dv2.asc", covers, "cube", 1, "mmad_custom<30, 70, 40>(a0, a1, out)",
+           [("input/x1_gm.bin", 30 * 40 * size), ("input/x2_gm.bin", 40 * 70 * size)], 30 * 70 * 4,
+           [f"-DSCENARIO_NUM={sc}"], [f"-scenarioNum={sc}"],
+           [f"-scenarioNum={sc}", "output/output.bin", "output/golden.bin"])
+    for sc, size, covers in ((1, 2, "half: A into L0A and B into L0B by Load3Dv2"),
+                             (2, 2, "half: A given transposed, into L0A by Load3Dv2 with enTranspose"),
+                             (3, 4, "fp32: A and B by Load3Dv2"),
+                             (4, 4, "fp32: A given transposed, Load3Dv2 with enTranspose, kDirectionAlign"),
+                             (5, 1, "int8 -> int32: A by Load3Dv2, B given transposed by LoadData 2-D"))
+] + [
+    Sample(f"load_data_l12l0 (scenario {sc})", "examples/01_simd_cpp_api/03_basic_api/03_matrix_compute/"
+           "load_data_l12l0", "load_data_l12l0.asc", covers, "cube", 1, "KernelLoadDataL12L0<40, 50, 70>(a0, a1, out)",
+           [("input/x1_gm.bin", 40 * 70 * size), ("input/x2_gm.bin", 70 * 50 * size)], 40 * 50 * 4,
+           [f"-DSCENARIO_NUM={sc}"], [f"-scenarioNum={sc}"],
+           [f"-scenarioNum={sc}", "output/output.bin", "output/golden.bin"])
+    for sc, size, covers in (
+        (3, 1, "int8: A and Bᵀ by LoadData 2-D"), (4, 1, "int8: A by Load3Dv2, Bᵀ by LoadData 2-D"),
+        (5, 1, "int8: Aᵀ and B by LoadDataWithTranspose"), (6, 2, "half: A and Bᵀ by LoadData 2-D"),
+        (7, 2, "half: A by Load3Dv2, Bᵀ by LoadData 2-D"), (8, 2, "half: Aᵀ and B by LoadData 2-D, transposing"),
+        (9, 2, "half: Aᵀ and B by LoadDataWithTranspose"), (10, 2, "half: Aᵀ and B by Load3Dv2"),
+        (11, 4, "fp32: A and Bᵀ by LoadData 2-D"), (12, 4, "fp32: A by Load3Dv2, Bᵀ by LoadData 2-D"),
+        (13, 4, "fp32: Aᵀ and B by Load3Dv2"), (14, 4, "fp32: Aᵀ and B in L1 as zZ, by LoadDataWithTranspose"))
+] + [
     Sample("mmad_unitflag", "examples/01_simd_cpp_api/03_basic_api/03_matrix_compute/mmad_unitflag",
            "mmad_unitflag.asc", "half -> fp32 over 8 k rounds with unitFlag between Mmad and Fixpipe", "cube", 1,
            "mmad_with_unitflag_custom<128, 256, 512, 8>(a0, a1, out)",
            [("input/x1_gm.bin", 128 * 512 * 2), ("input/x2_gm.bin", 512 * 256 * 2)], 128 * 256 * 4),
+    Sample("batch_matmul", "examples/01_simd_cpp_api/03_basic_api/03_matrix_compute/batch_matmul",
+           "batch_matmul.asc", "fp32, 4 matrices in one launch, B into L0B by Load3Dv2 (image to column)", "cube",
+           1, "batch_matmul_custom<4, 30, 40, 70>(a0, a1, out)",
+           [("input/x1_gm.bin", 4 * 30 * 40 * 4), ("input/x2_gm.bin", 4 * 40 * 70 * 4)], 4 * 30 * 70 * 4),
     Sample("matmul_leakyrelu_basic_api", "examples/01_simd_cpp_api/00_introduction/03_fusion_operation/"
            "matmul_leakyrelu_basic_api", "matmul_leakyrelu_basic_api.asc",
            "MIX: Mmad and Fixpipe (F322F16) on the AIC, LeakyRelu on its two AIVs, cross-core flags, "

@@ -28,6 +28,7 @@
 #include "twin_tiling.h"
 #include "twin_atomic.h"
 #include "twin_cube.h"
+#include "twin_load3d.h"
 #include "twin_mask.h"
 #include "twin_utils.h"
 #include "twin_list_tensor.h"

@@ -305,7 +305,9 @@ inline T FixpipeValue(const char *call, U v, const FixpipeParamsV220 &p) {
 // C [mSize, nSize] of L0C, converted, handed to `store(offset, values, count)` in runs of the
 // destination: row-major, a row of nSize elements every dstStride elements; or NZ, runs of up to 16
 // (the L0C fractal's columns) per column block, rows 16 elements apart, column blocks dstStride
-// 32-byte blocks apart.
+// 32-byte blocks apart. Row-major (NZ2ND), ndNum matrices: matrix q from srcNdStride 16 x 16
+// fractals of L0C (1 KiB) after matrix q - 1, to dstNdStride elements after it; ndNum and its
+// strides are NZ2ND's parameters, and an NZ destination takes the one matrix.
 template <typename T, typename U, const FixpipeConfig &config, class Store>
 inline void FixpipeRun(const char *call, const LocalTensor<U> &src, const FixpipeParamsV220 &p, Store store) {
   static_assert(std::is_same_v<U, float> || std::is_same_v<U, int32_t>, "Fixpipe: L0C holds float or int32_t");
@@ -313,9 +315,10 @@ inline void FixpipeRun(const char *call, const LocalTensor<U> &src, const Fixpip
   if constexpr (config.format == CO2Layout::COLUMN_MAJOR)
     Fail(call, "the column-major destination is Ascend 950's (CFG_ROW_MAJOR and CFG_NZ are Atlas A2's)");
   InMemory(call, "src", src.TwinData(), ::ms_ops::twin::kMemL0C, ::ms_ops::twin::kMemL0C, 64);
-  if (p.ndNum != 1) Fail(call, "ndNum " + Str(p.ndNum) + ": only one matrix per call (ndNum 1) is modelled by the twin");
+  const uint32_t matrices = nz ? 1u : p.ndNum;
+  if (matrices > 1 && p.srcNdStride == 0) Fail(call, "srcNdStride must be at least 1 with ndNum " + Str(p.ndNum));
   if (p.isChannelSplit) Fail(call, "isChannelSplit is not modelled by the twin");
-  if (p.mSize == 0 || p.nSize == 0) return;
+  if (p.mSize == 0 || p.nSize == 0 || matrices == 0) return;
   if (p.srcStride < p.mSize || p.srcStride % 16 != 0)
     Fail(call, "srcStride " + Str(p.srcStride) + " must be a multiple of 16 rows and at least mSize " + Str(p.mSize));
   const uint64_t blockElems = uint64_t(p.dstStride) * 32 / sizeof(T);
@@ -324,20 +327,25 @@ inline void FixpipeRun(const char *call, const LocalTensor<U> &src, const Fixpip
     Fail(call, "dstStride " + Str(p.dstStride) + " (32-byte blocks between NZ column blocks) is below mSize " +
                    Str(p.mSize) + " rows of 16 elements");
   const uint64_t blocks = (p.nSize + 15u) / 16u, span = ((blocks - 1) * p.srcStride + p.mSize) * 16;
-  Within(call, src, span);
-  Races().Read(kPipeFix, call, src.TwinData(), span * sizeof(U));
+  const uint64_t srcStep = uint64_t(p.srcNdStride) * 256, total = uint64_t(matrices - 1) * srcStep + span;
+  Within(call, src, total);
+  Races().Read(kPipeFix, call, src.TwinData(), total * sizeof(U));
   std::vector<T> row(p.nSize);
-  for (uint32_t i = 0; i < p.mSize; ++i) {
-    for (uint32_t j = 0; j < p.nSize; ++j)
-      row[j] = FixpipeValue<T, U>(call, src.TwinData()[(uint64_t(j / 16) * p.srcStride + i) * 16 + j % 16], p);
-    if constexpr (nz) {
-      for (uint32_t j = 0; j < p.nSize; j += 16)
-        store((j / 16) * blockElems + uint64_t(i) * 16, row.data() + j, p.nSize - j < 16 ? p.nSize - j : 16u);
-    } else {
-      store(uint64_t(i) * p.dstStride, row.data(), uint32_t(p.nSize));
+  for (uint32_t q = 0; q < matrices; ++q) {
+    const U *c = src.TwinData() + q * srcStep;
+    const uint64_t out = uint64_t(q) * p.dstNdStride;
+    for (uint32_t i = 0; i < p.mSize; ++i) {
+      for (uint32_t j = 0; j < p.nSize; ++j)
+        row[j] = FixpipeValue<T, U>(call, c[(uint64_t(j / 16) * p.srcStride + i) * 16 + j % 16], p);
+      if constexpr (nz) {
+        for (uint32_t j = 0; j < p.nSize; j += 16)
+          store((j / 16) * blockElems + uint64_t(i) * 16, row.data() + j, p.nSize - j < 16 ? p.nSize - j : 16u);
+      } else {
+        store(out + uint64_t(i) * p.dstStride, row.data(), uint32_t(p.nSize));
+      }
     }
   }
-  ::ms_ops::twin::ProfileUb(kPipeFix, uint64_t(p.mSize) * p.nSize * sizeof(U));
+  ::ms_ops::twin::ProfileUb(kPipeFix, uint64_t(matrices) * p.mSize * p.nSize * sizeof(U));
 }
 
 }  // namespace twin_detail
