@@ -19,14 +19,15 @@ def load_build_module():
     return mod
 
 
-def build_cases(out_dir, name, signatures):
-    """The ctypes library of tests/twin/<name>.cpp; every function in `signatures` returns int."""
+def build_cases(out_dir, name, signatures, extra_flags=()):
+    """The ctypes library of tests/twin/<name>.cpp, built with the library's flags and then
+    `extra_flags`; every function in `signatures` returns int."""
     # The twin's Matmul leaves the BLAS symbols to the process: load them globally first.
     ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas.so"), mode=ctypes.RTLD_GLOBAL)
     out = os.path.join(str(out_dir), f"lib{name}.so")
     sources = [os.path.join(ROOT, "tests", "twin", f"{name}.cpp")]
     sources += sorted(glob.glob(os.path.join(ROOT, "aicore", "twin", "*.cpp")))
-    load_build_module().compile_library(sources, out, ROOT)
+    load_build_module().compile_library(sources, out, ROOT, extra_flags)
     so = ctypes.CDLL(out)
     for fn, args in signatures.items():
         getattr(so, fn).argtypes = args
