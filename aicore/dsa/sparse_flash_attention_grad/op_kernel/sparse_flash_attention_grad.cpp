@@ -2,7 +2,7 @@
 // sparse_flash_attention, with P rebuilt from the forward's statistics over each query row's
 // visible selected keys (sparse_flash_attention.cpp), D = rowsum(dO ∘ O), dS = scale·P∘(dO Vᵀ - D):
 //   d[q | q_rope] = dS [K | K_rope],  dV_j = Σ P_j dO,  d[k | k_rope]_j = Σ dS_j [q | q_rope].
-// The items (query row, key head) go in rounds of one per block; a SyncAll ends each round.
+// The items (query row, key head) go in rounds of roundItems per block; a SyncAll ends each round.
 // In round r a block computes its item: it gathers the item's G query rows and dO rows into the
 // item's slot, sorts each segment of the item's visible selected keys by the block that owns their
 // key rows (runs of kSfaOwnerRows rows, dealt to the blocks in turn) and then, nTile keys at a time
@@ -16,7 +16,7 @@
 // touches. At the end each owner narrows its rows into d key, d key_rope and d value.
 // Deterministic: a key row's adds come from one block, in the items' order, whatever the timing.
 // The cube work is that of the selected pairs alone; the workspace is one fp32 accumulator of the
-// key gradients and 2 B slots, whatever the number of query rows.
+// key gradients and 2 x B x roundItems slots, whatever the number of query rows.
 #include "../../sparse_flash_attention/sparse_flash_attention_kernel.h"
 #include "lib/matmul_intf.h"
 
