@@ -172,6 +172,18 @@ inline void Within(const char *call, const LocalTensor<T> &t, uint64_t count) {
   if (count > t.TwinCap()) UbOutOfRange(call, count, t.TwinCap());
 }
 
+// Where element (r, c) of a [rows, cols] matrix lies in Mmad's A layout: 16-row blocks of
+// `c0`-column fractals, row blocks major, `colBlocks` fractals a row block.
+inline uint64_t ZzIndex(uint64_t r, uint64_t c, uint64_t colBlocks, uint32_t c0) {
+  return ((r / 16) * colBlocks + c / c0) * 16 * c0 + (r % 16) * c0 + c % c0;
+}
+
+// Where element (k, n) of B lies in Mmad's B layout: `c0`-deep k blocks major, `nBlocks` fractals
+// of 16 n-rows each.
+inline uint64_t ZnIndex(uint64_t k, uint64_t n, uint64_t nBlocks, uint32_t c0) {
+  return ((k / c0) * nBlocks + n / 16) * 16 * c0 + (n % 16) * c0 + k % c0;
+}
+
 // One 512-byte fractal (16 x 16 for 16-bit types), optionally transposed.
 template <typename T>
 inline void CopyFractal(T *dst, const T *src, bool transpose) {
@@ -267,8 +279,8 @@ inline void MmadRun(const char *call, const LocalTensor<D> &dst, const LocalTens
       D &out = c[(uint64_t(j / 16) * mb * 16 + i) * 16 + j % 16];
       Acc s = init ? Acc(0) : fromBias ? Acc(row[j]) : Acc(out);
       for (uint32_t kk = 0; kk < p.k; ++kk) {
-        const Acc x = Acc(a[(uint64_t(i / 16) * kbA + kk / c0) * 16 * c0 + (i % 16) * c0 + kk % c0]);
-        const Acc y = Acc(b[(uint64_t(kk / c0) * nb + j / 16) * 16 * c0 + (j % 16) * c0 + kk % c0]);
+        const Acc x = Acc(a[ZzIndex(i, kk, kbA, c0)]);
+        const Acc y = Acc(b[ZnIndex(kk, j, nb, c0)]);
         if constexpr (std::is_same_v<Acc, float>) {
           s = __builtin_fmaf(x, y, s);
         } else {

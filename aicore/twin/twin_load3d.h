@@ -60,18 +60,6 @@ struct LoadData3DParamsV2 {
 
 namespace twin_detail {
 
-// Where element (r, c) of a [rows, cols] matrix lies in Mmad's A layout: 16-row blocks of
-// `c0`-column fractals, row blocks major, `colBlocks` fractals a row block.
-inline uint64_t ZzIndex(uint64_t r, uint64_t c, uint64_t colBlocks, uint32_t c0) {
-  return ((r / 16) * colBlocks + c / c0) * 16 * c0 + (r % 16) * c0 + c % c0;
-}
-
-// Where element (k, n) of B lies in Mmad's B layout: `c0`-deep k blocks major, `nBlocks` fractals
-// of 16 n-rows each.
-inline uint64_t ZnIndex(uint64_t k, uint64_t n, uint64_t nBlocks, uint32_t c0) {
-  return ((k / c0) * nBlocks + n / 16) * 16 * c0 + (n % 16) * c0 + k % c0;
-}
-
 template <typename T>
 inline void Load3dChecks(const char *call, const LoadData3DParamsV2<T> &p, bool toB) {
   constexpr uint32_t c0 = 32 / sizeof(T);
@@ -109,13 +97,15 @@ inline void LoadData(const LocalTensor<T> &dst, const LocalTensor<T> &src, const
   constexpr uint32_t c0 = 32 / sizeof(T);
   const uint64_t positions = uint64_t(p.l1H) * p.l1W, channels = p.channelSize;
   const uint64_t c1 = (channels + c0 - 1) / c0, rows = p.mExtension, cols = p.kExtension;
+  // Where block element (r, c) goes in dst: B's layout into L0B, else A's, of the block or its
+  // transpose.
+  const uint64_t nb = (cols + 15) / 16, kbT = (rows + c0 - 1) / c0, kb = (cols + c0 - 1) / c0;
+  const auto at = [&](uint64_t r, uint64_t c) {
+    return toB ? ZnIndex(r, c, nb, c0) : p.enTranspose ? ZzIndex(c, r, kbT, c0) : ZzIndex(r, c, kb, c0);
+  };
   // The feature map's extent and the output's (its last element lies furthest), for the bounds and
   // the race checks.
-  const uint64_t srcCount = c1 * positions * c0;
-  const bool transposed = toB || p.enTranspose;
-  const uint64_t outRows = transposed ? cols : rows, outCols = transposed ? rows : cols;
-  const uint64_t dstCount = toB ? ZnIndex(rows - 1, cols - 1, (cols + 15) / 16, c0) + 1
-                                : ZzIndex(outRows - 1, outCols - 1, (outCols + c0 - 1) / c0, c0) + 1;
+  const uint64_t srcCount = c1 * positions * c0, dstCount = at(rows - 1, cols - 1) + 1;
   Within(call, src, srcCount);
   Within(call, dst, dstCount);
   Races().Read(kPipeMte1, call, src.TwinData(), srcCount * sizeof(T));
@@ -126,14 +116,7 @@ inline void LoadData(const LocalTensor<T> &dst, const LocalTensor<T> &src, const
     const uint64_t pos = uint64_t(p.mStartPt) + r;
     for (uint64_t c = 0; c < cols; ++c) {
       const uint64_t ch = uint64_t(p.kStartPt) + c;
-      const T v = pos < positions && ch < channels ? s[((ch / c0) * positions + pos) * c0 + ch % c0] : p.padValue;
-      if (toB) {
-        d[ZnIndex(r, c, (cols + 15) / 16, c0)] = v;
-      } else if (p.enTranspose) {
-        d[ZzIndex(c, r, (rows + c0 - 1) / c0, c0)] = v;
-      } else {
-        d[ZzIndex(r, c, (cols + c0 - 1) / c0, c0)] = v;
-      }
+      d[at(r, c)] = pos < positions && ch < channels ? s[((ch / c0) * positions + pos) * c0 + ch % c0] : p.padValue;
     }
   }
   ::ms_ops::twin::ProfileUb(kPipeMte1, rows * cols * sizeof(T));

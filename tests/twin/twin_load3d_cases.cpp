@@ -16,6 +16,22 @@ constexpr uint32_t kFractal = 512;  // bytes of an L0A / L0B fractal
 
 uint32_t Blocks(uint32_t x, uint32_t unit) { return (x + unit - 1) / unit; }
 
+// Load3Dv2 of a feature map of l1H x l1W positions and `channels` channels (an NZ matrix), the
+// block of mExt positions from mStart and kExt channels from kStart; the other fields their defaults.
+template <typename T>
+LoadData3DParamsV2<T> Window(uint32_t l1H, uint32_t l1W, uint32_t channels, uint32_t mStart, uint32_t mExt,
+                             uint32_t kStart, uint32_t kExt) {
+  LoadData3DParamsV2<T> p;
+  p.l1H = static_cast<uint16_t>(l1H);
+  p.l1W = static_cast<uint16_t>(l1W);
+  p.channelSize = static_cast<uint16_t>(channels);
+  p.mStartPt = static_cast<uint16_t>(mStart);
+  p.mExtension = static_cast<uint16_t>(mExt);
+  p.kStartPt = static_cast<uint16_t>(kStart);
+  p.kExtension = static_cast<uint16_t>(kExt);
+  return p;
+}
+
 // What the C entry points pass: `batches` products C_b [mm, nn] = A_b[r0 : r0 + mm, :] B_b[:, c0 :
 // c0 + nn] of A_b [m, k] (given transposed, [k, m], with aT) and B_b [k, n]: A and B copied into
 // L1 as NZ, the windows moved into L0A / L0B by Load3Dv2 (mStartPt / kStartPt), every product
@@ -65,34 +81,14 @@ int Load3dMatmul(void *a, void *b, void *c, const Case &p) {
       a1 = qa1.DeQue<S>();
       b1 = qb1.DeQue<S>();
       LocalTensor<S> l0a = qa2.AllocTensor<S>(), l0b = qb2.AllocTensor<S>();
-      LoadData3DParamsV2<S> la;
-      if (p.aT) {
-        // Aᵀ's rows (k) are the positions, A's rows (m) the channels: the window's rows are
-        // channels r0.., and the instruction transposes the block into L0A.
-        la.l1H = 1;
-        la.l1W = static_cast<uint16_t>(kRows);
-        la.channelSize = static_cast<uint16_t>(p.m);
-        la.kStartPt = static_cast<uint16_t>(p.r0);
-        la.kExtension = static_cast<uint16_t>(mmB * 16);
-        la.mExtension = static_cast<uint16_t>(kA);
-        la.enTranspose = true;
-      } else {
-        la.l1H = 1;
-        la.l1W = static_cast<uint16_t>(mRows);
-        la.channelSize = static_cast<uint16_t>(p.k);
-        la.mStartPt = static_cast<uint16_t>(p.r0);
-        la.mExtension = static_cast<uint16_t>(mmB * 16);
-        la.kExtension = static_cast<uint16_t>(kA);
-      }
+      // Aᵀ's rows (k) are the positions and A's rows (m) the channels: the window's rows are then
+      // channels r0.., and the instruction transposes the block into L0A.
+      LoadData3DParamsV2<S> la = p.aT ? Window<S>(1, kRows, p.m, 0, kA, p.r0, mmB * 16)
+                                      : Window<S>(1, mRows, p.k, p.r0, mmB * 16, 0, kA);
+      la.enTranspose = p.aT != 0;
       LoadData(l0a, a1, la);
       // B's rows (k) are the positions, its columns the channels; L0B always takes the transpose.
-      LoadData3DParamsV2<S> lb;
-      lb.l1H = static_cast<uint16_t>(kRows);
-      lb.l1W = 1;
-      lb.channelSize = static_cast<uint16_t>(p.n);
-      lb.kStartPt = static_cast<uint16_t>(p.c0);
-      lb.kExtension = static_cast<uint16_t>(nnB * 16);
-      lb.mExtension = static_cast<uint16_t>(Blocks(p.k, e0) * e0);
+      const LoadData3DParamsV2<S> lb = Window<S>(kRows, 1, p.n, 0, Blocks(p.k, e0) * e0, p.c0, nnB * 16);
       LoadData(l0b, b1, lb);
       qa2.EnQue(l0a);
       qb2.EnQue(l0b);
@@ -144,23 +140,13 @@ TWIN_EXPORT int twin_load3d_bad(int which) {
     pipe.InitBuffer(qa, 1, 32 * 32 * 2);
     pipe.InitBuffer(qb, 1, 32 * 32 * 2);
     LocalTensor<half> l1 = q1.AllocTensor<half>(), l0a = qa.AllocTensor<half>(), l0b = qb.AllocTensor<half>();
-    LoadData3DParamsV2<half> p;
-    p.l1H = 1;
-    p.l1W = 32;
-    p.channelSize = 32;
-    p.kExtension = 32;
-    p.mExtension = 32;
+    LoadData3DParamsV2<half> p = Window<half>(1, 32, 32, 0, 32, 0, 32);
     if (which == 0) p.filterW = 3;
     if (which == 1) p.kStartPt = 8;
     if (which == 2) p.mExtension = 64;
     if (which == 3) p.fMatrixCtrl = true;
     if (which == 4) {
-      LoadData3DParamsV2<int8_t> pi;
-      pi.l1H = 1;
-      pi.l1W = 32;
-      pi.channelSize = 32;
-      pi.kExtension = 32;
-      pi.mExtension = 32;
+      const LoadData3DParamsV2<int8_t> pi = Window<int8_t>(1, 32, 32, 0, 32, 0, 32);
       LoadData(l0b.ReinterpretCast<int8_t>(), l1.ReinterpretCast<int8_t>(), pi);
       return;
     }

@@ -146,7 +146,7 @@ class SparseFlashAttentionGradKernel {
     const uint64_t qPitch = ms_ops::SfaGradQPitch(td), vPitch = ms_ops::SfaGradVPitch(td);
     for (uint64_t n = 0; n < 2 * uint64_t(td.roundItems); ++n) {
       __gm__ float *slot = SlotOf(uint32_t(n % 2), GetBlockIdx() + n / 2 * blocks_);
-      const GlobalTensor<T> qg = Part<T>(slot, slot_.qg, g * qPitch), dout = Part<T>(slot, slot_.dout, g * vPitch);
+      const GlobalTensor<T> qg = SlotQ(slot), dout = SlotDout(slot);
       for (uint32_t h = 0; h < g; ++h) {
         CopyOut(qg[h * qPitch], zero_.Get<T>(), static_cast<uint32_t>(qPitch));
         CopyOut(dout[h * vPitch], zero_.Get<T>(), static_cast<uint32_t>(vPitch));
@@ -197,6 +197,15 @@ class SparseFlashAttentionGradKernel {
     return x;
   }
 
+  // The item's gathered [q | q_rope] rows (G rows SfaGradQPitch apart) and dO rows (SfaGradVPitch
+  // apart) in `slot`.
+  __aicore__ inline GlobalTensor<T> SlotQ(__gm__ float *slot) const {
+    return Part<T>(slot, slot_.qg, slot_.dout - slot_.qg);
+  }
+  __aicore__ inline GlobalTensor<T> SlotDout(__gm__ float *slot) const {
+    return Part<T>(slot, slot_.dout, slot_.total - slot_.dout);
+  }
+
   // Segment `seg`'s P (at slot_.p) or dS (at slot_.ds) from its column `col` on.
   __aicore__ inline GlobalTensor<T> SegCols(__gm__ float *slot, uint64_t part, uint64_t seg, uint64_t col) const {
     return Part<T>(slot, part + seg * segFloats_, segFloats_)[col];
@@ -214,7 +223,7 @@ class SparseFlashAttentionGradKernel {
     const uint32_t g = static_cast<uint32_t>(td.group), qk = static_cast<uint32_t>(td.qkDim);
     const int64_t head0 = t * td.heads1 + n2 * td.group;
     const int64_t qPitch = int64_t(ms_ops::SfaGradQPitch(td)), vPitch = int64_t(ms_ops::SfaGradVPitch(td));
-    const GlobalTensor<T> qg = Part<T>(slot, slot_.qg, g * qPitch), dout = Part<T>(slot, slot_.dout, g * vPitch);
+    const GlobalTensor<T> qg = SlotQ(slot), dout = SlotDout(slot);
     // The previous item's and owner pass's reads of the workspace and UB rows are done.
     PipeBarrier<PIPE_ALL>();
     const uint32_t batch = static_cast<uint32_t>(td.gatherRows);
@@ -314,17 +323,16 @@ class SparseFlashAttentionGradKernel {
   __aicore__ inline void OwnKeys(int64_t round, int64_t items) {
     const SparseFlashAttentionTilingData &td = *td_;
     const uint32_t me = GetBlockIdx(), set = static_cast<uint32_t>(round % 2);
-    const uint32_t g = static_cast<uint32_t>(td.group), tile = static_cast<uint32_t>(td.nTile);
+    const uint32_t tile = static_cast<uint32_t>(td.nTile);
     const uint32_t qPitch = static_cast<uint32_t>(ms_ops::SfaGradQPitch(td));
     const uint32_t vPitch = static_cast<uint32_t>(ms_ops::SfaGradVPitch(td));
     const uint32_t qk = static_cast<uint32_t>(td.qkDim), dv = static_cast<uint32_t>(td.vDim);
     const uint32_t per = queBytes_ / ((qPitch > vPitch ? qPitch : vPitch) * 4);
-    const uint64_t pitch = qPitch + vPitch;
-    const uint64_t offPitch = ms_ops::SfaGradOffsetPitch(blocks_);
+    const uint64_t pitch = ms_ops::SfaGradPitch(td), offPitch = ms_ops::SfaGradOffsetPitch(blocks_);
     LocalTensor<int32_t> head = header_.Get<int32_t>(), rows = sorted_.Get<int32_t>();
     for (uint64_t i = 0; i < perRound_ && round * int64_t(perRound_) + int64_t(i) < items; ++i) {
       __gm__ float *slot = SlotOf(set, i);
-      const GlobalTensor<T> qg = Part<T>(slot, slot_.qg, g * qPitch), dout = Part<T>(slot, slot_.dout, g * vPitch);
+      const GlobalTensor<T> qg = SlotQ(slot), dout = SlotDout(slot);
       // Every earlier read of the header and row buffers is done.
       PipeBarrier<PIPE_ALL>();
       CopyIn(head, Part<int32_t>(slot, 0, 1), 1);
