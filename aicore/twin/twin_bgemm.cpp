@@ -38,13 +38,46 @@ inline uint32_t Load32(const uint16_t *p) {
   return w;
 }
 
+// r[i] holds row i of an 8 x 8 block of words; afterwards r[j] holds its column j.
+inline void Transpose8(__m256i r[8]) {
+  __m256i t[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // Per 128-bit lane, r[4i + j] then holds column j (low lane) and j + 4 (high lane) of rows 4i..4i+3.
+  for (int i = 0; i < 2; ++i) {
+    r[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
+    r[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
+    r[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm256_permute2x128_si256(r[j], r[4 + j], 0x20);
+    t[4 + j] = _mm256_permute2x128_si256(r[j], r[4 + j], 0x31);
+  }
+  for (int j = 0; j < 8; ++j) r[j] = t[j];
+}
+
 // Lines [0, n) contiguous in k (line i at x + i * ld), kk deep, as pairs: dst[p * width + i] holds
 // elements 2p (low half) and 2p + 1 (high half) of line i; an odd kk's last element pairs with 0.
+// A whole panel of op(A) (8 lines) goes 8 pairs at a time through a transpose: word by word, its
+// packing took a tenth of a bf16 flash-attention forward's time.
 void PackLines(const uint16_t *x, int ld, int n, int kk, int width, uint32_t *dst) {
   const int full = kk / 2;
+  int p0 = 0;
+  if (n == 8 && width == 8) {
+    for (; p0 + 8 <= full; p0 += 8) {
+      __m256i r[8];
+      for (int i = 0; i < 8; ++i)
+        r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + size_t(i) * ld + 2 * p0));
+      Transpose8(r);
+      for (int q = 0; q < 8; ++q) _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + (p0 + q) * width), r[q]);
+    }
+  }
   for (int i = 0; i < n; ++i) {
     const uint16_t *line = x + size_t(i) * ld;
-    for (int p = 0; p < full; ++p) dst[p * width + i] = Load32(line + 2 * p);
+    for (int p = p0; p < full; ++p) dst[p * width + i] = Load32(line + 2 * p);
     if (kk % 2 != 0) dst[full * width + i] = Word(line[2 * full], 0);
   }
 }
