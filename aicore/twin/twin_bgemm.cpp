@@ -38,27 +38,6 @@ inline uint32_t Load32(const uint16_t *p) {
   return w;
 }
 
-// r[i] holds row i of an 8 x 8 block of words; afterwards r[j] holds its column j.
-inline void Transpose8(__m256i r[8]) {
-  __m256i t[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // Per 128-bit lane, r[4i + j] then holds column j (low lane) and j + 4 (high lane) of rows 4i..4i+3.
-  for (int i = 0; i < 2; ++i) {
-    r[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int j = 0; j < 4; ++j) {
-    t[j] = _mm256_permute2x128_si256(r[j], r[4 + j], 0x20);
-    t[4 + j] = _mm256_permute2x128_si256(r[j], r[4 + j], 0x31);
-  }
-  for (int j = 0; j < 8; ++j) r[j] = t[j];
-}
-
 // Lines [0, n) contiguous in k (line i at x + i * ld), kk deep, as pairs: dst[p * width + i] holds
 // elements 2p (low half) and 2p + 1 (high half) of line i; an odd kk's last element pairs with 0.
 // A whole panel of op(A) (8 lines) goes 8 pairs at a time through a transpose: word by word, its
@@ -71,7 +50,7 @@ void PackLines(const uint16_t *x, int ld, int n, int kk, int width, uint32_t *ds
       __m256i r[8];
       for (int i = 0; i < 8; ++i)
         r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + size_t(i) * ld + 2 * p0));
-      Transpose8(r);
+      Transpose8x8(r);
       for (int q = 0; q < 8; ++q) _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + (p0 + q) * width), r[q]);
     }
   }
