@@ -110,6 +110,7 @@ SIZES = {
     "two_blocks_three_rounds": (200, 40, 2100),
     "five_blocks_two_rounds": (520, 64, 2600),  # the last round has one active block of five
     "gpt2_vocab": (16, 24, 50257),        # 99 V tiles, an 81-column tail
+    "wide_hidden": (40, 4104, 600),       # fp16/bf16 beyond H = 4096: tiles of up to 256 columns
 }
 
 

@@ -56,14 +56,15 @@ struct FusedLinearCrossEntropyLossGradTiling {
 // Tile sizes: large enough for efficient cube work per step (each block's products are
 // mt x nt x H, nt x H x mt and mt x H x nt), small enough that the per-block workspace stays small:
 // every block holds an [mt, nt] logits tile and, for fp16/bf16, an fp32 [nt, H] weight_grad tile
-// (24 blocks x 3.5 MiB at H = 2048 with nt = 448), so those take at most 512 columns; fp32, which
-// has no weight_grad tile, up to 1024, then re-cut to whole rounds. Measured on the CPU twin at
+// (24 blocks x 3.5 MiB at H = 2048 with nt = 448), so those take at most 512 columns while that tile
+// stays within 8 MiB (H <= 4096) and 256 beyond; fp32, which has no weight_grad tile, up to 1024,
+// then re-cut to whole rounds. Measured on the CPU twin at
 // BT = 4096, H = 2048, V = 32000 fp32 (memory-saving mode, forward + backward): 7.18 s with
 // nt = 256, 6.77 s with 512, 6.60 s with 672 (48 tiles, two whole rounds of 24), 6.64 with 1344.
 // bf16 at H = 1024 (high-performance mode, forward + backward, min of 3): with at most 256 columns
 // (nt = 224) 1.47-1.58 s on a Zen 5 core pair, 3.66-3.70 s built for AVX2; with 512 (nt = 448)
 // 1.34-1.39 s and 3.53-3.56 s (each product's C is read and written half as often per FLOP).
-constexpr int64_t kFlceMaxTileCols = 512;
+constexpr int64_t kFlceMaxTileCols = 512, kFlceWideTileCols = 256, kFlceWideHidden = 4096;
 constexpr int64_t kFlceMaxTileColsF32 = 1024;
 constexpr int64_t kFlceMaxChunkRows = 256;
 constexpr int64_t kFlceMinChunkRows = 128;
@@ -123,8 +124,10 @@ inline FusedLinearCrossEntropyLossGradTiling ComputeFusedLinearCrossEntropyLossG
   const uint32_t elemBytes = p.dataType == CeFloat::kF32 ? 4u : 2u;
   const uint32_t targetBytes = p.int64Target ? 8u : 4u;
 
-  const int64_t tiles0 =
-      CeilDiv(p.vocab, p.dataType == CeFloat::kF32 ? kFlceMaxTileColsF32 : kFlceMaxTileCols);
+  const int64_t maxCols = p.dataType == CeFloat::kF32     ? kFlceMaxTileColsF32
+                          : p.hidden <= kFlceWideHidden ? kFlceMaxTileCols
+                                                          : kFlceWideTileCols;
+  const int64_t tiles0 = CeilDiv(p.vocab, maxCols);
   int64_t nt = AlignUp(CeilDiv(p.vocab, tiles0), 16);
   int64_t tiles = CeilDiv(p.vocab, nt);
   // As many chunks as blocks could use, with chunks of 128..256 tokens (fewer only to give a
