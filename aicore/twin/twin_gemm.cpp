@@ -155,13 +155,11 @@ struct View {
 // element (i, kk) is X[kk][i].
 View Op(const float *x, int ld, bool trans) { return trans ? View{x, 1, ld} : View{x, ld, 1}; }
 
-// Lanes l = 0..7 of out (row stride NR) for depths 0..7 from line[l][0..7]: an 8 x 8 transpose
-// in three shuffle stages (unpack, pair, swap 128-bit halves), which GCC maps to the ISA's.
-template <int NR>
-void Transpose8(const float *const line[8], float *out) {
+// r[j] = lane j of r[0..7] (an 8 x 8 transpose in place) in three shuffle stages (unpack, pair,
+// swap 128-bit halves), which GCC maps to the ISA's.
+inline void Transpose8x8(v8f r[8]) {
   typedef int v8i __attribute__((vector_size(32)));
-  v8f r[8], t[8], u[8];
-  for (int i = 0; i < 8; ++i) r[i] = Load(line[i]);
+  v8f t[8], u[8];
   for (int i = 0; i < 8; i += 2) {
     t[i] = __builtin_shuffle(r[i], r[i + 1], v8i{0, 8, 1, 9, 4, 12, 5, 13});
     t[i + 1] = __builtin_shuffle(r[i], r[i + 1], v8i{2, 10, 3, 11, 6, 14, 7, 15});
@@ -172,10 +170,52 @@ void Transpose8(const float *const line[8], float *out) {
       u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2], v8i{2, 3, 10, 11, 6, 7, 14, 15});
     }
   for (int j = 0; j < 4; ++j) {
-    Store(out + j * NR, __builtin_shuffle(u[j], u[j + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11}));
-    Store(out + (j + 4) * NR, __builtin_shuffle(u[j], u[j + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15}));
+    r[j] = __builtin_shuffle(u[j], u[j + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11});
+    r[j + 4] = __builtin_shuffle(u[j], u[j + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15});
   }
 }
+
+// Lanes l = 0..7 of out (row stride NR) for depths 0..7 from line[l][0..7].
+template <int NR>
+void Transpose8(const float *const line[8], float *out) {
+  v8f r[8];
+  for (int i = 0; i < 8; ++i) r[i] = Load(line[i]);
+  Transpose8x8(r);
+  for (int j = 0; j < 8; ++j) Store(out + j * NR, r[j]);
+}
+
+#if !defined(__AVX512F__)
+// StoreTransposed's contract without AVX-512: 8 x 8 transposes of the tile, then each row's nr
+// <= kMR columns as one 4-float and one 2-float store (masked ymm stores are slow on AMD cores).
+// Element by element, the stores and C's loads took about a quarter of an AVX2 build's products
+// of 128 x 512 x 128.
+template <int NR>
+void StoreTransposed(const float *t, float *c, int ldc, int mr, int nr, bool load) {
+  static_assert(kMR == 6, "each row's columns are stored as 4 + 2");
+  for (int h = 0; h * 8 < mr; ++h) {
+    v8f r[8];
+    for (int l = 0; l < 8; ++l) r[l] = l < kMR ? Load(t + l * NR + h * 8) : v8f{};
+    Transpose8x8(r);
+    for (int i = h * 8; i < mr && i < h * 8 + 8; ++i) {
+      float *row = c + size_t(i) * ldc;
+      v8f v = r[i - h * 8];
+      if (nr == kMR) {
+#ifdef __AVX__
+        __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+        if (load) {
+          lo = _mm_add_ps(_mm_loadu_ps(row), lo);
+          hi = _mm_add_ps(_mm_loadl_pi(_mm_setzero_ps(), reinterpret_cast<const __m64 *>(row + 4)), hi);
+        }
+        _mm_storeu_ps(row, lo);
+        _mm_storel_pi(reinterpret_cast<__m64 *>(row + 4), hi);
+        continue;
+#endif
+      }
+      for (int l = 0; l < nr; ++l) row[l] = load ? row[l] + v[l] : v[l];
+    }
+  }
+}
+#endif
 
 // Packs the first `lanes` lines of v (depth k0..k0+kc-1) into panels of NR lanes, each kc x
 // NR contiguous in kk; lanes past the end are zero (their results are never stored).
@@ -269,18 +309,8 @@ void PackedA(const View &a, const View &bt, int m, int n, int k, float *c, int l
           const int mr = std::min(NR, mc - p);
           float *cb = c + size_t(i0 + p) * ldc + j0;
           if (j0 + kMR < n) PrefetchColumns(cb + kMR, ldc, mr, std::min(kMR, n - j0 - kMR));
-#ifdef __AVX512F__
           Micro<NR>(kc, packed + size_t(p) * kc, line, bt.ks, t, false);
           StoreTransposed<NR>(t, cb, ldc, mr, nr, load);
-#else
-          std::memset(t, 0, sizeof(t));
-          if (load)
-            for (int i = 0; i < mr; ++i)
-              for (int r = 0; r < nr; ++r) t[r * NR + i] = cb[size_t(i) * ldc + r];
-          Micro<NR>(kc, packed + size_t(p) * kc, line, bt.ks, t);
-          for (int i = 0; i < mr; ++i)
-            for (int r = 0; r < nr; ++r) cb[size_t(i) * ldc + r] = t[r * NR + i];
-#endif
         }
       }
     }
