@@ -64,7 +64,7 @@ Pages *spare = new Pages();  // never destroyed: a launch may still hold a works
 
 }  // namespace
 
-Workspace::Workspace(size_t bytes) {
+Workspace::Workspace(size_t bytes, Spare keep) : keep_(keep) {
   if (bytes == 0) return;
   {
     const std::lock_guard<std::mutex> lock(spareMutex);
@@ -76,7 +76,7 @@ Workspace::Workspace(size_t bytes) {
 }
 
 Workspace::~Workspace() {
-  if (pages_.size() == 0 || pages_.size() > kSpareWorkspaceBytes) return;
+  if (pages_.size() == 0 || pages_.size() > kSpareWorkspaceBytes || keep_ == kReturn) return;
   const std::lock_guard<std::mutex> lock(spareMutex);
   // The larger of the two stays: the next launch of the same op then finds its size.
   if (pages_.size() > spare->size()) *spare = std::move(pages_);

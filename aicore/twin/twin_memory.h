@@ -54,12 +54,16 @@ class Pages {
 // indexer's 41 MiB (24 blocks at 16 heads) was mapped afresh on every launch, 1-3% of its time.
 // A launch taking a larger spare returns its pages past `bytes` to the OS, so it holds no more than
 // it asked for; larger workspaces (the cross-entropy logits chunks) are returned whole, so no more
-// than the spare stays resident between launches.
+// than the spare stays resident between launches. A launch that says kReturn returns its pages
+// whatever their size: for a kernel that runs for seconds, whose workspace is the memory a caller
+// chose (grad_in_forward's block of logits), refaulting costs nothing, and a spare would hold that
+// memory through the rest of the step.
 constexpr size_t kSpareWorkspaceBytes = size_t(64) << 20;
 
 class Workspace {
  public:
-  explicit Workspace(size_t bytes);
+  enum Spare { kKeep, kReturn };
+  explicit Workspace(size_t bytes, Spare keep = kKeep);
   ~Workspace();
   Workspace(const Workspace &) = delete;
   Workspace &operator=(const Workspace &) = delete;
@@ -68,6 +72,7 @@ class Workspace {
 
  private:
   Pages pages_;
+  Spare keep_;
 };
 
 }  // namespace twin

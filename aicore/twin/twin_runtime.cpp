@@ -418,8 +418,10 @@ void FiberMain(unsigned lo, unsigned hi) {
   f->done = true;
 }
 
-// A fiber's stack: what a thread gets by default, mapped lazily, below it a page that faults (an
-// overflow stops there instead of writing over another mapping).
+// A fiber's stack: what a thread gets by default, mapped lazily in small pages (a transparent huge
+// page would make the few KiB a block uses 2 MiB: 48 blocks of cross_entropy_grad_scale held 4-8
+// MiB of stacks that way), below it a page that faults (an overflow stops there instead of writing
+// over another mapping).
 constexpr size_t kFiberStackBytes = size_t(8) << 20, kFiberGuardBytes = 4096;
 
 // f's context: FiberMain(f) on f's stack, returning to `home`. Apart from the launch loop:
@@ -454,7 +456,7 @@ int LaunchCooperative(const char *kernel, uint32_t blockDim, uint64_t tilingKey,
     f->block = b;
     f->worker = b % workers;
     try {
-      f->stack.Reserve(kFiberGuardBytes + kFiberStackBytes);
+      f->stack.Reserve(kFiberGuardBytes + kFiberStackBytes, false);
     } catch (const std::bad_alloc &) {
       Block blk{kernel, b, blockDim, tilingKey, g.strict, nullptr, 0, nullptr, nullptr, nullptr, 0};
       g.Record(blk, "LaunchCooperative", "no memory for the stack of a block");

@@ -73,8 +73,10 @@ int Run(int nparam, void **params, int *ndims, int64_t **shapes, const char **dt
   p.int64Target = target.dtype == DType::kI64;
   FlceGradInForwardTiling t = ComputeFlceGradInForwardTiling(p, kAtlasA2);
   if (!t.error.empty()) Reject("tiling", t.error);
-  // Poisoned like device memory: every workspace byte the kernel reads it wrote first.
-  const twin::Workspace workspace(t.workspaceBytes);
+  // Poisoned like device memory: every workspace byte the kernel reads it wrote first. Its pages
+  // go back after the launch: they are the mode's memory budget, which a spare would hold through
+  // the backward (fp32 H=1024: 16 MiB of a 56 MiB peak).
+  const twin::Workspace workspace(t.workspaceBytes, twin::Workspace::kReturn);
   return twin::LaunchCooperative(kOp, t.blockDim, t.tilingKey, [&] {
     fused_linear_cross_entropy_grad_in_forward(input.data, weight.data, target.data, loss.data, inputGrad.data,
                                                weightGrad.data, workspace.data(), reinterpret_cast<uint8_t *>(&t.data));
