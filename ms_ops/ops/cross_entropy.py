@@ -100,8 +100,9 @@ def default_block_bytes(vocab_local, hidden):
     """grad_in_forward's default token block budget: float32 logits of ``H / 4 - 128`` rows (at
     most 512), i.e. ``V_local * (H - 512)`` bytes, and at least 16 MiB (``hidden`` None, unknown
     at compile time: 16 MiB). Each token block passes over the whole weight and weight gradient,
-    so larger blocks take fewer passes; the step's extra memory is the block plus about 45 MB that
-    do not depend on it (the kernel's other workspaces, its threads' stacks and BLAS buffers).
+    so larger blocks take fewer passes; the step's extra memory is the block plus about 32 MiB that
+    do not depend on it (the kernel blocks' local memories, the library's first use, MindSpore's
+    memory pool); the block's pages go back to the system after the kernel.
     Measured at N = 4096, V = 32000 on the CPU twin (one run each, Zen 4): at H = 1024 the 16 MiB
     floor (131 rows) took 5.21 s with 0.060 GiB of extra memory, 160 rows (the earlier default)
     5.01 s with 0.064 GiB, against PyTorch's chunked ``linear_cross_entropy`` at 6.65 s and
