@@ -373,6 +373,24 @@ void RowsTail(const View &a, int i0, const float *b, int ldb, int j0, int w, int
     _mm512_mask_storeu_ps(p, mask, accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, p), acc[r]) : acc[r]);
   }
 }
+#elif defined(__AVX2__) && defined(__FMA__)
+// The same with 8 lanes (w < 8) through AVX2's masked loads and stores: element by element, the 7
+// last columns of 128 x 111 x 512 took three quarters of its time (28 against 119 GFLOP/s at 112).
+template <int R>
+void RowsTail(const View &a, int i0, const float *b, int ldb, int j0, int w, int k, float *c, int ldc,
+              bool accumulate) {
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int kk = 0; kk < k; ++kk) {
+    const __m256 bv = _mm256_maskload_ps(b + size_t(kk) * ldb + j0, mask);
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(*a.At(i0 + r, kk)), bv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float *p = c + size_t(i0 + r) * ldc + j0;
+    _mm256_maskstore_ps(p, mask, accumulate ? _mm256_add_ps(_mm256_maskload_ps(p, mask), acc[r]) : acc[r]);
+  }
+}
 #endif
 
 template <int R, int V>
@@ -388,7 +406,7 @@ void RowsOfC(const View &a, int i0, const float *b, int ldb, int n, int k, float
     }
   }
   for (; j0 + kLanes <= n; j0 += kLanes) RowsTile<R, 1>(a, i0, b, ldb, j0, k, c, ldc, accumulate);
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
   if (j0 < n) RowsTail<R>(a, i0, b, ldb, j0, n - j0, k, c, ldc, accumulate);
 #else
   for (; j0 < n; ++j0)
