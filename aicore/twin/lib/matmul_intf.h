@@ -59,8 +59,19 @@ inline const float *AsFloat(::ms_ops::twin::CubeUnit &unit, const T *p, int rows
     return p;
   } else {
     float *f = unit.Scratch(slot, size_t(rows) * cols);
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c) f[size_t(r) * cols + c] = static_cast<float>(p[size_t(r) * ld + c]);
+    // The casts' vector loops: element by element, GCC leaves the fp16 conversion scalar (the
+    // widening took 12.6% of an fp16 flash-attention forward, 118.8 ms against fp32's 102.9).
+    for (int r = 0; r < rows; ++r) {
+      float *dst = f + size_t(r) * cols;
+      const T *src = p + size_t(r) * ld;
+      if constexpr (std::is_same_v<T, half>) {
+        HalfToFloat(dst, src, uint32_t(cols));
+      } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+        Bf16ToFloat(dst, src, uint32_t(cols));
+      } else {
+        for (int c = 0; c < cols; ++c) dst[c] = static_cast<float>(src[c]);
+      }
+    }
     ldOut = cols;
     return f;
   }
