@@ -459,7 +459,7 @@ class Matmul {
       DstT *row = c + size_t(r) * ldc;
       const float *src = acc + size_t(r) * cols;
       if (op == twin_detail::kAtomicNone) {
-        for (int j = 0; j < cols; ++j) row[j] = static_cast<DstT>(src[j]);
+        Narrow(row, src, cols);
       } else if constexpr (std::is_same_v<DstT, float>) {
         twin_detail::AtomicStore(op, row, src, cols);
       } else {
@@ -467,10 +467,22 @@ class Matmul {
         DstT piece[kPiece];
         for (int j0 = 0; j0 < cols; j0 += kPiece) {
           const int n = std::min(kPiece, cols - j0);
-          for (int j = 0; j < n; ++j) piece[j] = static_cast<DstT>(src[j0 + j]);
+          Narrow(piece, src + j0, n);
           twin_detail::AtomicStore(op, row + j0, piece, n);
         }
       }
+    }
+  }
+
+  // n floats converted to C's type, through the casts' vector loops for fp16/bf16 (AsFloat's
+  // reason: GCC leaves the fp16 conversion scalar).
+  static void Narrow(DstT *d, const float *s, int n) {
+    if constexpr (std::is_same_v<DstT, half>) {
+      twin_detail::FloatToHalf(d, s, uint32_t(n));
+    } else if constexpr (std::is_same_v<DstT, bfloat16_t>) {
+      twin_detail::FloatToBf16(d, s, uint32_t(n));
+    } else {
+      for (int j = 0; j < n; ++j) d[j] = static_cast<DstT>(s[j]);
     }
   }
 
