@@ -198,9 +198,9 @@ void StoreTransposed(const float *t, float *c, int ldc, int mr, int nr, bool loa
     Transpose8x8(r);
     for (int i = h * 8; i < mr && i < h * 8 + 8; ++i) {
       float *row = c + size_t(i) * ldc;
-      v8f v = r[i - h * 8];
-      if (nr == kMR) {
+      const v8f v = r[i - h * 8];
 #ifdef __AVX__
+      if (nr == kMR) {
         __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
         if (load) {
           lo = _mm_add_ps(_mm_loadu_ps(row), lo);
@@ -209,8 +209,8 @@ void StoreTransposed(const float *t, float *c, int ldc, int mr, int nr, bool loa
         _mm_storeu_ps(row, lo);
         _mm_storel_pi(reinterpret_cast<__m64 *>(row + 4), hi);
         continue;
-#endif
       }
+#endif
       for (int l = 0; l < nr; ++l) row[l] = load ? row[l] + v[l] : v[l];
     }
   }
