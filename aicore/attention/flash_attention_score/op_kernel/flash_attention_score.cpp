@@ -132,6 +132,7 @@ class FlashAttentionScoreKernel {
 
  private:
   enum State : uint32_t { kRunMax, kNewMax, kSum, kTileMax, kTileSum, kFactor, kShift, kStates };
+  static constexpr int64_t kDiagRows = 64;
   // SoftmaxFlashV2's row statistics, one 32-byte block per row of a chunk.
   enum FlashStatBlocks : uint32_t { kInMax, kZeroSum, kOutMax, kOutSum, kExpMax, kFlashStats };
 
@@ -156,26 +157,44 @@ class FlashAttentionScoreKernel {
       const uint32_t nt = static_cast<uint32_t>(Min64(td.nTile, kEnd - k0));
       if (!FaTileVisible(sg, q0, mt, k0, nt)) continue;
       PipeBarrier<PIPE_ALL>();
-      mmNT.SetOrgShape(mt, nt, static_cast<int>(td.qRow), static_cast<int>(td.kRow));
-      mmNT.SetSingleShape(mt, nt, static_cast<int>(td.dim));
-      mmNT.SetTensorA(qGm_[qBase]);
-      mmNT.SetTensorB(kGm_[kBase + k0 * td.kRow], true);
-      mmNT.IterateAll(sGm_, 0, true);
-      mmNT.End();
+      // The tile's rows in one group, or, where its first rows see fewer of its keys than its last
+      // (the causal diagonal), in groups of kDiagRows whose scores and share of P V stop at their
+      // last visible key: the scores past it are masked below anyway and P is 0 there. A 256-row
+      // tile on the diagonal multiplies 3/8 fewer pairs.
+      const uint32_t group = GroupKeys(sg, q0, Min64(kDiagRows, mt), k0, nt) < nt ? kDiagRows : mt;
+      for (uint32_t c0 = 0; c0 < mt; c0 += group) {
+        const uint32_t rc = static_cast<uint32_t>(Min64(group, mt - c0));
+        mmNT.SetOrgShape(rc, nt, static_cast<int>(td.qRow), static_cast<int>(td.kRow));
+        mmNT.SetSingleShape(rc, GroupKeys(sg, q0 + c0, rc, k0, nt), static_cast<int>(td.dim));
+        mmNT.SetTensorA(qGm_[qBase + c0 * td.qRow]);
+        mmNT.SetTensorB(kGm_[kBase + k0 * td.kRow], true);
+        mmNT.IterateAll(sGm_[uint64_t(c0) * nt]);
+        mmNT.End();
+      }
       if (td.pseKind != 0 || td.hasMask) FaTileLogits(pipe, logits_, td, sg, n1, q0, mt, k0, nt, sGm_);
       Probabilities(sg, n1, q0, mt, k0, nt);
       if (started) Rescale(mt);
       // The cube reads P and adds into the accumulator in GM: the copies out must have landed.
       PipeBarrier<PIPE_ALL>();
-      mmNN.SetOrgShape(mt, static_cast<int>(td.vRow), nt, nt);
-      mmNN.SetSingleShape(mt, static_cast<int>(td.dimV), nt);
-      mmNN.SetTensorA(pGm_);
-      mmNN.SetTensorB(vGm_[vBase + k0 * td.vRow]);
-      mmNN.IterateAll(accGm_, started ? 1 : 0, true);
-      mmNN.End();
+      for (uint32_t c0 = 0; c0 < mt; c0 += group) {
+        const uint32_t rc = static_cast<uint32_t>(Min64(group, mt - c0));
+        mmNN.SetOrgShape(rc, static_cast<int>(td.vRow), nt, nt);
+        mmNN.SetSingleShape(rc, static_cast<int>(td.dimV), GroupKeys(sg, q0 + c0, rc, k0, nt));
+        mmNN.SetTensorA(pGm_[uint64_t(c0) * nt]);
+        mmNN.SetTensorB(vGm_[vBase + k0 * td.vRow]);
+        mmNN.IterateAll(accGm_[uint64_t(c0) * td.dimV], started ? 1 : 0, true);
+        mmNN.End();
+      }
       started = true;
     }
     Finish(sg, n1, q0, mt, started);
+  }
+
+  // Keys [k0, k0 + this) of an nt-key tile that query rows [q, q + rows) may see: at least one,
+  // so that a group's P V still writes its accumulator rows on the first tile.
+  __aicore__ inline int GroupKeys(const FaSeg &sg, int64_t q, int64_t rows, int64_t k0, uint32_t nt) {
+    const int64_t n = FaKeysEnd(sg, q, rows) - k0;
+    return static_cast<int>(n < 1 ? 1 : (n > int64_t(nt) ? int64_t(nt) : n));
   }
 
   // P = exp(logits - new max) of the tile into the workspace as T (0 for the keys a row does not
