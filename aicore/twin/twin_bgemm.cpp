@@ -46,12 +46,12 @@ void PackLines(const uint16_t *x, int ld, int n, int kk, int width, uint32_t *ds
   const int full = kk / 2;
   int p0 = 0;
   if (n == 8 && width == 8) {
+    typedef uint32_t Pairs __attribute__((vector_size(32)));
     for (; p0 + 8 <= full; p0 += 8) {
-      __m256i r[8];
-      for (int i = 0; i < 8; ++i)
-        r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + size_t(i) * ld + 2 * p0));
+      Pairs r[8];
+      for (int i = 0; i < 8; ++i) std::memcpy(&r[i], x + size_t(i) * ld + 2 * p0, sizeof(Pairs));
       Transpose8x8(r);
-      for (int q = 0; q < 8; ++q) _mm256_storeu_si256(reinterpret_cast<__m256i *>(dst + (p0 + q) * width), r[q]);
+      for (int q = 0; q < 8; ++q) std::memcpy(dst + (p0 + q) * width, &r[q], sizeof(Pairs));
     }
   }
   for (int i = 0; i < n; ++i) {

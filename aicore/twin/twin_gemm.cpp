@@ -155,26 +155,6 @@ struct View {
 // element (i, kk) is X[kk][i].
 View Op(const float *x, int ld, bool trans) { return trans ? View{x, 1, ld} : View{x, ld, 1}; }
 
-// r[j] = lane j of r[0..7] (an 8 x 8 transpose in place) in three shuffle stages (unpack, pair,
-// swap 128-bit halves), which GCC maps to the ISA's.
-inline void Transpose8x8(v8f r[8]) {
-  typedef int v8i __attribute__((vector_size(32)));
-  v8f t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shuffle(r[i], r[i + 1], v8i{0, 8, 1, 9, 4, 12, 5, 13});
-    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], v8i{2, 10, 3, 11, 6, 14, 7, 15});
-  }
-  for (int i = 0; i < 8; i += 4)
-    for (int h = 0; h < 2; ++h) {
-      u[i + 2 * h] = __builtin_shuffle(t[i + h], t[i + h + 2], v8i{0, 1, 8, 9, 4, 5, 12, 13});
-      u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2], v8i{2, 3, 10, 11, 6, 7, 14, 15});
-    }
-  for (int j = 0; j < 4; ++j) {
-    r[j] = __builtin_shuffle(u[j], u[j + 4], v8i{0, 1, 2, 3, 8, 9, 10, 11});
-    r[j + 4] = __builtin_shuffle(u[j], u[j + 4], v8i{4, 5, 6, 7, 12, 13, 14, 15});
-  }
-}
-
 // Lanes l = 0..7 of out (row stride NR) for depths 0..7 from line[l][0..7].
 template <int NR>
 void Transpose8(const float *const line[8], float *out) {
@@ -355,40 +335,39 @@ inline void RowsTile(const View &a, int i0, const float *b, int ldb, int j0, int
     }
 }
 
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+// The first w lanes of a vector: masked loads give 0 in the others, masked stores leave them.
 #ifdef __AVX512F__
-// RowsTile's arithmetic on the last w < 16 columns, through masked loads and stores (a scalar
-// chain per element ran these columns at a fiftieth of the vector rate).
-template <int R>
-void RowsTail(const View &a, int i0, const float *b, int ldb, int j0, int w, int k, float *c, int ldc,
-              bool accumulate) {
-  const __mmask16 mask = static_cast<__mmask16>((1u << w) - 1);
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
-  for (int kk = 0; kk < k; ++kk) {
-    const __m512 bv = _mm512_maskz_loadu_ps(mask, b + size_t(kk) * ldb + j0);
-    for (int r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(*a.At(i0 + r, kk)), bv, acc[r]);
-  }
-  for (int r = 0; r < R; ++r) {
-    float *p = c + size_t(i0 + r) * ldc + j0;
-    _mm512_mask_storeu_ps(p, mask, accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, p), acc[r]) : acc[r]);
-  }
+typedef __mmask16 Lanes;
+inline Lanes FirstLanes(int w) { return static_cast<__mmask16>((1u << w) - 1); }
+inline vf LoadLanes(Lanes m, const float *p) { return (vf)_mm512_maskz_loadu_ps(m, p); }
+inline void StoreLanes(Lanes m, float *p, vf v) { _mm512_mask_storeu_ps(p, m, (__m512)v); }
+#else
+typedef __m256i Lanes;
+inline Lanes FirstLanes(int w) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
-#elif defined(__AVX2__) && defined(__FMA__)
-// The same with 8 lanes (w < 8) through AVX2's masked loads and stores: element by element, the 7
-// last columns of 128 x 111 x 512 took three quarters of its time (28 against 119 GFLOP/s at 112).
+inline vf LoadLanes(Lanes m, const float *p) { return (vf)_mm256_maskload_ps(p, m); }
+inline void StoreLanes(Lanes m, float *p, vf v) { _mm256_maskstore_ps(p, m, (__m256)v); }
+#endif
+
+// RowsTile's arithmetic on the last w < kLanes columns, through masked loads and stores: a scalar
+// chain per element ran these columns at a fiftieth of the vector rate with AVX-512, and made the
+// 7 last columns of 128 x 111 x 512 three quarters of its time with AVX2 (28 against 119 GFLOP/s at
+// 112 columns).
 template <int R>
 void RowsTail(const View &a, int i0, const float *b, int ldb, int j0, int w, int k, float *c, int ldc,
               bool accumulate) {
-  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(w), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const Lanes mask = FirstLanes(w);
+  vf acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = vf{};
   for (int kk = 0; kk < k; ++kk) {
-    const __m256 bv = _mm256_maskload_ps(b + size_t(kk) * ldb + j0, mask);
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(*a.At(i0 + r, kk)), bv, acc[r]);
+    const vf bv = LoadLanes(mask, b + size_t(kk) * ldb + j0);
+    for (int r = 0; r < R; ++r) acc[r] = Fma(Splat(*a.At(i0 + r, kk)), bv, acc[r]);
   }
   for (int r = 0; r < R; ++r) {
     float *p = c + size_t(i0 + r) * ldc + j0;
-    _mm256_maskstore_ps(p, mask, accumulate ? _mm256_add_ps(_mm256_maskload_ps(p, mask), acc[r]) : acc[r]);
+    StoreLanes(mask, p, accumulate ? LoadLanes(mask, p) + acc[r] : acc[r]);
   }
 }
 #endif

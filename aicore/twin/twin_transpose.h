@@ -1,7 +1,36 @@
-// 16 x 16 and 8 x 8 transposes of 32-bit words in AVX-512 and AVX2 registers, shared by the twin's
-// GEMMs (packing and storing).
+// 8 x 8 and 16 x 16 transposes of 32-bit words in vector registers, shared by the twin's GEMMs
+// (packing and storing).
 #ifndef MS_OPS_TWIN_TRANSPOSE_H_
 #define MS_OPS_TWIN_TRANSPOSE_H_
+
+namespace ms_ops {
+namespace twin {
+
+// r[i] holds row i of an 8 x 8 block of 32-bit elements (V: an 8-lane vector of GCC's vector
+// extension, float or integer); afterwards r[j] holds its column j. Three shuffle stages (unpack,
+// pair, swap 128-bit halves), which GCC maps to the ISA's: AVX2's unpacks and permute2x128.
+template <class V>
+inline void Transpose8x8(V r[8]) {
+  typedef int Index __attribute__((vector_size(32)));
+  static_assert(sizeof(V) == sizeof(Index) && sizeof(r[0][0]) == 4, "8 lanes of 32 bits");
+  V t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shuffle(r[i], r[i + 1], Index{0, 8, 1, 9, 4, 12, 5, 13});
+    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], Index{2, 10, 3, 11, 6, 14, 7, 15});
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int h = 0; h < 2; ++h) {
+      u[i + 2 * h] = __builtin_shuffle(t[i + h], t[i + h + 2], Index{0, 1, 8, 9, 4, 5, 12, 13});
+      u[i + 2 * h + 1] = __builtin_shuffle(t[i + h], t[i + h + 2], Index{2, 3, 10, 11, 6, 7, 14, 15});
+    }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = __builtin_shuffle(u[j], u[j + 4], Index{0, 1, 2, 3, 8, 9, 10, 11});
+    r[j + 4] = __builtin_shuffle(u[j], u[j + 4], Index{4, 5, 6, 7, 12, 13, 14, 15});
+  }
+}
+
+}  // namespace twin
+}  // namespace ms_ops
 
 #ifdef __AVX512F__
 
@@ -32,27 +61,6 @@ inline void Transpose16(__m512i r[16]) {
     r[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
     r[8 + j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
   }
-}
-
-// r[i] holds row i of an 8 x 8 block of words; afterwards r[j] holds its column j.
-inline void Transpose8x8(__m256i r[8]) {
-  __m256i t[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // Per 128-bit lane, r[4i + j] then holds column j (low lane) and j + 4 (high lane) of rows 4i..4i+3.
-  for (int i = 0; i < 2; ++i) {
-    r[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int j = 0; j < 4; ++j) {
-    t[j] = _mm256_permute2x128_si256(r[j], r[4 + j], 0x20);
-    t[4 + j] = _mm256_permute2x128_si256(r[j], r[4 + j], 0x31);
-  }
-  for (int j = 0; j < 8; ++j) r[j] = t[j];
 }
 
 }  // namespace twin
