@@ -161,7 +161,7 @@ class FlashAttentionScoreKernel {
       // (the causal diagonal), in groups of kDiagRows whose scores and share of P V stop at their
       // last visible key: the scores past it are masked below anyway and P is 0 there. A 256-row
       // tile on the diagonal multiplies 3/8 fewer pairs.
-      const uint32_t group = GroupKeys(sg, q0, Min64(kDiagRows, mt), k0, nt) < nt ? kDiagRows : mt;
+      const uint32_t group = GroupKeys(sg, q0, Min64(kDiagRows, mt), k0, nt) < static_cast<int>(nt) ? kDiagRows : mt;
       for (uint32_t c0 = 0; c0 < mt; c0 += group) {
         const uint32_t rc = static_cast<uint32_t>(Min64(group, mt - c0));
         mmNT.SetOrgShape(rc, nt, static_cast<int>(td.qRow), static_cast<int>(td.kRow));
