@@ -370,6 +370,19 @@ void RowsTail(const View &a, int i0, const float *b, int ldb, int j0, int w, int
     StoreLanes(mask, p, accumulate ? LoadLanes(mask, p) + acc[r] : acc[r]);
   }
 }
+#else
+// Without masked loads and stores: one scalar chain per element of the last w columns.
+template <int R>
+void RowsTail(const View &a, int i0, const float *b, int ldb, int j0, int w, int k, float *c, int ldc,
+              bool accumulate) {
+  for (int j = j0; j < j0 + w; ++j)
+    for (int r = 0; r < R; ++r) {
+      float t = 0.0f;
+      for (int kk = 0; kk < k; ++kk) t = __builtin_fmaf(*a.At(i0 + r, kk), b[size_t(kk) * ldb + j], t);
+      float &e = c[size_t(i0 + r) * ldc + j];
+      e = accumulate ? e + t : t;
+    }
+}
 #endif
 
 template <int R, int V>
@@ -385,17 +398,7 @@ void RowsOfC(const View &a, int i0, const float *b, int ldb, int n, int k, float
     }
   }
   for (; j0 + kLanes <= n; j0 += kLanes) RowsTile<R, 1>(a, i0, b, ldb, j0, k, c, ldc, accumulate);
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
   if (j0 < n) RowsTail<R>(a, i0, b, ldb, j0, n - j0, k, c, ldc, accumulate);
-#else
-  for (; j0 < n; ++j0)
-    for (int r = 0; r < R; ++r) {
-      float t = 0.0f;
-      for (int kk = 0; kk < k; ++kk) t = __builtin_fmaf(*a.At(i0 + r, kk), b[size_t(kk) * ldb + j0], t);
-      float &e = c[size_t(i0 + r) * ldc + j0];
-      e = accumulate ? e + t : t;
-    }
-#endif
 }
 
 // Rows of C in groups of R (then 8, 4 and single rows), each RowsOfC<., V>.
